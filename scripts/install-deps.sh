@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs, through apt, what the build and the tests need and is missing.
+# Idempotent and quiet when everything is there.
+set -u
+pkgs=(
+  build-essential cmake               # build
+  python3 sqlite3 redis-server redis-tools   # real programs under LD_PRELOAD
+  qemu-system-x86 busybox-static cpio  # the NUMA VM test bed
+  libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 valgrind gnuplot-nox  # benchmarks
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+if ! { $SUDO apt-get update -q >/dev/null && $SUDO apt-get install -y -q "${missing[@]}" >/dev/null; }; then
+  echo "install-deps: error: apt-get could not install: ${missing[*]}" >&2
+  exit 1
+fi

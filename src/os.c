@@ -1,0 +1,271 @@
+/*
+ * Platform layer: every system call of the library is made here, raw (no
+ * libc wrapper, no errno), with the x86-64 numbers from <sys/syscall.h>.
+ * Wrappers return a value >= 0 or a negative errno. Nothing here allocates
+ * or uses stdio; sysfs files are read into caller-provided buffers.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include "internal.h"
+
+#if !defined(__x86_64__)
+#error "nodalloc's platform layer is written for x86-64 Linux"
+#endif
+
+static inline long sc6(long n, long a, long b, long c, long d, long e, long f)
+{
+	long ret;
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	return ret;
+}
+#define sc0(n) sc6(n, 0, 0, 0, 0, 0, 0)
+#define sc1(n, a) sc6(n, (long)(a), 0, 0, 0, 0, 0)
+#define sc2(n, a, b) sc6(n, (long)(a), (long)(b), 0, 0, 0, 0)
+#define sc3(n, a, b, c) sc6(n, (long)(a), (long)(b), (long)(c), 0, 0, 0)
+#define sc4(n, a, b, c, d) sc6(n, (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
+
+/* ---- memory mappings --------------------------------------------------- */
+
+void *_nd_os_mmap(size_t len, bool noreserve, int *err)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | (noreserve ? MAP_NORESERVE : 0);
+	long r = sc6(SYS_mmap, 0, (long)len, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (r < 0 && r > -4096) {
+		if (err)
+			*err = (int)r;
+		return NULL;
+	}
+	return (void *)r;
+}
+
+void *_nd_os_mmap_aligned(size_t len, size_t align, bool noreserve, int *err)
+{
+	if (align <= ND_PAGE_SIZE)
+		return _nd_os_mmap(len, noreserve, err);
+	/* Over-map by align, then trim both ends: the result keeps its
+	 * alignment and the unused head and tail go back at once. */
+	size_t over = len + align;
+	if (over < len) {
+		if (err)
+			*err = -12; /* ENOMEM */
+		return NULL;
+	}
+	char *p = _nd_os_mmap(over, noreserve, err);
+	if (!p)
+		return NULL;
+	uintptr_t start = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+	size_t head = start - (uintptr_t)p;
+	size_t tail = over - head - len;
+	if (head)
+		_nd_os_munmap(p, head);
+	if (tail)
+		_nd_os_munmap((char *)start + len, tail);
+	return (void *)start;
+}
+
+int _nd_os_munmap(void *p, size_t len)
+{
+	return (int)sc2(SYS_munmap, p, len);
+}
+
+int _nd_os_madvise(void *p, size_t len, int advice)
+{
+	return (int)sc3(SYS_madvise, p, len, advice);
+}
+
+int _nd_os_mprotect(void *p, size_t len, int prot)
+{
+	return (int)sc3(SYS_mprotect, p, len, prot);
+}
+
+/* ---- memory policy ----------------------------------------------------- */
+
+/* The kernel reads maxnode-1 bits (a historical off-by-one): pass bits+1. */
+int _nd_os_mbind(void *p, size_t len, int mode, const uint64_t *mask, unsigned long maxnode_bits, unsigned flags)
+{
+	return (int)sc6(SYS_mbind, (long)p, (long)len, mode, (long)mask,
+			mask ? (long)(maxnode_bits + 1) : 0, flags);
+}
+
+int _nd_os_set_mempolicy(int mode, const uint64_t *mask, unsigned long maxnode_bits)
+{
+	return (int)sc3(SYS_set_mempolicy, mode, mask, mask ? maxnode_bits + 1 : 0);
+}
+
+int _nd_os_get_mempolicy(int *mode, uint64_t *mask, unsigned long maxnode_bits, const void *addr, unsigned flags)
+{
+	return (int)sc6(SYS_get_mempolicy, (long)mode, (long)mask,
+			mask ? (long)(maxnode_bits + 1) : 0, (long)addr, flags, 0);
+}
+
+int _nd_os_move_pages(int pid, unsigned long count, const void **pages, const int *nodes, int *status, int flags)
+{
+	return (int)sc6(SYS_move_pages, pid, (long)count, (long)pages, (long)nodes, (long)status, flags);
+}
+
+/* ---- CPUs and threads -------------------------------------------------- */
+
+int _nd_os_getcpu(unsigned *cpu, unsigned *node)
+{
+	return (int)sc3(SYS_getcpu, cpu, node, 0);
+}
+
+int _nd_os_sched_getaffinity(int tid, size_t bytes, uint64_t *mask)
+{
+	return (int)sc3(SYS_sched_getaffinity, tid, bytes, mask);
+}
+
+int _nd_os_sched_setaffinity(int tid, size_t bytes, const uint64_t *mask)
+{
+	return (int)sc3(SYS_sched_setaffinity, tid, bytes, mask);
+}
+
+int _nd_os_gettid(void)
+{
+	return (int)sc0(SYS_gettid);
+}
+
+int _nd_os_getpid(void)
+{
+	return (int)sc0(SYS_getpid);
+}
+
+/* glibc >= 2.35 registers rseq for every thread and publishes where. Weak,
+ * so that an older libc simply means "no rseq". */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+
+unsigned _nd_os_rseq_size(void)
+{
+	return &__rseq_size ? __rseq_size : 0;
+}
+
+struct _nd_rseq_abi *_nd_os_rseq_area(void)
+{
+	if (_nd_os_rseq_size() == 0)
+		return NULL;
+	char *tp;
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+	return (struct _nd_rseq_abi *)(tp + __rseq_offset);
+}
+
+uint64_t _nd_os_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no system call */
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void _nd_os_abort(void)
+{
+	/* SIGABRT to ourselves, as abort() does, without its stdio flush. */
+	int tid = _nd_os_gettid(), pid = _nd_os_getpid();
+	sc3(SYS_tgkill, pid, tid, 6 /* SIGABRT */);
+	sc1(SYS_exit_group, 134);
+	__builtin_unreachable();
+}
+
+int _nd_os_futex_wait(volatile uint32_t *addr, uint32_t val)
+{
+	return (int)sc6(SYS_futex, (long)addr, FUTEX_WAIT_PRIVATE, val, 0, 0, 0);
+}
+
+int _nd_os_futex_wake(volatile uint32_t *addr, int n)
+{
+	return (int)sc3(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n);
+}
+
+/* ---- files (sysfs, procfs, output) ------------------------------------- */
+
+int _nd_os_open(const char *path, int flags, int mode)
+{
+	return (int)sc4(SYS_openat, AT_FDCWD, path, flags | O_CLOEXEC, mode);
+}
+
+int _nd_os_close(int fd)
+{
+	return (int)sc1(SYS_close, fd);
+}
+
+long _nd_os_read_file(const char *path, char *buf, size_t len)
+{
+	if (len == 0)
+		return -22; /* EINVAL */
+	int fd = _nd_os_open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return fd;
+	size_t got = 0;
+	while (got < len - 1) {
+		long r = sc3(SYS_read, fd, buf + got, len - 1 - got);
+		if (r == -4) /* EINTR */
+			continue;
+		if (r < 0) {
+			_nd_os_close(fd);
+			return r;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	buf[got] = '\0';
+	_nd_os_close(fd);
+	return (long)got;
+}
+
+int _nd_os_write(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		long r = sc3(SYS_write, fd, buf, len);
+		if (r == -4)
+			continue;
+		if (r < 0)
+			return (int)r;
+		buf += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+struct nd_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+int _nd_os_list_dir(const char *path, void (*fn)(const char *name, void *arg), void *arg)
+{
+	int fd = _nd_os_open(path, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return fd;
+	char buf[4096] __attribute__((aligned(8)));
+	for (;;) {
+		long n = sc3(SYS_getdents64, fd, buf, sizeof buf);
+		if (n < 0) {
+			_nd_os_close(fd);
+			return (int)n;
+		}
+		if (n == 0)
+			break;
+		for (long off = 0; off < n;) {
+			struct nd_dirent64 *d = (struct nd_dirent64 *)(buf + off);
+			if (d->d_name[0] != '.')
+				fn(d->d_name, arg);
+			off += d->d_reclen;
+		}
+	}
+	_nd_os_close(fd);
+	return 0;
+}
