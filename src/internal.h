@@ -88,6 +88,9 @@ struct _nd_rseq_abi *_nd_os_rseq_area(void);
 /* Size of the rseq area glibc registered (0 if none). */
 unsigned _nd_os_rseq_size(void);
 void _nd_os_abort(void) __attribute__((noreturn));
+/* Shared file mapping (created and sized), for the live statistics export. */
+void *_nd_os_map_shared_file(const char *path, size_t len, int *err);
+int _nd_os_unlink(const char *path);
 /* Futex wait/wake on a 32-bit word (private). */
 int _nd_os_futex_wait(volatile uint32_t *addr, uint32_t val);
 int _nd_os_futex_wake(volatile uint32_t *addr, int n);

@@ -269,3 +269,35 @@ int _nd_os_list_dir(const char *path, void (*fn)(const char *name, void *arg), v
 	_nd_os_close(fd);
 	return 0;
 }
+
+/* A shared file mapping of len bytes at path, created (mode 0644) and sized
+ * if needed: the live statistics export that `nodactl stat PID` reads. */
+void *_nd_os_map_shared_file(const char *path, size_t len, int *err)
+{
+	int fd = _nd_os_open(path, O_RDWR | O_CREAT, 0644);
+	if (fd < 0) {
+		if (err)
+			*err = fd;
+		return NULL;
+	}
+	long r = sc2(SYS_ftruncate, fd, (long)len);
+	if (r < 0) {
+		_nd_os_close(fd);
+		if (err)
+			*err = (int)r;
+		return NULL;
+	}
+	r = sc6(SYS_mmap, 0, (long)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	_nd_os_close(fd);
+	if (r < 0 && r > -4096) {
+		if (err)
+			*err = (int)r;
+		return NULL;
+	}
+	return (void *)r;
+}
+
+int _nd_os_unlink(const char *path)
+{
+	return (int)sc3(SYS_unlinkat, AT_FDCWD, path, 0);
+}
