@@ -1,8 +1,326 @@
-/* Statistics: STUB until the node-arena issue lands (helper replaces). */
+/*
+ * Per-node NUMA statistics with the kernel's meanings (numastat.rst and
+ * zone_statistics() in mm/page_alloc.c), and their printers.
+ *
+ * Unit: one count per page-run allocation, whatever its length, as the
+ * kernel counts once per allocation whatever its order. Byte counters are
+ * exact (deltas from the page layer).
+ *
+ * Storage: one 128-byte slot per node id (two cache lines, so nodes never
+ * share a line), updated with relaxed atomic adds; readers sum nothing,
+ * they just load. The slots cover every possible node id (ND_MAX_NODES)
+ * so that an emulated topology installed after init (tests, nodactl) needs
+ * no resize; the mapping is MAP_NORESERVE, so only the slots of nodes that
+ * are used ever get memory (node_limit * 128 bytes, rounded to pages).
+ * No lock anywhere: a reader may see a counter of an allocation before
+ * the matching counter on another node (e.g. numa_miss before
+ * numa_foreign); each counter on its own is exact.
+ */
+#include <errno.h>
+
 #include "internal.h"
-int _nd_stats_init(void) { return 0; }
-void _nd_stats_count(int want, int got, int cpu_node, bool interleave) { (void)want; (void)got; (void)cpu_node; (void)interleave; }
-void _nd_stats_in_use(int node, int64_t delta) { (void)node; (void)delta; }
-void _nd_stats_committed(int node, int64_t delta) { (void)node; (void)delta; }
-void _nd_stats_reserved(int node, int64_t delta) { (void)node; (void)delta; }
-void _nd_stats_at_exit(void) {}
+
+enum { C_HIT, C_MISS, C_FOREIGN, C_IL_HIT, C_LOCAL, C_OTHER, C__N };
+enum { B_IN_USE, B_COMMITTED, B_RESERVED, B__N };
+
+typedef struct stat_slot {
+	uint64_t c[C__N];
+	int64_t b[B__N];
+	char pad[128 - 8 * (C__N + B__N)];
+} __attribute__((aligned(128))) stat_slot_t;
+_Static_assert(sizeof(stat_slot_t) == 128, "one slot is two cache lines");
+
+static stat_slot_t *slots; /* [ND_MAX_NODES], set once at init */
+
+int _nd_stats_init(void)
+{
+	if (slots)
+		return 0;
+	int err;
+	void *p = _nd_os_mmap(sizeof(stat_slot_t) * ND_MAX_NODES, true, &err);
+	if (!p) {
+		/* Statistics are not worth failing the allocator for. */
+		_nd_msg_warn("statistics disabled: no memory for counters (error %d)", -err);
+		return 0;
+	}
+	__atomic_store_n(&slots, (stat_slot_t *)p, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static inline stat_slot_t *slot(int node)
+{
+	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_RELAXED);
+	if (nd_unlikely(!s || node < 0 || node >= ND_MAX_NODES))
+		return NULL;
+	return &s[node];
+}
+
+static inline void inc(int node, int c)
+{
+	stat_slot_t *s = slot(node);
+	if (s)
+		__atomic_fetch_add(&s->c[c], 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * The kernel's zone_statistics(preferred, z): hit or miss+foreign by the
+ * intended node, and local/other by the allocating CPU's node
+ * (numa_node_id(), not numa_mem_id(): a CPU of a memoryless node always
+ * counts other_node). interleave_hit as in the interleave allocation path:
+ * the interleave target served.
+ */
+void _nd_stats_count(int want, int got, int cpu_node, bool interleave)
+{
+	if (got < 0 || got >= ND_MAX_NODES)
+		return; /* nothing was allocated (or a bad node): no half counts */
+	if (want < 0 || want >= ND_MAX_NODES || want == got) {
+		inc(got, C_HIT);
+		if (interleave)
+			inc(got, C_IL_HIT);
+	} else {
+		inc(got, C_MISS);
+		inc(want, C_FOREIGN);
+	}
+	inc(got, got == cpu_node ? C_LOCAL : C_OTHER);
+}
+
+static inline void add_bytes(int node, int b, int64_t delta)
+{
+	stat_slot_t *s = slot(node);
+	if (s)
+		__atomic_fetch_add(&s->b[b], delta, __ATOMIC_RELAXED);
+}
+
+void _nd_stats_in_use(int node, int64_t delta) { add_bytes(node, B_IN_USE, delta); }
+void _nd_stats_committed(int node, int64_t delta) { add_bytes(node, B_COMMITTED, delta); }
+void _nd_stats_reserved(int node, int64_t delta) { add_bytes(node, B_RESERVED, delta); }
+
+void _nd_stats_reset(void)
+{
+	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_RELAXED);
+	if (!s)
+		return;
+	for (int n = 0; n < ND_MAX_NODES; n++) {
+		/* skip untouched pages: reading them would commit nothing, but
+		 * writing would; only write nonzero words */
+		for (int c = 0; c < C__N; c++)
+			if (__atomic_load_n(&s[n].c[c], __ATOMIC_RELAXED))
+				__atomic_store_n(&s[n].c[c], 0, __ATOMIC_RELAXED);
+		for (int b = 0; b < B__N; b++)
+			if (__atomic_load_n(&s[n].b[b], __ATOMIC_RELAXED))
+				__atomic_store_n(&s[n].b[b], 0, __ATOMIC_RELAXED);
+	}
+}
+
+static uint64_t clamp(int64_t v)
+{
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+static void read_node(int n, nd_node_stats_t *o)
+{
+	stat_slot_t *s = slot(n);
+	if (!s) {
+		*o = (nd_node_stats_t){ 0 };
+		return;
+	}
+	o->numa_hit = __atomic_load_n(&s->c[C_HIT], __ATOMIC_RELAXED);
+	o->numa_miss = __atomic_load_n(&s->c[C_MISS], __ATOMIC_RELAXED);
+	o->numa_foreign = __atomic_load_n(&s->c[C_FOREIGN], __ATOMIC_RELAXED);
+	o->interleave_hit = __atomic_load_n(&s->c[C_IL_HIT], __ATOMIC_RELAXED);
+	o->local_node = __atomic_load_n(&s->c[C_LOCAL], __ATOMIC_RELAXED);
+	o->other_node = __atomic_load_n(&s->c[C_OTHER], __ATOMIC_RELAXED);
+	o->bytes_in_use = clamp(__atomic_load_n(&s->b[B_IN_USE], __ATOMIC_RELAXED));
+	o->bytes_committed = clamp(__atomic_load_n(&s->b[B_COMMITTED], __ATOMIC_RELAXED));
+	o->bytes_reserved = clamp(__atomic_load_n(&s->b[B_RESERVED], __ATOMIC_RELAXED));
+}
+
+int nd_stats_get(nd_stats_t *out)
+{
+	if (!out || out->version != ND_STATS_VERSION) {
+		errno = EINVAL;
+		return -1;
+	}
+	int limit = _nd_topo()->node_limit;
+	if (limit > ND_MAX_NODES)
+		limit = ND_MAX_NODES;
+	out->node_limit = limit;
+	for (int n = 0; n < ND_MAX_NODES; n++) {
+		if (n < limit)
+			read_node(n, &out->nodes[n]);
+		else
+			out->nodes[n] = (nd_node_stats_t){ 0 };
+	}
+	return 0;
+}
+
+/* ---- printers ---------------------------------------------------------- */
+
+/* Nodes shown: online ones, and any other that has counts (a node that
+ * went away with an emulated topology but was used). */
+static bool shown(const _nd_topo_t *t, int n)
+{
+	if (n < t->node_limit && t->online[n])
+		return true;
+	nd_node_stats_t s;
+	read_node(n, &s);
+	return s.numa_hit | s.numa_miss | s.numa_foreign | s.interleave_hit | s.local_node | s.other_node |
+	       s.bytes_in_use | s.bytes_committed | s.bytes_reserved;
+}
+
+static int shown_limit(const _nd_topo_t *t)
+{
+	return t->node_limit < ND_MAX_NODES ? t->node_limit : ND_MAX_NODES;
+}
+
+/* A line buffer flushed to fd when full: no line length limit. */
+typedef struct outbuf {
+	int fd;
+	size_t k;
+	char b[2048];
+} outbuf_t;
+
+static void ob_flush(outbuf_t *o)
+{
+	if (o->k) {
+		o->b[o->k] = '\0';
+		_nd_msg_out(o->fd, o->b);
+		o->k = 0;
+	}
+}
+
+static void ob_put(outbuf_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ob_put(outbuf_t *o, const char *fmt, ...)
+{
+	char tmp[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = _nd_msg_vformat(tmp, sizeof tmp, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof tmp)
+		n = sizeof tmp - 1;
+	if (o->k + (size_t)n + 1 > sizeof o->b)
+		ob_flush(o);
+	for (int i = 0; i < n; i++)
+		o->b[o->k++] = tmp[i];
+}
+
+static const char *const count_names[C__N] = {
+	"numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node",
+};
+static const char *const byte_names[B__N] = { "in_use_MiB", "committed_MiB", "reserved_MiB" };
+static const char *const byte_json[B__N] = { "bytes_in_use", "bytes_committed", "bytes_reserved" };
+
+static uint64_t count_of(const nd_node_stats_t *s, int c)
+{
+	const uint64_t v[C__N] = { s->numa_hit, s->numa_miss, s->numa_foreign,
+				   s->interleave_hit, s->local_node, s->other_node };
+	return v[c];
+}
+
+static uint64_t bytes_of(const nd_node_stats_t *s, int b)
+{
+	const uint64_t v[B__N] = { s->bytes_in_use, s->bytes_committed, s->bytes_reserved };
+	return v[b];
+}
+
+/*
+ * numastat's layout: a header of right-aligned "nodeN" columns 16 wide
+ * after a 16-wide label column, one row per counter (pages there, page-run
+ * allocations here), then the byte rows in MiB with two decimals.
+ */
+void nd_stats_print(int fd)
+{
+	const _nd_topo_t *t = _nd_topo();
+	int lim = shown_limit(t);
+	outbuf_t o = { .fd = fd };
+	ob_put(&o, "%-16s", "");
+	for (int n = 0; n < lim; n++)
+		if (shown(t, n)) {
+			char name[16];
+			_nd_msg_format(name, sizeof name, "node%d", n);
+			ob_put(&o, "%16s", name);
+		}
+	ob_put(&o, "\n");
+	for (int c = 0; c < C__N; c++) {
+		ob_put(&o, "%-16s", count_names[c]);
+		for (int n = 0; n < lim; n++)
+			if (shown(t, n)) {
+				nd_node_stats_t s;
+				read_node(n, &s);
+				ob_put(&o, "%16llu", (unsigned long long)count_of(&s, c));
+			}
+		ob_put(&o, "\n");
+	}
+	const uint64_t mib = (uint64_t)1 << 20;
+	for (int b = 0; b < B__N; b++) {
+		ob_put(&o, "%-16s", byte_names[b]);
+		for (int n = 0; n < lim; n++)
+			if (shown(t, n)) {
+				nd_node_stats_t s;
+				read_node(n, &s);
+				uint64_t v = bytes_of(&s, b);
+				uint64_t whole = v / mib, cents = ((v % mib) * 100 + mib / 2) / mib;
+				if (cents == 100) {
+					whole++;
+					cents = 0;
+				}
+				char num[32];
+				_nd_msg_format(num, sizeof num, "%llu.%02llu", (unsigned long long)whole,
+					       (unsigned long long)cents);
+				ob_put(&o, "%16s", num);
+			}
+		ob_put(&o, "\n");
+	}
+	ob_flush(&o);
+}
+
+void nd_stats_print_json(int fd)
+{
+	const _nd_topo_t *t = _nd_topo();
+	int lim = shown_limit(t);
+	outbuf_t o = { .fd = fd };
+	ob_put(&o, "{\"version\":%d,\"unit\":\"page-run allocations\",\"nodes\":{", ND_STATS_VERSION);
+	bool first = true;
+	for (int n = 0; n < lim; n++) {
+		if (!shown(t, n))
+			continue;
+		nd_node_stats_t s;
+		read_node(n, &s);
+		ob_put(&o, "%s\"%d\":{", first ? "" : ",", n);
+		first = false;
+		for (int c = 0; c < C__N; c++)
+			ob_put(&o, "\"%s\":%llu,", count_names[c], (unsigned long long)count_of(&s, c));
+		for (int b = 0; b < B__N; b++)
+			ob_put(&o, "\"%s\":%llu%s", byte_json[b], (unsigned long long)bytes_of(&s, b),
+			       b + 1 < B__N ? "," : "}");
+	}
+	ob_put(&o, "}}\n");
+	ob_flush(&o);
+}
+
+void _nd_stats_at_exit(void)
+{
+	const char *v = _nd_opt_str(ND_OPT_STATS);
+	if (!*v)
+		return;
+	int64_t fd64 = _nd_opt_int(ND_OPT_MSG_FD);
+	int fd = fd64 > 0 ? (int)fd64 : 2;
+	bool on;
+	bool json = v[0] == 'j' && v[1] == 's' && v[2] == 'o' && v[3] == 'n' && v[4] == '\0';
+	bool text = (v[0] == 't' && v[1] == 'e' && v[2] == 'x' && v[3] == 't' && v[4] == '\0');
+	if (!json && !text) {
+		if (_nd_opt_parse_bool(v, &on) != 0) {
+			_nd_msg_warn("NODALLOC_STATS: unknown value '%s' (expected 1, text or json)", v);
+			return;
+		}
+		if (!on)
+			return;
+	}
+	if (json)
+		nd_stats_print_json(fd);
+	else
+		nd_stats_print(fd);
+}
