@@ -98,11 +98,18 @@ typedef struct nd_policy {
  * "+tier" suffix flag. Returns 0, or -1 with err naming the bad part. */
 ND_API int nd_policy_parse(const char *s, nd_policy_t *out, char *err, size_t errlen);
 ND_API int nd_policy_format(const nd_policy_t *p, char *buf, size_t len);
-/* Thread policy (NULL or mode DEFAULT = inherit the process policy). */
+/* Validates p against the topology (nodes exist and have memory, the set
+ * fits the mode, granularity_shift <= 18). 0, or -1 with err naming it. */
+ND_API int nd_policy_check(const nd_policy_t *p, char *err, size_t errlen);
+/* Thread policy (NULL or mode DEFAULT = inherit the process policy).
+ * -1 with errno EINVAL if p fails nd_policy_check. nd_get_policy gives
+ * the thread's own policy: mode DEFAULT when it inherits. */
 ND_API int nd_set_policy(const nd_policy_t *p);
 ND_API int nd_get_policy(nd_policy_t *out);
-/* Process default policy (also NODALLOC_POLICY). */
+/* Process default policy (also NODALLOC_POLICY); every thread without a
+ * policy of its own sees a change at its next allocation. */
 ND_API int nd_set_default_policy(const nd_policy_t *p);
+ND_API int nd_get_default_policy(nd_policy_t *out);
 
 /* ---- allocation (src/malloc.c) ---------------------------------------- */
 
@@ -126,15 +133,37 @@ ND_API int nd_node_of(const void *p);
 
 /* ---- per-CPU areas (src/percpu.c) ------------------------------------- */
 
-typedef uintptr_t nd_percpu_t; /* an offset into every CPU's area; 0 = none */
+/* An offset into every CPU's area; 0 = none. The copy of CPU c lives at
+ * base + (c << area_shift) + h: one address computation, no pointer array.
+ * Areas are dense (allocations of different users share a cache line of one
+ * CPU, never a line across CPUs), committed on demand, and each is bound to
+ * its CPU's memory node. docs/percpu.md. */
+typedef uintptr_t nd_percpu_t;
 
+/* size bytes in every possible CPU's area, zeroed, aligned to align (a
+ * power of two; 0 = natural: the largest power of two <= 16 dividing size;
+ * at least 4). Returns 0 with errno EINVAL (bad size/align, message names
+ * it) or ENOMEM (area full or commit failed). */
 ND_API nd_percpu_t nd_percpu_alloc(size_t size, size_t align);
+/* 0 is ignored; a handle that is not from nd_percpu_alloc is reported. */
 ND_API void nd_percpu_free(nd_percpu_t h);
+/* CPU cpu's copy; NULL if cpu is not below nd_cpu_limit() or not possible. */
 ND_API void *nd_percpu_ptr(nd_percpu_t h, int cpu);
+/* The current CPU's copy (the thread may migrate right after: use the
+ * operations below for updates that must land on one CPU's copy). */
 ND_API void *nd_this_cpu_ptr(nd_percpu_t h);
-/* 64-bit counter operations on the current CPU's copy, without atomics when
- * rseq is available. */
+/* 64-bit counter operations on the current CPU's copy (h must be an
+ * allocation of >= 8 bytes aligned to 8): restartable sequences without
+ * atomics or locks when rseq is available, else atomic instructions.
+ * Correct under preemption, migration and signals. */
 ND_API void nd_percpu_add(nd_percpu_t h, int64_t v);
+ND_API void nd_percpu_inc(nd_percpu_t h);
+/* Adds v and returns the new value of the current CPU's copy. */
+ND_API int64_t nd_percpu_add_return(nd_percpu_t h, int64_t v);
+/* If the current CPU's copy equals expect, store newv; returns the value
+ * the copy had (== expect means the store happened). */
+ND_API int64_t nd_percpu_cmpxchg(nd_percpu_t h, int64_t expect, int64_t newv);
+/* Sum of the 64-bit counter at h over all possible CPUs. */
 ND_API int64_t nd_percpu_sum(nd_percpu_t h);
 /* Bytes of per-CPU area in use, over all CPUs (the seed's cpu_bytes). */
 ND_API size_t nd_percpu_bytes(void);
@@ -142,19 +171,28 @@ ND_API size_t nd_percpu_bytes(void);
 ND_API int nd_percpu_uses_rseq(void);
 
 /* ---- large tables (src/table.c) --------------------------------------- */
+/* The kernel's alloc_large_system_hash for programs (docs/tables.md): a
+ * power-of-two table sized from memory and spread evenly over the memory
+ * nodes, for big start-up hashes and arrays that every CPU uses. */
 
 #define ND_TABLE_ZERO       0x1u /* zero-fill */
 #define ND_TABLE_LOCAL      0x2u /* on the caller's memory node, not spread */
 #define ND_TABLE_DISTRIBUTE 0x4u /* spread over the memory nodes (default) */
 
 typedef struct nd_table_desc {
-	const char *name;
-	size_t bucket_size;   /* bytes per entry */
-	uint64_t entries;     /* 0 = size from memory with scale */
-	unsigned scale;       /* one entry per 2^scale bytes of memory */
+	const char *name;     /* for the report line, e.g. "Dentry cache" */
+	size_t bucket_size;   /* bytes per entry (> 0) */
+	uint64_t entries;     /* wanted entries (rounded up to a power of two);
+	                       * 0 = size from memory with scale */
+	unsigned scale;       /* one entry per 2^scale bytes of memory; raised by
+	                       * one per 4x of memory above 64 GiB unless high_limit */
 	uint64_t low_limit;   /* minimum entries (0 = none) */
-	uint64_t high_limit;  /* maximum entries (0 = 1/16 of memory) */
+	uint64_t high_limit;  /* maximum entries (0 = 1/16 of memory); never above 2^31 */
 	unsigned flags;       /* ND_TABLE_* */
+	uint64_t memory;      /* bytes to size from (0 = the allowed memory nodes' total) */
+	const nd_nodemask_t *nodes; /* spread over these only (NULL = every allowed
+	                       * memory node; e.g. the DRAM nodes, not a slow tier).
+	                       * Sizing still counts all memory. Not with LOCAL. */
 } nd_table_desc_t;
 
 typedef struct nd_table {
@@ -162,17 +200,36 @@ typedef struct nd_table {
 	uint64_t entries;     /* a power of two */
 	unsigned shift;       /* log2(entries) */
 	uint64_t mask;        /* entries - 1 */
-	size_t bytes;
+	size_t bytes;         /* bucket_size * entries */
+	/* How it was obtained (read by nd_table_format). */
+	uint64_t wanted;      /* entries the sizing asked for, before halving */
+	unsigned flags;       /* as placed: ND_TABLE_LOCAL or ND_TABLE_DISTRIBUTE, | ZERO */
+	unsigned granule_shift; /* spread: nodes switch every 4096 << shift bytes */
+	char name[48];        /* copy of desc->name (truncated) */
 } nd_table_t;
 
-/* Returns 0 and fills *out, or -1 with errno set. */
+/* Returns 0 and fills *out, or -1 with errno set (EINVAL with a message
+ * naming the bad field; ENOMEM when not even one page could be had). When
+ * memory is short the table is halved until it fits (out->entries <
+ * out->wanted, with a warning). The report line is printed when
+ * NODALLOC_VERBOSE is set. */
 ND_API int nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out);
 ND_API void nd_table_free(nd_table_t *t);
+/* Bytes of the table on each node: bytes[node] for node < max (zeroed
+ * first). Returns the number of entries written, or -1. */
+ND_API int nd_table_node_bytes(const nd_table_t *t, uint64_t *bytes, int max);
+/* The report line, like the kernel's boot message (without "nodalloc: "):
+ * "Dentry cache hash table entries: 262144 (order: 9, 2097152 bytes,
+ * spread over nodes 0-15: 131072 bytes each)". Returns its length. */
+ND_API int nd_table_format(const nd_table_t *t, char *buf, size_t len);
 
 /* ---- statistics (src/stats.c) ----------------------------------------- */
 
 #define ND_STATS_VERSION 1
 
+/* The kernel's numastat meanings (docs/policy.md). The six counts are
+ * page-run allocations (one per run, whatever its length, as the kernel
+ * counts once per allocation), not pages and not malloc calls. */
 typedef struct nd_node_stats {
 	uint64_t numa_hit;       /* allocated here, intended here */
 	uint64_t numa_miss;      /* allocated here, intended elsewhere */

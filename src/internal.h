@@ -139,6 +139,7 @@ typedef enum _nd_opt {
 	ND_OPT_SYSFS_ROOT,     /* string: read topology from this tree instead of /sys */
 	ND_OPT_MSG_FD,         /* int: descriptor for messages (default 2) */
 	ND_OPT_STATS_EXPORT,   /* string: file path the live statistics are published to */
+	ND_OPT_PERCPU_AREA,    /* size: virtual span of each CPU's per-CPU area (power of two) */
 	ND_OPT__COUNT
 } _nd_opt_t;
 
@@ -156,8 +157,11 @@ int _nd_opt_set(const char *name, const char *value);
 
 /* ======================================================================
  * src/topology.c: nodes, CPUs, distances, fallback lists, CPU -> memory
- * node. Real (sysfs) or emulated (spec string). Immutable after init
- * except by _nd_topo_emulate before the first allocation.
+ * node. Real (sysfs) or emulated (spec string, docs/topology.md).
+ * Immutable once built; the live one is replaced (whole, by a pointer
+ * swap) only by _nd_topo_emulate/_nd_topo_load_sysfs before
+ * _nd_topo_freeze. A replaced topology is never unmapped (readers may
+ * still hold its pointers), so replacing is for tests and startup only.
  * ====================================================================== */
 
 typedef struct _nd_topo {
@@ -171,26 +175,56 @@ typedef struct _nd_topo {
 	const uint8_t *distance;    /* [node_limit * node_limit], row = from */
 	const int *cpu_node;        /* [cpu_limit], -1 if not possible */
 	const int *cpu_mem_node;    /* [cpu_limit], effective memory node */
-	/* fallback[n] points to fallback_len[n] memory nodes, nearest first. */
+	/* fallback[n] points to fallback_len[n] memory nodes, nearest first
+	 * (both orders hold the same nodes, so one length serves both). */
 	const int *const *fallback;      /* node order */
 	const int *const *fallback_tier; /* tier order */
 	const int *fallback_len;
-	const int *tier;            /* [node_limit] tier index, 0 = nearest */
+	const int *tier;            /* [node_limit] tier index, 0 = nearest; -1 no memory */
+	int tier_count;             /* tiers 0..tier_count-1 */
+	const uint8_t *cpu_allowed; /* [cpu_limit] in the process's affinity at load */
+	const uint8_t *mem_allowed; /* [node_limit] in Mems_allowed at load */
 } _nd_topo_t;
 
-/* Init from NODALLOC_TOPOLOGY / NODALLOC_SYSFS_ROOT / /sys. 0 or -1. */
+/* Init from NODALLOC_TOPOLOGY / NODALLOC_SYSFS_ROOT / /sys (a bad spec or
+ * tree is reported and the next source is tried; a machine without NUMA
+ * sysfs becomes one node). Idempotent. 0 or -1. */
 int _nd_topo_init(void);
+/* The live topology; never NULL (a one-node boot topology before init). */
 const _nd_topo_t *_nd_topo(void);
-/* Parse a spec into the live topology (before the first allocation). */
+/* Parse a spec into the live topology (before _nd_topo_freeze). 0, or -1
+ * with err ("topology spec: node 2: mem: bad size 'x1G' at column 17");
+ * on error the live topology is untouched. */
 int _nd_topo_emulate(const char *spec, char *err, size_t errlen);
-/* Read a sysfs-shaped tree rooted at root (fixtures). */
+/* Read a sysfs-shaped tree rooted at root (the equivalent of /sys: files
+ * at root/devices/system/node/...) into the live topology. 0 or -1. */
 int _nd_topo_load_sysfs(const char *root, char *err, size_t errlen);
-/* Free memory of a node in bytes right now (sysfs meminfo, or the
- * emulated capacity minus use): for the strict-binding watermark. */
+/* Build without installing (tests, nodactl); NULL with err on failure.
+ * Not subject to the freeze. Release with _nd_topo_discard. */
+const _nd_topo_t *_nd_topo_build_spec(const char *spec, char *err, size_t errlen);
+const _nd_topo_t *_nd_topo_build_sysfs(const char *root, char *err, size_t errlen);
+void _nd_topo_discard(const _nd_topo_t *t);
+/* page.c calls this when it first commits to the topology (creating its
+ * node arenas; do it lazily at the first page allocation, not at
+ * _nd_page_init, so that programs and tests can still emulate after the
+ * library's constructor). Afterwards replacing the topology fails, and
+ * _nd_topo() read after it returns is final (it waits out a swap). */
+void _nd_topo_freeze(void);
+bool _nd_topo_frozen(void);
+/* page.c: bytes taken (+) from or given back (-) to node's memory. In
+ * emulation _nd_topo_node_free is the node's size minus this. Lock-free. */
+void _nd_topo_account(int node, int64_t bytes);
+/* Free memory of a node in bytes right now (sysfs MemFree, re-read at
+ * most every 10 ms, or the emulated capacity minus use): for the
+ * strict-binding watermark. 0 for a node without memory. */
 uint64_t _nd_topo_node_free(int node);
+/* The same for any built topology (nodactl). */
+uint64_t _nd_topo_node_free_in(const _nd_topo_t *t, int node);
 
 /* Current CPU: rseq cpu_id (one TLS load), else getcpu; in emulation the
- * per-thread override set by nd_emulate_cpu() wins. */
+ * per-thread override set by nd_emulate_cpu() wins, and a real CPU id that
+ * is not an emulated CPU is folded onto one. Always a valid index below
+ * _nd_topo()->cpu_limit with cpu_node[cpu] >= 0. */
 extern ND_TLS int _nd_topo_cpu_override;
 int _nd_topo_cpu_slow(void);
 static inline int _nd_topo_cpu(void)
@@ -214,38 +248,79 @@ void _nd_stats_count(int want, int got, int cpu_node, bool interleave);
 void _nd_stats_in_use(int node, int64_t delta);
 void _nd_stats_committed(int node, int64_t delta);
 void _nd_stats_reserved(int node, int64_t delta);
-/* Print at exit if NODALLOC_STATS asks. */
+/* Print at exit if NODALLOC_STATS asks (1/yes/text: the table, json:
+ * JSON; to the message descriptor). */
 void _nd_stats_at_exit(void);
+/* Tests: zero every counter. */
+void _nd_stats_reset(void);
 
 /* ======================================================================
  * src/policy.c: memory policies and the choice of node.
  * ====================================================================== */
 
+/* Reads NODALLOC_POLICY (a bad value is reported by name; local stays). */
 int _nd_policy_init(void);
-/* The policy in force for this thread (thread, else process, else local). */
+/* The policy in force for this thread (thread, else process, else local):
+ * an interned, immutable policy that stays valid for the process's life. */
 const nd_policy_t *_nd_policy_current(void);
-/* True when the effective policy is plain local (the malloc fast path). */
-bool _nd_policy_is_local(void);
+/* True when the effective policy's mode is local (the malloc fast path;
+ * fallback order, e.g. +tier, still comes from _nd_policy_current()).
+ * One TLS word against one global word: _nd_policy_local_tag equals the
+ * (even) generation exactly when this thread's cached policy is local and
+ * no process default change happened since. */
+extern ND_TLS uint32_t _nd_policy_local_tag;
+extern volatile uint32_t _nd_policy_gen;
+bool _nd_policy_is_local_slow(void);
+static inline bool _nd_policy_is_local(void)
+{
+	return nd_likely(_nd_policy_local_tag == __atomic_load_n(&_nd_policy_gen, __ATOMIC_RELAXED)) ||
+	       _nd_policy_is_local_slow();
+}
 
-/* Iterator over the nodes an allocation may use, in order. */
+/* Iterator over the nodes an allocation may use, in order. Lives on the
+ * caller's stack; no allocation, no lock. */
 typedef struct _nd_policy_iter {
-	const nd_policy_t *pol;
-	int want;        /* first choice (the intended node, for statistics) */
+	const nd_policy_t *pol; /* resolved: never NULL or mode DEFAULT */
+	int want;        /* first choice = the intended node (statistics) */
+	int cpu_node;    /* node of the allocating CPU (statistics local/other) */
 	int pos;         /* position in the fallback list */
 	const int *list; /* fallback list being walked */
 	int len;
-	bool interleave;
+	bool interleave; /* want was chosen by interleave (interleave_hit) */
+	uint8_t filter;  /* private: 0 all, 1 set only (bind), 2 set first */
+	uint8_t phase;   /* private */
 } _nd_policy_iter_t;
 
-/* Start: want_node >= 0 forces the first choice (a thread cache's node);
- * otherwise the policy decides (interleave advances the thread's
- * round-robin cursor). Returns the first node or -1. */
+/* Start: pol NULL or mode DEFAULT = _nd_policy_current(). want_node >= 0
+ * forces the first choice (a thread cache's node; for bind only if it is
+ * in the set, else ignored); fallback then follows the policy's order seen
+ * from want_node, and interleave's cursor does not move. Otherwise the
+ * policy decides; interleave/weighted advance the thread's round-robin
+ * cursor by npages (the node changes once it has had 2^k pages, times its
+ * weight). Returns the first node (also it->want) or -1. */
+int _nd_policy_first_n(_nd_policy_iter_t *it, const nd_policy_t *pol, int want_node, size_t npages);
+/* = _nd_policy_first_n(it, pol, want_node, 1). */
 int _nd_policy_first(_nd_policy_iter_t *it, const nd_policy_t *pol, int want_node);
-/* Next node to try after the previous one was full, or -1 (bind: only
- * nodes of the set; others: the fallback list of want). */
+/* Next node to try after the previous one was full, or -1. Never returns
+ * want again. bind: only nodes of the set; preferred-many: the rest of the
+ * set, then the other nodes; others: the whole fallback list. */
 int _nd_policy_next(_nd_policy_iter_t *it);
-/* Interleave by offset inside one allocation: node of granule index g. */
+/* After the allocation succeeded on got: counts it in the statistics
+ * (_nd_stats_count(it->want, got, it->cpu_node, it->interleave)). */
+void _nd_policy_count(const _nd_policy_iter_t *it, int got);
+/* Interleave by offset inside one allocation: node of granule index g
+ * (granule = ND_PAGE_SIZE << pol->granularity_shift; weighted: a node of
+ * weight w has w consecutive granules per round). -1 if pol is not
+ * interleave or weighted. pol NULL = current. */
 int _nd_policy_node_for_granule(const nd_policy_t *pol, uint64_t g);
+/* Smallest k with 4096 << k >= bytes (at most 18 = 1 GiB): for
+ * nd_malloc_interleaved's granularity argument. */
+int _nd_policy_granularity_shift(uint64_t bytes);
+/* Tests: forget this thread's interleave cursor (next pick = first node). */
+void _nd_policy_reset_cursor(void);
+/* Fork (child side): reset the locks of nd_set_policy/nd_set_default_policy
+ * (policy.c takes no lock on any allocation path). */
+void _nd_policy_fork_child(void);
 
 /* ======================================================================
  * src/page.c: node arenas. One virtual slot per node (bound to the node
@@ -278,6 +353,13 @@ typedef struct _nd_pagedesc {
 	uintptr_t user;    /* owned by the layer that allocated */
 	uint32_t next, prev; /* buddy free list links (page.c) */
 } _nd_pagedesc_t;
+/* Descriptor ownership (docs/arenas.md): state, order, flags, next/prev
+ * belong to page.c; on a free head npages counts its committed pages.
+ * node is set on every run head, and on every page of a mixed-slot run.
+ * use/user belong to the allocating layer: page.c clears them on the head
+ * when it frees a run; the layer clears those it set on other pages. */
+#define ND_PGF_DIRTY 0x01  /* page.c: page counted as committed */
+#define ND_PGF_PLACED 0x02 /* page.c: mixed-slot page, node is valid */
 
 int _nd_page_init(void);
 /* A run of npages on exactly node (no fallback, no statistics); aligned to
@@ -297,6 +379,28 @@ int _nd_page_free(void *p);
 _nd_pagedesc_t *_nd_page_desc(const void *p);
 /* Node of any address inside a slot, -1 otherwise. */
 int _nd_page_node_of(const void *p);
+/* Return committed free pages of node's slot (-1: every slot) to the OS
+ * now (malloc_trim). Returns bytes purged. */
+size_t _nd_page_trim(int node);
+/* Introspection for tests, tools and benchmarks. node -1 = mixed slot. */
+typedef struct _nd_page_info {
+	bool usable;
+	void *base;               /* slot start */
+	size_t slot_bytes;
+	uint64_t slot_pages;
+	uint64_t free_pages;      /* in free buddy blocks of this slot */
+	uint64_t dirty_pages;     /* committed pages inside free blocks */
+	uint64_t free_blocks;
+	int largest_order;        /* largest free block, -1 if none */
+	uint64_t used_pages;      /* in runs served by this node (both slots) */
+	uint64_t capacity_pages;  /* hard capacity (emulation), else UINT64_MAX */
+	uint64_t committed_pages; /* counted in bytes_committed for this node */
+	uint64_t purge_pages;     /* runs this large are purged when freed */
+	unsigned purge_order;     /* free blocks this large are always clean */
+} _nd_page_info_t;
+int _nd_page_info(int node, _nd_page_info_t *out);
+/* Walk a slot and check every descriptor invariant; 0 or -1 with err. */
+int _nd_page_check(int node, char *err, size_t errlen);
 /* Fork: take/release every arena lock. */
 void _nd_page_fork_prepare(void);
 void _nd_page_fork_parent(void);
@@ -327,7 +431,41 @@ void _nd_large_free(void *p, _nd_pagedesc_t *d);
 size_t _nd_large_usable(const void *p, const _nd_pagedesc_t *d);
 
 /* ======================================================================
- * src/percpu.c and src/table.c expose only the public API.
+ * src/table.c: distributed large tables (public API nd_table_*). The pure
+ * parts are exposed for unit tests.
+ * ====================================================================== */
+
+/* The kernel's sizing (alloc_large_system_hash, mm/mm_init.c) for mem
+ * bytes of memory: the entry count to try first, a power of two >= 1.
+ * Does not validate d (nd_table_alloc does). */
+uint64_t _nd_table_size(const nd_table_desc_t *d, uint64_t mem);
+/* Interleave granule (4096 << shift) for a table of bytes over nnodes:
+ * the largest shift <= 9 (2 MiB, huge pages) whose per-node bytes are
+ * within max/min <= 1.05; the most even smaller one otherwise. */
+unsigned _nd_table_granule_shift(uint64_t bytes, int nnodes);
+/* Per-node bytes of a table of bytes interleaved over nnodes with granule
+ * 4096 << shift (set index i, not node id): the smallest and largest. */
+void _nd_table_spread_minmax(uint64_t bytes, int nnodes, unsigned shift, uint64_t *min, uint64_t *max);
+/* The kernel's retry loop: try(bucket_size << *log2qty) and halve on
+ * failure while the size is above one page and the halved *log2qty stays
+ * above 0. Returns the table (with *log2qty what was obtained) or NULL. */
+typedef void *(*_nd_table_try_fn)(size_t bytes, void *ctx);
+void *_nd_table_try_halving(size_t bucket_size, unsigned *log2qty, _nd_table_try_fn try_alloc, void *ctx);
+
+/* ======================================================================
+ * src/percpu.c: dense per-CPU areas (public API nd_percpu_*); test seams.
+ * ====================================================================== */
+
+/* The memory node CPU cpu's area is bound to (recorded also under an
+ * emulated topology, where no mbind is done); -1 if the CPU is not
+ * possible or the areas are not set up yet. */
+int _nd_percpu_area_node(int cpu);
+/* Span of each CPU's area (1 << area_shift), and bytes committed in each
+ * possible CPU's area (the same for all); 0 before the first allocation. */
+size_t _nd_percpu_area_size(void);
+size_t _nd_percpu_committed(void);
+
+/* ======================================================================
  * src/malloc.c: init order, the public allocation API and the override.
  * ====================================================================== */
 
