@@ -32,18 +32,103 @@ _Static_assert(sizeof(stat_slot_t) == 128, "one slot is two cache lines");
 
 static stat_slot_t *slots; /* [ND_MAX_NODES], set once at init */
 
+/*
+ * Live export (NODALLOC_STATS_EXPORT): the slots themselves live in a shared
+ * file mapping, so publishing costs nothing on the allocation path and a
+ * reader (nodactl stat PID) sees the counters as they move. Layout: one
+ * header page, then the slots.
+ */
+#define EXPORT_MAGIC 0x31535441444e444eull /* "NDNDATS1" */
+typedef struct export_hdr {
+	uint64_t magic;
+	uint32_t version;   /* ND_STATS_VERSION */
+	uint32_t slot_size; /* sizeof(stat_slot_t) */
+	int32_t pid;
+	int32_t node_limit; /* nodes worth showing, from the topology */
+	uint64_t slots;     /* number of slots that follow */
+} export_hdr_t;
+#define EXPORT_SIZE (ND_PAGE_SIZE + sizeof(stat_slot_t) * ND_MAX_NODES)
+
+static char export_path[600];
+static void read_slot(const stat_slot_t *s, nd_node_stats_t *o);
+
+static int export_map(void **out)
+{
+	const char *v = _nd_opt_str(ND_OPT_STATS_EXPORT);
+	bool on;
+	if (!*v || (_nd_opt_parse_bool(v, &on) == 0 && !on))
+		return 0;
+	if (_nd_opt_parse_bool(v, &on) == 0)
+		_nd_msg_format(export_path, sizeof export_path, "/dev/shm/nodalloc-%d.stats", _nd_os_getpid());
+	else
+		_nd_msg_format(export_path, sizeof export_path, "%s", v);
+	int err = 0;
+	char *base = _nd_os_map_shared_file(export_path, EXPORT_SIZE, &err);
+	if (!base) {
+		_nd_msg_warn("NODALLOC_STATS_EXPORT: cannot publish to %s (error %d)", export_path, -err);
+		export_path[0] = '\0';
+		return 0;
+	}
+	export_hdr_t *h = (export_hdr_t *)base;
+	h->version = ND_STATS_VERSION;
+	h->slot_size = sizeof(stat_slot_t);
+	h->pid = _nd_os_getpid();
+	h->node_limit = _nd_topo() ? _nd_topo()->node_limit : 1;
+	h->slots = ND_MAX_NODES;
+	__atomic_store_n(&h->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
+	*out = base + ND_PAGE_SIZE;
+	return 1;
+}
+
 int _nd_stats_init(void)
 {
 	if (slots)
 		return 0;
-	int err;
-	void *p = _nd_os_mmap(sizeof(stat_slot_t) * ND_MAX_NODES, true, &err);
-	if (!p) {
-		/* Statistics are not worth failing the allocator for. */
-		_nd_msg_warn("statistics disabled: no memory for counters (error %d)", -err);
-		return 0;
+	void *p = NULL;
+	if (export_map(&p) <= 0) {
+		int err;
+		p = _nd_os_mmap(sizeof(stat_slot_t) * ND_MAX_NODES, true, &err);
+		if (!p) {
+			/* Statistics are not worth failing the allocator for. */
+			_nd_msg_warn("statistics disabled: no memory for counters (error %d)", -err);
+			return 0;
+		}
 	}
 	__atomic_store_n(&slots, (stat_slot_t *)p, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* A forked child must not count into its parent's published file: it
+ * continues on a private copy (only one thread exists in the child). */
+void _nd_stats_fork_child(void)
+{
+	if (!export_path[0] || !slots)
+		return;
+	int err;
+	stat_slot_t *p = _nd_os_mmap(sizeof(stat_slot_t) * ND_MAX_NODES, true, &err);
+	if (!p)
+		return; /* keep counting into the shared file rather than lose counts */
+	int limit = _nd_topo() ? _nd_topo()->node_limit : ND_MAX_NODES;
+	for (int n = 0; n < limit && n < ND_MAX_NODES; n++)
+		p[n] = slots[n];
+	slots = p;
+	export_path[0] = '\0';
+}
+
+/* Reads a published export (mapped by the caller) into *out. */
+int _nd_stats_from_export(const void *map, size_t len, nd_stats_t *out, int *pid)
+{
+	const export_hdr_t *h = map;
+	if (len < EXPORT_SIZE || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != EXPORT_MAGIC ||
+	    h->version != ND_STATS_VERSION || h->slot_size != sizeof(stat_slot_t) || h->slots != ND_MAX_NODES)
+		return -1;
+	const stat_slot_t *src = (const stat_slot_t *)((const char *)map + ND_PAGE_SIZE);
+	int limit = h->node_limit > 0 && h->node_limit <= ND_MAX_NODES ? h->node_limit : 1;
+	out->version = ND_STATS_VERSION;
+	out->node_limit = limit;
+	for (int n = 0; n < limit; n++)
+		read_slot(&src[n], &out->nodes[n]);
+	*pid = h->pid;
 	return 0;
 }
 
@@ -117,9 +202,8 @@ static uint64_t clamp(int64_t v)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
-static void read_node(int n, nd_node_stats_t *o)
+static void read_slot(const stat_slot_t *s, nd_node_stats_t *o)
 {
-	stat_slot_t *s = slot(n);
 	if (!s) {
 		*o = (nd_node_stats_t){ 0 };
 		return;
@@ -133,6 +217,11 @@ static void read_node(int n, nd_node_stats_t *o)
 	o->bytes_in_use = clamp(__atomic_load_n(&s->b[B_IN_USE], __ATOMIC_RELAXED));
 	o->bytes_committed = clamp(__atomic_load_n(&s->b[B_COMMITTED], __ATOMIC_RELAXED));
 	o->bytes_reserved = clamp(__atomic_load_n(&s->b[B_RESERVED], __ATOMIC_RELAXED));
+}
+
+static void read_node(int n, nd_node_stats_t *o)
+{
+	read_slot(slot(n), o);
 }
 
 int nd_stats_get(nd_stats_t *out)
@@ -156,21 +245,16 @@ int nd_stats_get(nd_stats_t *out)
 
 /* ---- printers ---------------------------------------------------------- */
 
-/* Nodes shown: online ones, and any other that has counts (a node that
- * went away with an emulated topology but was used). */
-static bool shown(const _nd_topo_t *t, int n)
+/* Nodes shown: those below the snapshot's node_limit that are online (when
+ * the topology is known), and any other that has counts (a node that went
+ * away with an emulated topology but was used). */
+static bool shown(const nd_stats_t *st, const uint8_t *online, int n)
 {
-	if (n < t->node_limit && t->online[n])
+	if (n < st->node_limit && (!online || online[n]))
 		return true;
-	nd_node_stats_t s;
-	read_node(n, &s);
-	return s.numa_hit | s.numa_miss | s.numa_foreign | s.interleave_hit | s.local_node | s.other_node |
-	       s.bytes_in_use | s.bytes_committed | s.bytes_reserved;
-}
-
-static int shown_limit(const _nd_topo_t *t)
-{
-	return t->node_limit < ND_MAX_NODES ? t->node_limit : ND_MAX_NODES;
+	const nd_node_stats_t *s = &st->nodes[n];
+	return s->numa_hit | s->numa_miss | s->numa_foreign | s->interleave_hit | s->local_node | s->other_node |
+	       s->bytes_in_use | s->bytes_committed | s->bytes_reserved;
 }
 
 /* A line buffer flushed to fd when full: no line length limit. */
@@ -231,14 +315,13 @@ static uint64_t bytes_of(const nd_node_stats_t *s, int b)
  * after a 16-wide label column, one row per counter (pages there, page-run
  * allocations here), then the byte rows in MiB with two decimals.
  */
-void nd_stats_print(int fd)
+static void print_text(int fd, const nd_stats_t *st, const uint8_t *online)
 {
-	const _nd_topo_t *t = _nd_topo();
-	int lim = shown_limit(t);
+	int lim = ND_MAX_NODES;
 	outbuf_t o = { .fd = fd };
 	ob_put(&o, "%-16s", "");
 	for (int n = 0; n < lim; n++)
-		if (shown(t, n)) {
+		if (shown(st, online, n)) {
 			char name[16];
 			_nd_msg_format(name, sizeof name, "node%d", n);
 			ob_put(&o, "%16s", name);
@@ -247,10 +330,8 @@ void nd_stats_print(int fd)
 	for (int c = 0; c < C__N; c++) {
 		ob_put(&o, "%-16s", count_names[c]);
 		for (int n = 0; n < lim; n++)
-			if (shown(t, n)) {
-				nd_node_stats_t s;
-				read_node(n, &s);
-				ob_put(&o, "%16llu", (unsigned long long)count_of(&s, c));
+			if (shown(st, online, n)) {
+				ob_put(&o, "%16llu", (unsigned long long)count_of(&st->nodes[n], c));
 			}
 		ob_put(&o, "\n");
 	}
@@ -258,10 +339,8 @@ void nd_stats_print(int fd)
 	for (int b = 0; b < B__N; b++) {
 		ob_put(&o, "%-16s", byte_names[b]);
 		for (int n = 0; n < lim; n++)
-			if (shown(t, n)) {
-				nd_node_stats_t s;
-				read_node(n, &s);
-				uint64_t v = bytes_of(&s, b);
+			if (shown(st, online, n)) {
+				uint64_t v = bytes_of(&st->nodes[n], b);
 				uint64_t whole = v / mib, cents = ((v % mib) * 100 + mib / 2) / mib;
 				if (cents == 100) {
 					whole++;
@@ -277,32 +356,69 @@ void nd_stats_print(int fd)
 	ob_flush(&o);
 }
 
-void nd_stats_print_json(int fd)
+static void print_json(int fd, const nd_stats_t *st, const uint8_t *online)
 {
-	const _nd_topo_t *t = _nd_topo();
-	int lim = shown_limit(t);
+	int lim = ND_MAX_NODES;
 	outbuf_t o = { .fd = fd };
 	ob_put(&o, "{\"version\":%d,\"unit\":\"page-run allocations\",\"nodes\":{", ND_STATS_VERSION);
 	bool first = true;
 	for (int n = 0; n < lim; n++) {
-		if (!shown(t, n))
+		if (!shown(st, online, n))
 			continue;
-		nd_node_stats_t s;
-		read_node(n, &s);
+		const nd_node_stats_t *s = &st->nodes[n];
 		ob_put(&o, "%s\"%d\":{", first ? "" : ",", n);
 		first = false;
 		for (int c = 0; c < C__N; c++)
-			ob_put(&o, "\"%s\":%llu,", count_names[c], (unsigned long long)count_of(&s, c));
+			ob_put(&o, "\"%s\":%llu,", count_names[c], (unsigned long long)count_of(s, c));
 		for (int b = 0; b < B__N; b++)
-			ob_put(&o, "\"%s\":%llu%s", byte_json[b], (unsigned long long)bytes_of(&s, b),
+			ob_put(&o, "\"%s\":%llu%s", byte_json[b], (unsigned long long)bytes_of(s, b),
 			       b + 1 < B__N ? "," : "}");
 	}
 	ob_put(&o, "}}\n");
 	ob_flush(&o);
 }
 
+/* The public printers snapshot the live counters into one static buffer
+ * (the struct is 72 KiB: too big for a thread's stack); printing is rare. */
+static nd_stats_t snap;
+static _nd_lock_t snap_lock = ND_LOCK_INIT;
+
+static void print_live(int fd, bool json)
+{
+	_nd_lock(&snap_lock);
+	snap.version = ND_STATS_VERSION;
+	nd_stats_get(&snap);
+	const _nd_topo_t *t = _nd_topo();
+	/* online[] covers node_limit entries only: shown() reads it below that */
+	if (json)
+		print_json(fd, &snap, t->online);
+	else
+		print_text(fd, &snap, t->online);
+	_nd_unlock(&snap_lock);
+}
+
+void nd_stats_print(int fd)
+{
+	print_live(fd, false);
+}
+
+void nd_stats_print_json(int fd)
+{
+	print_live(fd, true);
+}
+
+void _nd_stats_print_snapshot(int fd, const nd_stats_t *st, bool json)
+{
+	if (json)
+		print_json(fd, st, NULL);
+	else
+		print_text(fd, st, NULL);
+}
+
 void _nd_stats_at_exit(void)
 {
+	if (export_path[0]) /* a forked child has cleared it: only the owner unlinks */
+		_nd_os_unlink(export_path); /* readers that have it mapped keep it */
 	const char *v = _nd_opt_str(ND_OPT_STATS);
 	if (!*v)
 		return;
