@@ -53,14 +53,17 @@ ND_API int nd_cpu_limit(void);
 ND_API int nd_node_online(int node);
 ND_API int nd_node_has_memory(int node);
 ND_API int nd_node_has_cpus(int node);
+/* The kernel's distance (10 local); -1 if either node does not exist. */
 ND_API int nd_node_distance(int from, int to);
 /* Memory size of a node in bytes (0 for memoryless). */
 ND_API uint64_t nd_node_mem_total(int node);
+/* The node of a CPU; -1 for an id that is not a CPU. */
 ND_API int nd_node_of_cpu(int cpu);
 /* The effective local memory node of a CPU (numa_mem_id()). */
 ND_API int nd_mem_node_of_cpu(int cpu);
 /* The fallback list of a node: memory nodes, nearest first. Returns the
- * number of entries written (at most max). tier != 0 gives tier order. */
+ * number of entries written (at most max), or -1 if node does not exist.
+ * tier != 0 gives tier order (docs/topology.md). */
 ND_API int nd_fallback_list(int node, int tier, int *out, int max);
 /* The CPU the calling thread runs on (rseq, else getcpu; emulation seam). */
 ND_API int nd_current_cpu(void);
@@ -68,7 +71,8 @@ ND_API int nd_current_cpu(void);
  * (also NODALLOC_TOPOLOGY). Returns 0, or -1 with err naming the field. */
 ND_API int nd_topology_emulate(const char *spec, char *err, size_t errlen);
 /* Test seam: make this thread behave as if it ran on cpu (-1 = real). Only
- * honoured under an emulated topology. */
+ * honoured under an emulated topology (a warning otherwise, or for a CPU
+ * the emulated topology does not have). */
 ND_API void nd_emulate_cpu(int cpu);
 
 /* ---- memory policies (src/policy.c) ----------------------------------- */

@@ -464,6 +464,10 @@ int _nd_percpu_area_node(int cpu);
  * possible CPU's area (the same for all); 0 before the first allocation. */
 size_t _nd_percpu_area_size(void);
 size_t _nd_percpu_committed(void);
+/* Fork: take/release the allocation lock (it nests with no other lock). */
+void _nd_percpu_fork_prepare(void);
+void _nd_percpu_fork_parent(void);
+void _nd_percpu_fork_child(void);
 
 /* ======================================================================
  * src/malloc.c: init order, the public allocation API and the override.
