@@ -248,6 +248,12 @@ void _nd_stats_count(int want, int got, int cpu_node, bool interleave);
 void _nd_stats_in_use(int node, int64_t delta);
 void _nd_stats_committed(int node, int64_t delta);
 void _nd_stats_reserved(int node, int64_t delta);
+/* Live export (NODALLOC_STATS_EXPORT): the child of a fork stops counting
+ * into the parent's file; a reader decodes a mapped export file. */
+void _nd_stats_fork_child(void);
+int _nd_stats_from_export(const void *map, size_t len, nd_stats_t *out, int *pid);
+/* Print a snapshot (e.g. another process's export) as table or JSON. */
+void _nd_stats_print_snapshot(int fd, const nd_stats_t *st, bool json);
 /* Print at exit if NODALLOC_STATS asks (1/yes/text: the table, json:
  * JSON; to the message descriptor). */
 void _nd_stats_at_exit(void);
