@@ -1,12 +1,1060 @@
-/* Node arenas: STUB until the node-arena issue lands (helper replaces). */
+/*
+ * Node arenas: the page level (docs/arenas.md).
+ *
+ * One virtual reservation, cut into equal power-of-two slots aligned to
+ * their size: slot s < node_limit belongs to node s (usable only if the
+ * node has memory), slot node_limit is the "mixed" slot for runs whose
+ * granules are spread over nodes. Address -> slot is one subtraction and
+ * one shift; address -> descriptor one more shift (one descriptor array
+ * covers every slot). Node slots are mbind'ed to their node once, before
+ * anything is touched; mixed-slot runs are bound granule by granule.
+ *
+ * Each slot is a buddy allocator of 4 KiB pages. Descriptor invariants
+ * (slab relies on them): the head of a free block is ND_PG_FREE with its
+ * order, the head of a run is ND_PG_RUN with npages, every other page is
+ * ND_PG_TAIL. A run that is not a power of two takes a block and returns
+ * its tail at once, so runs are exact.
+ *
+ * Committed memory: ND_PGF_DIRTY on a page of a free block or of a small
+ * run means "counted as committed"; a free head keeps the number of such
+ * pages in npages. Free blocks are all clean or all dirty (a dirty block
+ * never merges with a clean one). Runs of at least the purge threshold are purged when
+ * freed; a free block of order >= purge_order is always clean (invariant
+ * I), so dirty blocks stay small.
+ * Dirty blocks stop merging below purge_order; when a slot holds more than
+ * dirty_limit dirty free pages (or 1/8 of its pages in use, if more),
+ * every dirty block is purged and merged.
+ *
+ * Locks: g.lock (setup, fork) and one lock per slot (its free
+ * lists and the descriptors of its free blocks). Lock order: g.lock before
+ * a slot lock; never two slot locks at once. Capacity, committed and used
+ * counters are atomics, so a mixed-slot run charges nodes without their
+ * locks. Pages of a run in limbo (taken but not yet marked, or being
+ * freed) belong to the thread working on them; it edits their descriptors
+ * without the lock.
+ */
+#include <errno.h>
+#include <sys/mman.h> /* MADV_* values only: the calls go through os.c */
+
 #include "internal.h"
-int _nd_page_init(void) { return 0; }
-void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages) { (void)node; (void)npages; (void)align_pages; return NULL; }
-void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, int want_node, int *got_node) { (void)npages; (void)align_pages; (void)pol; (void)want_node; (void)got_node; return NULL; }
-void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol) { (void)npages; (void)pol; return NULL; }
-int _nd_page_free(void *p) { (void)p; return -1; }
-_nd_pagedesc_t *_nd_page_desc(const void *p) { (void)p; return NULL; }
-int _nd_page_node_of(const void *p) { (void)p; return -1; }
-void _nd_page_fork_prepare(void) {}
-void _nd_page_fork_parent(void) {}
-void _nd_page_fork_child(void) {}
+
+#define NIL UINT32_MAX
+#define MAX_ORDER 28            /* 1 TiB slot of 4 KiB pages: indexes fit uint32 */
+#define SLOT_SHIFT_MIN 24       /* 16 MiB: smallest slot we retry down to */
+#define SLOT_SHIFT_MAX 40       /* 1 TiB */
+#define SLOT_SHIFT_DEFAULT_MIN 30 /* 1 GiB: smallest slot sized from memory */
+#define TOTAL_SHIFT_MAX 44      /* 16 TiB of slots at most (descriptors: 128 GiB VA) */
+#define PURGE_ORDER_MAX 16      /* blocks >= 256 MiB are always kept clean */
+
+typedef struct arena {
+	_nd_lock_t lock;  /* protects head[], free_pages, dirty_free, free-block descriptors */
+	int node;         /* node id, -1 for the mixed slot */
+	bool usable;
+	bool mixed;
+	char *base;
+	_nd_pagedesc_t *desc;
+	uint64_t free_pages;  /* pages in free blocks */
+	uint64_t dirty_free;  /* committed pages inside free blocks */
+	uint64_t nblocks;     /* free blocks */
+	uint32_t head[MAX_ORDER + 1];
+	/* Atomics (no lock). For the mixed slot only cap is meaningful. */
+	uint64_t used;       /* pages in runs served by this node (node and mixed slots) */
+	uint64_t cap;        /* hard capacity in pages (emulated memory size) */
+	uint64_t committed;  /* pages this node has counted in _nd_stats_committed */
+	uint64_t watermark;  /* bytes the kernel keeps free on the node */
+} __attribute__((aligned(ND_CACHE_LINE))) arena_t;
+
+static struct {
+	_nd_lock_t lock;      /* setup; taken first at fork */
+	volatile int ready;
+	uintptr_t base;       /* reservation start (0 before setup) */
+	uintptr_t total;      /* bytes of all slots (0 before setup) */
+	unsigned slot_shift;
+	uintptr_t slot_mask;
+	unsigned order_max;   /* slot_shift - ND_PAGE_SHIFT */
+	int node_limit;       /* node slots; the mixed slot has index node_limit */
+	int nslots;
+	_nd_pagedesc_t *desc;
+	size_t desc_bytes;
+	arena_t *arenas;
+	size_t arenas_bytes;
+	bool bind;            /* real topology: mbind slots and granules */
+	bool strict;          /* MPOL_BIND (else MPOL_PREFERRED) */
+	bool check_free;      /* real + strict: watermark check before committing */
+	int advice;           /* MADV_DONTNEED or MADV_FREE */
+	uint64_t purge_pages; /* runs of at least this many pages are purged on free */
+	unsigned purge_order; /* free blocks of this order or more are clean */
+	uint64_t dirty_limit; /* dirty free pages a slot keeps before a purge pass */
+} g = { .lock = ND_LOCK_INIT };
+
+static int warned_mbind, warned_spread_mbind, warned_purge;
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static inline unsigned ceil_log2(uint64_t x)
+{
+	return x <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(x - 1);
+}
+
+static inline unsigned floor_log2(uint64_t x)
+{
+	return 63 - (unsigned)__builtin_clzll(x);
+}
+
+static inline void *page_addr(const arena_t *a, uint64_t i)
+{
+	return a->base + (i << ND_PAGE_SHIFT);
+}
+
+static void stats_bytes(void (*fn)(int, int64_t), int node, int64_t pages)
+{
+	if (pages && node >= 0)
+		fn(node, pages * (int64_t)ND_PAGE_SIZE);
+}
+
+static void committed_add(arena_t *na, int64_t pages)
+{
+	if (!pages)
+		return;
+	__atomic_add_fetch(&na->committed, (uint64_t)pages, __ATOMIC_RELAXED);
+	stats_bytes(_nd_stats_committed, na->node, pages);
+}
+
+static int cpu_node(void)
+{
+	const _nd_topo_t *t = _nd_topo();
+	int c = _nd_topo_cpu();
+	return c >= 0 && c < t->cpu_limit ? t->cpu_node[c] : -1;
+}
+
+static int bind_mode(void)
+{
+	return g.strict ? ND_MPOL_BIND : ND_MPOL_PREFERRED;
+}
+
+static int bind_range(void *p, size_t len, int node)
+{
+	uint64_t mask[ND_MAX_NODES / 64] = { 0 };
+	mask[node / 64] |= 1ull << (node % 64);
+	return _nd_os_mbind(p, len, bind_mode(), mask, (unsigned long)g.node_limit, 0);
+}
+
+/* ---- free lists (slot lock held) --------------------------------------- */
+
+static void list_push(arena_t *a, uint32_t i, unsigned o, uint64_t dirty)
+{
+	_nd_pagedesc_t *d = &a->desc[i];
+	d->state = ND_PG_FREE;
+	d->order = (uint8_t)o;
+	d->npages = dirty;
+	d->use = ND_USE_NONE;
+	d->user = 0;
+	d->prev = NIL;
+	d->next = a->head[o];
+	if (d->next != NIL)
+		a->desc[d->next].prev = i;
+	a->head[o] = i;
+	a->free_pages += 1ull << o;
+	a->dirty_free += dirty;
+	a->nblocks++;
+}
+
+/* Unlinks a free block; its head becomes a TAIL until the caller says. */
+static void list_del(arena_t *a, uint32_t i)
+{
+	_nd_pagedesc_t *d = &a->desc[i];
+	unsigned o = d->order;
+	if (d->prev != NIL)
+		a->desc[d->prev].next = d->next;
+	else
+		a->head[o] = d->next;
+	if (d->next != NIL)
+		a->desc[d->next].prev = d->prev;
+	a->free_pages -= 1ull << o;
+	a->dirty_free -= d->npages;
+	a->nblocks--;
+	d->state = ND_PG_TAIL;
+	d->order = 0;
+	d->npages = 0;
+}
+
+static uint64_t count_dirty(const arena_t *a, uint64_t i, uint64_t n)
+{
+	uint64_t c = 0;
+	for (uint64_t k = 0; k < n; k++)
+		c += a->desc[i + k].flags & ND_PGF_DIRTY;
+	return c;
+}
+
+static void clear_dirty(arena_t *a, uint64_t i, uint64_t n)
+{
+	for (uint64_t k = 0; k < n; k++)
+		a->desc[i + k].flags &= (uint8_t)~ND_PGF_DIRTY;
+}
+
+/* Dirty pages of the sub-range [s, s+len) of a block holding d of bl. */
+static uint64_t part_dirty(const arena_t *a, uint64_t d, uint64_t bl, uint64_t s, uint64_t len)
+{
+	if (d == 0)
+		return 0;
+	if (d == bl)
+		return len;
+	return count_dirty(a, s, len);
+}
+
+/* Takes a free block of order >= k and splits it down to k. Returns its
+ * index (NIL if none) and its dirty page count. */
+static uint32_t take_block(arena_t *a, unsigned k, uint64_t *dirty)
+{
+	unsigned o = k;
+	while (o <= g.order_max && a->head[o] == NIL)
+		o++;
+	if (o > g.order_max)
+		return NIL;
+	uint32_t i = a->head[o];
+	uint64_t d = a->desc[i].npages;
+	list_del(a, i);
+	while (o > k) {
+		o--;
+		uint64_t half = 1ull << o;
+		uint64_t dl = part_dirty(a, d, 2 * half, i, half);
+		list_push(a, i + (uint32_t)half, o, d - dl);
+		d = dl;
+	}
+	*dirty = d;
+	return i;
+}
+
+/* Largest aligned block order at s fitting in len pages. */
+static inline unsigned piece_order(uint64_t s, uint64_t len)
+{
+	unsigned o = floor_log2(len);
+	if (s) {
+		unsigned al = (unsigned)__builtin_ctzll(s);
+		if (al < o)
+			o = al;
+	}
+	return o;
+}
+
+/* Frees one aligned block, merging with free buddies. A dirty block never
+ * merges with a clean one (so every free block is all clean or all dirty,
+ * and splitting never has to count), and a merge that would make a dirty
+ * block of order >= purge_order stops (invariant I): such blocks wait,
+ * small, for the next purge pass, which cleans and merges them. */
+static void free_block(arena_t *a, uint32_t i, unsigned o, uint64_t dirty)
+{
+	/* The old head (a run head) becomes a tail if it merges as an upper half. */
+	a->desc[i].state = ND_PG_TAIL;
+	a->desc[i].npages = 0;
+	while (o < g.order_max) {
+		uint32_t b = i ^ (1u << o);
+		const _nd_pagedesc_t *bd = &a->desc[b];
+		if (bd->state != ND_PG_FREE || bd->order != o)
+			break;
+		if ((dirty == 0) != (bd->npages == 0))
+			break;
+		uint64_t md = dirty + bd->npages;
+		if (md && o + 1 >= g.purge_order)
+			break;
+		list_del(a, b);
+		i &= ~(1u << o);
+		dirty = md;
+		o++;
+	}
+	list_push(a, i, o, dirty);
+}
+
+/* Returns [s, s+len) to the free lists as aligned blocks. mode: the pages
+ * are all clean (0), all dirty (1). merge: coalesce with buddies (a freed
+ * run) or not (the tail of a block just taken: its buddies are in use). */
+static void give_range(arena_t *a, uint64_t s, uint64_t len, bool dirty, bool merge)
+{
+	while (len) {
+		unsigned o = piece_order(s, len);
+		uint64_t n = 1ull << o;
+		if (merge)
+			free_block(a, (uint32_t)s, o, dirty ? n : 0);
+		else
+			list_push(a, (uint32_t)s, o, dirty ? n : 0);
+		s += n;
+		len -= n;
+	}
+}
+
+/* Tail of a taken block (index i, 2^k pages, d dirty) after a run of n
+ * pages: back to the free lists. Returns the tail's dirty pages. */
+static uint64_t give_tail(arena_t *a, uint64_t i, unsigned k, uint64_t d, uint64_t n)
+{
+	uint64_t bl = 1ull << k, s = i + n, len = bl - n, td = 0;
+	while (len) {
+		unsigned o = piece_order(s, len);
+		uint64_t pn = 1ull << o;
+		uint64_t pd = part_dirty(a, d, bl, s, pn);
+		list_push(a, (uint32_t)s, o, pd);
+		td += pd;
+		s += pn;
+		len -= pn;
+	}
+	return td;
+}
+
+static void purge_pages(void *p, size_t len, int advice)
+{
+	int r = _nd_os_madvise(p, len, advice);
+	if (r < 0 && !__atomic_exchange_n(&warned_purge, 1, __ATOMIC_RELAXED))
+		_nd_msg_warn("page: madvise(%p, %zu) failed (errno %d); memory stays committed", p, len, -r);
+}
+
+/* Purges every dirty free block of a node slot, then merges what became
+ * clean. Slot lock held. Returns pages purged. */
+static uint64_t purge_slot(arena_t *a)
+{
+	uint64_t purged = 0;
+	unsigned top = g.purge_order <= g.order_max ? g.purge_order : g.order_max + 1;
+	for (unsigned o = 0; o < top; o++) {
+		for (uint32_t i = a->head[o]; i != NIL; i = a->desc[i].next) {
+			_nd_pagedesc_t *d = &a->desc[i];
+			if (!d->npages)
+				continue;
+			purge_pages(page_addr(a, i), (size_t)1 << (o + ND_PAGE_SHIFT), g.advice);
+			clear_dirty(a, i, 1ull << o);
+			purged += d->npages;
+			a->dirty_free -= d->npages;
+			d->npages = 0;
+		}
+	}
+	if (!purged)
+		return 0;
+	for (unsigned o = 0; o < g.order_max; o++) {
+		for (uint32_t i = a->head[o], nx; i != NIL; i = nx) {
+			nx = a->desc[i].next;
+			uint32_t b = i ^ (1u << o);
+			const _nd_pagedesc_t *bd = &a->desc[b];
+			if (bd->state != ND_PG_FREE || bd->order != o || bd->npages || a->desc[i].npages)
+				continue;
+			if (nx == b)
+				nx = bd->next;
+			list_del(a, i);
+			list_del(a, b);
+			list_push(a, i & b, o + 1, 0);
+		}
+	}
+	committed_add(a, -(int64_t)purged);
+	return purged;
+}
+
+/* ---- capacity ---------------------------------------------------------- */
+
+static void cap_give(arena_t *na, uint64_t n)
+{
+	__atomic_sub_fetch(&na->used, n, __ATOMIC_RELAXED);
+	_nd_topo_account(na->node, -(int64_t)(n << ND_PAGE_SHIFT));
+}
+
+/* Charges n pages to node na: hard capacity, and on a strict real node
+ * the watermark for check_bytes of fresh memory (0: no check). */
+static bool cap_take(arena_t *na, uint64_t n, uint64_t check_bytes)
+{
+	if (!na->usable)
+		return false;
+	uint64_t u = __atomic_add_fetch(&na->used, n, __ATOMIC_RELAXED);
+	if (u > na->cap) {
+		__atomic_sub_fetch(&na->used, n, __ATOMIC_RELAXED);
+		return false;
+	}
+	_nd_topo_account(na->node, (int64_t)(n << ND_PAGE_SHIFT));
+	if (check_bytes && g.check_free) {
+		/* MemFree, re-read by the topology at most every 10 ms: a burst
+		 * inside that window is not seen (docs/arenas.md). */
+		uint64_t f = _nd_topo_node_free(na->node);
+		if (f != UINT64_MAX && f < check_bytes + na->watermark) {
+			cap_give(na, n);
+			return false;
+		}
+	}
+	return true;
+}
+
+
+/* ---- setup (g.lock held) ---- ---------------------------------- */
+
+static unsigned slot_shift_wanted(const _nd_topo_t *t)
+{
+	int64_t opt = _nd_opt_int(ND_OPT_ARENA_RESERVE);
+	unsigned shift;
+	if (opt > 0) {
+		shift = ceil_log2((uint64_t)opt);
+		if (shift < SLOT_SHIFT_MIN)
+			shift = SLOT_SHIFT_MIN;
+	} else {
+		uint64_t m = 0;
+		for (int n = 0; n < t->node_limit; n++)
+			if (t->has_mem[n] && t->mem_total[n] > m)
+				m = t->mem_total[n];
+		shift = ceil_log2(m ? 2 * m : 1);
+		if (shift < SLOT_SHIFT_DEFAULT_MIN)
+			shift = SLOT_SHIFT_DEFAULT_MIN;
+	}
+	if (shift > SLOT_SHIFT_MAX)
+		shift = SLOT_SHIFT_MAX;
+	/* Every slot together within TOTAL_SHIFT_MAX of address space. */
+	while (shift > SLOT_SHIFT_MIN && ((uint64_t)(t->node_limit + 1) << shift) > (1ull << TOTAL_SHIFT_MAX))
+		shift--;
+	return shift;
+}
+
+static bool streq_nocase(const char *a, const char *b)
+{
+	for (; *a && *b; a++, b++)
+		if ((*a | 0x20) != *b)
+			return false;
+	return *a == *b;
+}
+
+static void read_options(void)
+{
+	g.strict = _nd_opt_int(ND_OPT_STRICT) != 0;
+	const char *pm = _nd_opt_str(ND_OPT_PURGE);
+	g.advice = MADV_DONTNEED;
+	if (streq_nocase(pm, "free"))
+		g.advice = MADV_FREE;
+	else if (pm[0] && !streq_nocase(pm, "dontneed"))
+		_nd_msg_warn("option purge: bad value '%s' (dontneed or free); using dontneed", pm);
+	int64_t th = _nd_opt_int(ND_OPT_PURGE_THRESHOLD);
+	g.purge_pages = th <= (int64_t)ND_PAGE_SIZE ? 1 : ((uint64_t)th + ND_PAGE_SIZE - 1) >> ND_PAGE_SHIFT;
+	g.purge_order = ceil_log2(g.purge_pages);
+	if (g.purge_order > PURGE_ORDER_MAX) { /* keeps dirty blocks small */
+		g.purge_order = PURGE_ORDER_MAX;
+		g.purge_pages = 1ull << PURGE_ORDER_MAX;
+	}
+	g.dirty_limit = 4ull << g.purge_order;
+	if (g.dirty_limit < 256)
+		g.dirty_limit = 256;
+}
+
+static int setup_locked(void)
+{
+	/* From here on the topology cannot be replaced: slots follow it. */
+	_nd_topo_freeze();
+	const _nd_topo_t *t = _nd_topo();
+	if (t->node_limit < 1 || t->node_limit > ND_MAX_NODES) {
+		_nd_msg_error("page: bad node_limit %d from the topology", t->node_limit);
+		return -1;
+	}
+	read_options();
+	int nslots = t->node_limit + 1;
+	unsigned shift = slot_shift_wanted(t), first = shift;
+	void *res = NULL, *desc = NULL;
+	size_t total = 0, desc_bytes = 0;
+	int err = 0;
+	for (;;) {
+		total = (size_t)nslots << shift;
+		desc_bytes = (total >> ND_PAGE_SHIFT) * sizeof(_nd_pagedesc_t);
+		res = _nd_os_mmap_aligned(total, (size_t)1 << shift, true, &err);
+		if (res) {
+			desc = _nd_os_mmap(desc_bytes, true, &err);
+			if (desc)
+				break;
+			_nd_os_munmap(res, total);
+		}
+		if (shift <= SLOT_SHIFT_MIN) {
+			_nd_msg_error("page: cannot reserve %d slots of %zu MiB (errno %d)", nslots,
+				      ((size_t)1 << shift) >> 20, -err);
+			return -1;
+		}
+		shift--;
+	}
+	if (shift != first)
+		_nd_msg_warn("page: could not reserve %d slots of %zu MiB; using %zu MiB slots", nslots,
+			     ((size_t)1 << first) >> 20, ((size_t)1 << shift) >> 20);
+	size_t ab = ND_ALIGN_UP((size_t)nslots * sizeof(arena_t), ND_PAGE_SIZE);
+	arena_t *arenas = _nd_os_mmap(ab, false, &err);
+	if (!arenas) {
+		_nd_os_munmap(res, total);
+		_nd_os_munmap(desc, desc_bytes);
+		_nd_msg_error("page: cannot map %zu bytes of arena headers (errno %d)", ab, -err);
+		return -1;
+	}
+	g.base = (uintptr_t)res;
+	g.total = total;
+	g.slot_shift = shift;
+	g.slot_mask = ((uintptr_t)1 << shift) - 1;
+	g.order_max = shift - ND_PAGE_SHIFT;
+	g.node_limit = t->node_limit;
+	g.nslots = nslots;
+	g.desc = desc;
+	g.desc_bytes = desc_bytes;
+	g.arenas = arenas;
+	g.arenas_bytes = ab;
+	g.bind = !t->emulated;
+	g.check_free = g.bind && g.strict;
+	uint64_t slot_pages = 1ull << g.order_max;
+	for (int s = 0; s < nslots; s++) {
+		arena_t *a = &arenas[s];
+		a->lock = (_nd_lock_t)ND_LOCK_INIT;
+		a->mixed = s == t->node_limit;
+		a->node = a->mixed ? -1 : s;
+		a->base = (char *)res + ((size_t)s << shift);
+		a->desc = (_nd_pagedesc_t *)desc + ((size_t)s << g.order_max);
+		for (unsigned o = 0; o <= MAX_ORDER; o++)
+			a->head[o] = NIL;
+		a->usable = a->mixed || t->has_mem[s];
+		a->cap = UINT64_MAX;
+		if (!a->usable)
+			continue;
+		if (!a->mixed) {
+			if (t->emulated)
+				a->cap = t->mem_total[s] >> ND_PAGE_SHIFT;
+			a->watermark = t->mem_total[s] / 64;
+			if (a->watermark < ((uint64_t)32 << 20))
+				a->watermark = (uint64_t)32 << 20;
+			if (g.bind) {
+				int r = bind_range(a->base, (size_t)1 << shift, s);
+				if (r == -22 /* EINVAL: node not allowed */) {
+					_nd_msg_warn("page: node %d refused by mbind (not in Mems_allowed?); not used", s);
+					a->usable = false;
+					continue;
+				}
+				if (r < 0 && !warned_mbind++)
+					_nd_msg_warn("page: mbind of node %d's slot failed (errno %d); placement left to the kernel", s, -r);
+			}
+			stats_bytes(_nd_stats_reserved, s, (int64_t)slot_pages);
+		}
+		list_push(a, 0, g.order_max, 0);
+	}
+	return 0;
+}
+
+static bool setup_slow(void)
+{
+	_nd_lock(&g.lock);
+	bool ok = g.ready || setup_locked() == 0;
+	if (ok)
+		__atomic_store_n(&g.ready, 1, __ATOMIC_RELEASE);
+	_nd_unlock(&g.lock);
+	return ok;
+}
+
+static inline bool ensure_setup(void)
+{
+	if (nd_likely(__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE)))
+		return true;
+	return setup_slow();
+}
+
+int _nd_page_init(void)
+{
+	/* Arenas are built on the first allocation, so that an emulated
+	 * topology or options set by a test before it are honoured. */
+	return 0;
+}
+
+/* ---- allocation from one node's slot ----------------------------------- */
+
+static void mark_run(arena_t *a, uint32_t i, uint64_t n, int node)
+{
+	_nd_pagedesc_t *h = &a->desc[i];
+	h->state = ND_PG_RUN;
+	h->order = 0;
+	h->npages = n;
+	h->use = ND_USE_NONE;
+	h->user = 0;
+	h->node = node;
+}
+
+static void *node_alloc(int node, uint64_t n, uint64_t align)
+{
+	if (node < 0 || node >= g.node_limit)
+		return NULL;
+	arena_t *a = &g.arenas[node];
+	unsigned k = ceil_log2(n > align ? n : align);
+	if (!a->usable || k > g.order_max)
+		return NULL;
+	bool maybe_fresh = __atomic_load_n(&a->dirty_free, __ATOMIC_RELAXED) < n;
+	if (!cap_take(a, n, maybe_fresh ? n << ND_PAGE_SHIFT : 0))
+		return NULL;
+	_nd_lock(&a->lock);
+	uint64_t d;
+	uint32_t i = take_block(a, k, &d);
+	if (i == NIL && a->dirty_free && purge_slot(a)) /* dirty blocks kept buddies apart */
+		i = take_block(a, k, &d);
+	if (i == NIL) {
+		_nd_unlock(&a->lock);
+		cap_give(a, n);
+		return NULL;
+	}
+	uint64_t rd = d;
+	if (n < (1ull << k))
+		rd -= give_tail(a, i, k, d, n);
+	mark_run(a, i, n, node);
+	_nd_unlock(&a->lock);
+	/* The run's pages are ours now: mark them without the lock. Small
+	 * runs carry DIRTY on every page; big ones come from clean blocks
+	 * (invariant I) and are purged whole when freed. */
+	if (n < g.purge_pages) {
+		if (rd < n)
+			for (uint64_t j = 0; j < n; j++)
+				a->desc[i + j].flags |= ND_PGF_DIRTY;
+	} else if (rd) {
+		clear_dirty(a, i, n); /* not reached while invariant I holds */
+	}
+	committed_add(a, (int64_t)(n - rd));
+	stats_bytes(_nd_stats_in_use, node, (int64_t)n);
+	return page_addr(a, i);
+}
+
+static bool check_args(size_t npages, size_t *align)
+{
+	if (*align == 0)
+		*align = 1;
+	if (npages == 0 || (*align & (*align - 1)) != 0) {
+		errno = EINVAL;
+		return false;
+	}
+	return true;
+}
+
+void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
+{
+	if (!check_args(npages, &align_pages))
+		return NULL;
+	if (!ensure_setup()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p = node_alloc(node, npages, align_pages);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, int want_node, int *got_node)
+{
+	if (got_node)
+		*got_node = -1;
+	if (!check_args(npages, &align_pages))
+		return NULL;
+	if (!ensure_setup()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	_nd_policy_iter_t it;
+	for (int n = _nd_policy_first_n(&it, pol, want_node, npages); n >= 0; n = _nd_policy_next(&it)) {
+		void *p = node_alloc(n, npages, align_pages);
+		if (p) {
+			_nd_policy_count(&it, n);
+			if (got_node)
+				*got_node = n;
+			return p;
+		}
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* ---- spread runs (the mixed slot) -------------------------------------- */
+
+/* Pages [i, i+n) of the mixed slot, all placed: give their node charges
+ * back and forget their node. */
+static void spread_release(arena_t *m, uint64_t i, uint64_t n)
+{
+	uint64_t j = 0;
+	while (j < n) {
+		int node = m->desc[i + j].node;
+		uint64_t k = j;
+		while (k < n && m->desc[i + k].node == node) {
+			m->desc[i + k].node = -1;
+			m->desc[i + k].flags &= (uint8_t)~ND_PGF_PLACED;
+			k++;
+		}
+		if (node >= 0 && node < g.node_limit) {
+			arena_t *na = &g.arenas[node];
+			cap_give(na, k - j);
+			stats_bytes(_nd_stats_in_use, node, -(int64_t)(k - j));
+			__atomic_sub_fetch(&na->committed, k - j, __ATOMIC_RELAXED);
+			stats_bytes(_nd_stats_committed, node, -(int64_t)(k - j));
+		}
+		j = k;
+	}
+}
+
+static void mixed_give_back(arena_t *m, uint32_t i, uint64_t n)
+{
+	_nd_lock(&m->lock);
+	give_range(m, i, n, false, true);
+	_nd_unlock(&m->lock);
+}
+
+void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol)
+{
+	size_t one = 1;
+	if (!check_args(npages, &one))
+		return NULL;
+	if (!ensure_setup()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (!pol)
+		pol = _nd_policy_current();
+	if (_nd_policy_node_for_granule(pol, 0) < 0) /* not interleave: a plain run */
+		return _nd_page_alloc(npages, 1, pol, -1, NULL);
+	arena_t *m = &g.arenas[g.node_limit];
+	unsigned gs = pol->granularity_shift;
+	if (gs > g.order_max)
+		gs = g.order_max;
+	uint64_t gp = 1ull << gs;
+	/* Granules aligned to their size (up to 2 MiB): huge pages stay possible. */
+	uint64_t align = gp < (ND_HUGE_SIZE >> ND_PAGE_SHIFT) ? gp : (ND_HUGE_SIZE >> ND_PAGE_SHIFT);
+	unsigned k = ceil_log2(npages > align ? npages : align);
+	if (k > g.order_max) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	_nd_lock(&m->lock);
+	uint64_t d;
+	uint32_t i = take_block(m, k, &d);
+	if (i != NIL && npages < (1ull << k))
+		give_tail(m, i, k, 0, npages);
+	_nd_unlock(&m->lock);
+	if (i == NIL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* Place every granule: its node by offset, else that node's fallback
+	 * under the policy. The pages are ours (limbo): no lock. A node's
+	 * watermark is checked once per spread, for the whole run. */
+	uint64_t ngran = (npages + gp - 1) >> gs;
+	uint64_t checked[ND_MAX_NODES / 64] = { 0 };
+#define SPREAD_TAKE(n)                                                                                  \
+	((n) >= 0 && (n) < g.node_limit &&                                                              \
+	 cap_take(&g.arenas[n], c, (checked[(n) / 64] >> ((n) % 64) & 1) ? 0 : npages << ND_PAGE_SHIFT) && \
+	 (checked[(n) / 64] |= 1ull << ((n) % 64), true))
+	int pend_node = -1; /* byte statistics, batched per stretch of one node */
+	uint64_t pend = 0;
+	for (uint64_t gi = 0; gi < ngran; gi++) {
+		uint64_t s = gi << gs, c = npages - s < gp ? npages - s : gp;
+		int want = _nd_policy_node_for_granule(pol, gi), got = -1;
+		/* Kept for the statistics below (the head's user is reset then). */
+		m->desc[i + s].user = (uintptr_t)(want + 1);
+		if (SPREAD_TAKE(want)) {
+			got = want;
+		} else {
+			/* want forced: the thread's interleave cursor does not move */
+			_nd_policy_iter_t it;
+			for (int n = _nd_policy_first_n(&it, pol, want, c); n >= 0; n = _nd_policy_next(&it)) {
+				if (n != want && SPREAD_TAKE(n)) {
+					got = n;
+					break;
+				}
+			}
+		}
+		if (got != pend_node && pend) {
+			/* Mixed pages are committed while placed (purged on free). */
+			committed_add(&g.arenas[pend_node], (int64_t)pend);
+			stats_bytes(_nd_stats_in_use, pend_node, (int64_t)pend);
+			pend = 0;
+		}
+		if (got < 0) {
+			for (uint64_t j = 0; j <= gi; j++)
+				m->desc[i + (j << gs)].user = 0;
+			spread_release(m, i, s); /* undo the granules placed */
+			mixed_give_back(m, i, npages);
+			errno = ENOMEM;
+			return NULL;
+		}
+		for (uint64_t j = 0; j < c; j++) {
+			m->desc[i + s + j].node = got;
+			m->desc[i + s + j].flags |= ND_PGF_PLACED;
+		}
+		pend_node = got;
+		pend += c;
+	}
+	committed_add(&g.arenas[pend_node], (int64_t)pend);
+	stats_bytes(_nd_stats_in_use, pend_node, (int64_t)pend);
+	/* Bind each stretch of one node, then count per granule. */
+	if (g.bind) {
+		uint64_t j = 0;
+		while (j < npages) {
+			int node = m->desc[i + j].node;
+			uint64_t e = j;
+			while (e < npages && m->desc[i + e].node == node)
+				e++;
+			int r = bind_range(page_addr(m, i + j), (size_t)(e - j) << ND_PAGE_SHIFT, node);
+			if (r < 0 && !__atomic_exchange_n(&warned_spread_mbind, 1, __ATOMIC_RELAXED))
+				_nd_msg_warn("page: mbind of a spread run failed (errno %d): granules placed by first touch", -r);
+			j = e;
+		}
+	}
+	bool il = pol->mode == ND_POLICY_INTERLEAVE || pol->mode == ND_POLICY_WEIGHTED;
+	int cn = cpu_node();
+	for (uint64_t gi = 0; gi < ngran; gi++) {
+		_nd_pagedesc_t *gd = &m->desc[i + (gi << gs)];
+		_nd_stats_count((int)gd->user - 1, gd->node, cn, il);
+		gd->user = 0;
+	}
+#undef SPREAD_TAKE
+	_nd_lock(&m->lock);
+	int node0 = m->desc[i].node;
+	mark_run(m, i, npages, node0);
+	_nd_unlock(&m->lock);
+	return page_addr(m, i);
+}
+
+/* ---- free and lookups -------------------------------------------------- */
+
+int _nd_page_free(void *p)
+{
+	uintptr_t off = (uintptr_t)p - g.base;
+	if (off >= g.total || (off & (ND_PAGE_SIZE - 1)))
+		return -1;
+	arena_t *a = &g.arenas[off >> g.slot_shift];
+	uint32_t i = (uint32_t)((off & g.slot_mask) >> ND_PAGE_SHIFT);
+	_nd_pagedesc_t *h = &a->desc[i];
+	_nd_lock(&a->lock);
+	if (h->state != ND_PG_RUN) {
+		_nd_unlock(&a->lock);
+		return -1;
+	}
+	uint64_t n = h->npages;
+	int node = h->node;
+	h->use = ND_USE_NONE;
+	h->user = 0;
+	if (a->mixed || n >= g.purge_pages) {
+		/* Claim the run (a second free now fails), purge it unlocked. */
+		h->state = ND_PG_TAIL;
+		h->npages = 0;
+		_nd_unlock(&a->lock);
+		if (a->mixed) {
+			/* Always DONTNEED: a page kept by MADV_FREE would stay on
+			 * its old node when the range is bound elsewhere. */
+			purge_pages(p, (size_t)n << ND_PAGE_SHIFT, MADV_DONTNEED);
+			if (g.bind)
+				_nd_os_mbind(p, (size_t)n << ND_PAGE_SHIFT, ND_MPOL_DEFAULT, NULL, 0, 0);
+			spread_release(a, i, n);
+			mixed_give_back(a, i, n);
+			return 0;
+		}
+		purge_pages(p, (size_t)n << ND_PAGE_SHIFT, g.advice);
+		committed_add(a, -(int64_t)n);
+		_nd_lock(&a->lock);
+		give_range(a, i, n, false, true);
+	} else {
+		give_range(a, i, n, true, true);
+	}
+	/* Dirty limit: 4 purge blocks, or 1/8 of what the node has in use. */
+	uint64_t lim = __atomic_load_n(&a->used, __ATOMIC_RELAXED) / 8;
+	if (a->dirty_free > (lim > g.dirty_limit ? lim : g.dirty_limit))
+		purge_slot(a);
+	_nd_unlock(&a->lock);
+	cap_give(a, n);
+	stats_bytes(_nd_stats_in_use, node, -(int64_t)n);
+	return 0;
+}
+
+_nd_pagedesc_t *_nd_page_desc(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - g.base;
+	if (off >= g.total)
+		return NULL;
+	return &g.desc[off >> ND_PAGE_SHIFT];
+}
+
+int _nd_page_node_of(const void *p)
+{
+	uintptr_t off = (uintptr_t)p - g.base;
+	if (off >= g.total)
+		return -1;
+	int s = (int)(off >> g.slot_shift);
+	if (s < g.node_limit)
+		return g.arenas[s].usable ? s : -1;
+	const _nd_pagedesc_t *d = &g.desc[off >> ND_PAGE_SHIFT];
+	return d->flags & ND_PGF_PLACED ? d->node : -1;
+}
+
+/* ---- maintenance and introspection ------------------------------------- */
+
+size_t _nd_page_trim(int node)
+{
+	if (!__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE))
+		return 0;
+	uint64_t pages = 0;
+	for (int s = 0; s < g.node_limit; s++) {
+		arena_t *a = &g.arenas[s];
+		if (!a->usable || (node >= 0 && node != s))
+			continue;
+		_nd_lock(&a->lock);
+		pages += purge_slot(a);
+		_nd_unlock(&a->lock);
+	}
+	return (size_t)pages << ND_PAGE_SHIFT;
+}
+
+static arena_t *arena_by_node(int node)
+{
+	if (!__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE) || node < -1 || node >= g.node_limit)
+		return NULL;
+	return &g.arenas[node < 0 ? g.node_limit : node];
+}
+
+int _nd_page_info(int node, _nd_page_info_t *out)
+{
+	if (!ensure_setup())
+		return -1;
+	arena_t *a = arena_by_node(node);
+	if (!a)
+		return -1;
+	_nd_lock(&a->lock);
+	out->usable = a->usable;
+	out->slot_bytes = (size_t)1 << g.slot_shift;
+	out->slot_pages = 1ull << g.order_max;
+	out->free_pages = a->usable ? a->free_pages : 0;
+	out->dirty_pages = a->dirty_free;
+	out->free_blocks = a->nblocks;
+	out->largest_order = -1;
+	for (int o = (int)g.order_max; o >= 0; o--)
+		if (a->head[o] != NIL) {
+			out->largest_order = o;
+			break;
+		}
+	_nd_unlock(&a->lock);
+	out->used_pages = __atomic_load_n(&a->used, __ATOMIC_RELAXED);
+	out->capacity_pages = a->cap;
+	out->committed_pages = __atomic_load_n(&a->committed, __ATOMIC_RELAXED);
+	out->purge_pages = g.purge_pages;
+	out->purge_order = g.purge_order;
+	out->base = a->base;
+	return 0;
+}
+
+int _nd_page_check(int node, char *err, size_t errlen)
+{
+	arena_t *a = arena_by_node(node);
+	if (!a) {
+		_nd_msg_format(err, errlen, "no arena for node %d", node);
+		return -1;
+	}
+	if (!a->usable)
+		return 0;
+	int rc = 0;
+	_nd_lock(&a->lock);
+	uint64_t end = 1ull << g.order_max, i = 0, freep = 0, blocks = 0, dirty = 0;
+	while (i < end && rc == 0) {
+		const _nd_pagedesc_t *d = &a->desc[i];
+		if (d->state == ND_PG_FREE) {
+			uint64_t n = 1ull << d->order;
+			if (i & (n - 1) || i + n > end) {
+				_nd_msg_format(err, errlen, "free block at page %llu of order %u misaligned",
+					       (unsigned long long)i, d->order);
+				rc = -1;
+				break;
+			}
+			/* Flags of big blocks are not scanned: untouched descriptors
+			 * would be read (invariant I keeps them clean anyway). */
+			uint64_t cd = n <= (1u << PURGE_ORDER_MAX) ? count_dirty(a, i, n) : d->npages;
+			if (cd != d->npages) {
+				_nd_msg_format(err, errlen, "free block at page %llu: %llu dirty pages, head says %llu",
+					       (unsigned long long)i, (unsigned long long)cd, (unsigned long long)d->npages);
+				rc = -1;
+			}
+			if (d->npages && d->npages != n) {
+				_nd_msg_format(err, errlen, "free block at page %llu is partly dirty (%llu of %llu)",
+					       (unsigned long long)i, (unsigned long long)d->npages, (unsigned long long)n);
+				rc = -1;
+			}
+			if (d->npages && d->order >= g.purge_order) {
+				_nd_msg_format(err, errlen, "free block at page %llu of order %u is dirty (invariant I)",
+					       (unsigned long long)i, d->order);
+				rc = -1;
+			}
+			uint64_t b = i ^ n;
+			const _nd_pagedesc_t *bd = d->order < g.order_max ? &a->desc[b] : NULL;
+			bool bothclean = bd && !d->npages && !bd->npages;
+			bool bothdirty = bd && d->npages && bd->npages;
+			if (bd && bd->state == ND_PG_FREE && bd->order == d->order &&
+			    (bothclean || (bothdirty && d->order + 1u < g.purge_order))) {
+				_nd_msg_format(err, errlen, "free buddies at pages %llu and %llu not merged",
+					       (unsigned long long)i, (unsigned long long)b);
+				rc = -1;
+			}
+			for (uint64_t j = 1; j < n && rc == 0 && n <= 4096; j++)
+				if (a->desc[i + j].state != ND_PG_TAIL) {
+					_nd_msg_format(err, errlen, "page %llu inside a free block is not a tail",
+						       (unsigned long long)(i + j));
+					rc = -1;
+				}
+			freep += n;
+			dirty += d->npages;
+			blocks++;
+			i += n;
+		} else if (d->state == ND_PG_RUN) {
+			uint64_t n = d->npages;
+			if (n == 0 || i + n > end) {
+				_nd_msg_format(err, errlen, "run at page %llu has bad length %llu", (unsigned long long)i,
+					       (unsigned long long)n);
+				rc = -1;
+				break;
+			}
+			for (uint64_t j = 1; j < n && rc == 0; j++)
+				if (a->desc[i + j].state != ND_PG_TAIL) {
+					_nd_msg_format(err, errlen, "page %llu inside the run at %llu is not a tail",
+						       (unsigned long long)(i + j), (unsigned long long)i);
+					rc = -1;
+				}
+			i += n;
+		} else {
+			_nd_msg_format(err, errlen, "page %llu is a tail outside any block or run (or a run in limbo)",
+				       (unsigned long long)i);
+			rc = -1;
+		}
+	}
+	if (rc == 0 && (freep != a->free_pages || blocks != a->nblocks || dirty != a->dirty_free)) {
+		_nd_msg_format(err, errlen, "walk found %llu free pages in %llu blocks (%llu dirty), counters say %llu in %llu (%llu)",
+			       (unsigned long long)freep, (unsigned long long)blocks, (unsigned long long)dirty,
+			       (unsigned long long)a->free_pages, (unsigned long long)a->nblocks,
+			       (unsigned long long)a->dirty_free);
+		rc = -1;
+	}
+	/* The free lists hold exactly the free heads. */
+	uint64_t listed = 0;
+	for (unsigned o = 0; o <= g.order_max && rc == 0; o++)
+		for (uint32_t j = a->head[o]; j != NIL; j = a->desc[j].next) {
+			if (a->desc[j].state != ND_PG_FREE || a->desc[j].order != o) {
+				_nd_msg_format(err, errlen, "list of order %u holds page %u that is not such a free head", o, j);
+				rc = -1;
+				break;
+			}
+			listed++;
+		}
+	if (rc == 0 && listed != a->nblocks) {
+		_nd_msg_format(err, errlen, "free lists hold %llu blocks, counter %llu", (unsigned long long)listed,
+			       (unsigned long long)a->nblocks);
+		rc = -1;
+	}
+	_nd_unlock(&a->lock);
+	return rc;
+}
+
+/* ---- fork -------------------------------------------------------------- */
+
+void _nd_page_fork_prepare(void)
+{
+	_nd_lock(&g.lock);
+	for (int s = 0; s < g.nslots; s++)
+		_nd_lock(&g.arenas[s].lock);
+}
+
+void _nd_page_fork_parent(void)
+{
+	for (int s = g.nslots - 1; s >= 0; s--)
+		_nd_unlock(&g.arenas[s].lock);
+	_nd_unlock(&g.lock);
+}
+
+void _nd_page_fork_child(void)
+{
+	/* Only this thread survives: the locks are simply free again. */
+	for (int s = 0; s < g.nslots; s++)
+		g.arenas[s].lock = (_nd_lock_t)ND_LOCK_INIT;
+	g.lock = (_nd_lock_t)ND_LOCK_INIT;
+}

@@ -1,0 +1,47 @@
+/* Page level options: purge=free (MADV_FREE) still drops the committed
+ * count of a freed big run and keeps the range usable; a small
+ * arena_reserve gives small slots whose exhaustion is ENOMEM; a bad purge
+ * value is reported by name. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "internal.h"
+
+
+int main(void)
+{
+	int pfd[2];
+	CHECK(pipe(pfd) == 0);
+	char fd[16];
+	snprintf(fd, sizeof fd, "%d", pfd[1]);
+	_nd_opt_set("msg_fd", fd);
+	CHECK(_nd_opt_set("purge", "sometimes") == 0); /* a string option: checked by page.c */
+	CHECK(_nd_opt_set("arena_reserve", "10M") == 0); /* rounds up to 16 MiB */
+	char err[256] = "";
+	CHECK(nd_topology_emulate("0: cpus=0-1 mem=1G; 1: cpus=2-3 mem=1G", err, sizeof err) == 0, "%s", err);
+	void *p = _nd_page_alloc_exact(0, 1, 1); /* setup reads the options */
+	CHECK(p != NULL);
+	char msgs[1024] = "";
+	ssize_t n = read(pfd[0], msgs, sizeof msgs - 1);
+	msgs[n > 0 ? n : 0] = '\0';
+	CHECK(strstr(msgs, "nodalloc: warning: option purge: bad value 'sometimes'") != NULL, "got: %s", msgs);
+	_nd_page_info_t in;
+	CHECK(_nd_page_info(0, &in) == 0);
+	CHECK_EQ(in.slot_bytes, 16u << 20);
+	CHECK_EQ(in.capacity_pages, (1u << 30) >> 12); /* capacity is the node's, the slot is smaller */
+	/* The slot is the limit: 4095 more pages fit, not 4096. */
+	errno = 0;
+	CHECK(_nd_page_alloc_exact(0, 4096, 1) == NULL && errno == ENOMEM);
+	void *q = _nd_page_alloc_exact(0, 2048, 1);
+	CHECK(q != NULL);
+	int got = -1;
+	nd_policy_t pref0;
+	CHECK(nd_policy_parse("preferred:0", &pref0, err, sizeof err) == 0);
+	void *r = _nd_page_alloc(2048, 1, &pref0, -1, &got); /* no 2048-page block left in slot 0: node 1 */
+	CHECK(r != NULL && got == 1, "got %d", got);
+	CHECK(_nd_page_free(q) == 0 && _nd_page_free(r) == 0 && _nd_page_free(p) == 0);
+	CHECK(_nd_page_check(0, err, sizeof err) == 0, "%s", err);
+	return CHECK_DONE();
+}
