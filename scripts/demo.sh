@@ -7,4 +7,4 @@ build=${1:-build}
 echo
 echo "== python3 under nodalloc (NODALLOC_STATS=1) =="
 LD_PRELOAD="$PWD/$build/libnodalloc.so" NODALLOC_STATS=1 \
-  python3 -c 'd={i:str(i)*10 for i in range(200000)}; print("dict of", len(d), "entries built")'
+  /usr/bin/python3 -c 'd={i:str(i)*10 for i in range(200000)}; print("dict of", len(d), "entries built")'

@@ -5,6 +5,9 @@
  *       what `numactl --hardware` prints, plus each node's fallback list
  *       (node and tier order) and each CPU's memory node
  *   nodactl hardware ...            (the same, as a subcommand)
+ *   nodactl stat PID|FILE [--json]  live statistics of a process (stat.c)
+ *   nodactl [policy options] [--] program args
+ *                                   run a program on nodalloc (launch.c)
  *
  * Dispatch: options are read from one table (opts[]) into a nodactl_t;
  * the first non-option word is a subcommand (subs[]); "--" ends the
@@ -22,6 +25,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "nodactl.h"
 
 typedef struct nodactl {
 	const char *topology; /* --topology=SPEC: an emulated topology */
@@ -70,6 +74,11 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: nodactl [options] [command]\n");
 	fprintf(f, "       nodactl --hardware [--topology=SPEC | --sysfs=ROOT]\n");
+	fprintf(f, "       nodactl stat PID|FILE [--json] [--interval=S] [--count=N]\n");
+	fprintf(f, "       nodactl [--interleave=NODES | --membind=NODES | --preferred=NODE |\n"
+		   "                --preferred-many=NODES | --localalloc | --weights=N=W,...]\n"
+		   "               [--granularity=SIZE] [--cpunodebind=NODES] [--topology=SPEC]\n"
+		   "               [--tier-order] [--stats[=json]] [--check] [--export] [--] program [args]\n");
 	fprintf(f, "options:\n");
 	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
 		char name[64];
@@ -281,8 +290,27 @@ static int cmd_hardware(nodactl_t *n)
 	return 0;
 }
 
+/* Does argv ask for the inspector (--hardware, --help, a subcommand), rather
+ * than the launcher? Only words before "--" count. */
+static bool wants_inspector(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		const char *a = argv[i];
+		if (strncmp(a, "--hardware", 10) == 0 || strcmp(a, "-H") == 0 || strcmp(a, "--help") == 0 ||
+		    strcmp(a, "-h") == 0 || strncmp(a, "--sysfs", 7) == 0)
+			return true;
+		if (a[0] != '-')
+			return i == 1 && strcmp(a, "hardware") == 0;
+	}
+	return argc < 2;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "stat") == 0)
+		return nodactl_stat(argc, argv);
+	if (!wants_inspector(argc, argv))
+		return nodactl_launch(argc, argv);
 	nodactl_t n = { 0 };
 	const sub_t *sub;
 	if (parse_args(argc, argv, &n, &sub))
@@ -295,10 +323,6 @@ int main(int argc, char **argv)
 		return sub->run(&n);
 	if (n.hardware)
 		return cmd_hardware(&n);
-	if (n.progc > 0) {
-		fprintf(stderr, "nodactl: running a program ('%s') is not implemented yet\n", n.prog[0]);
-		return 1;
-	}
 	if (n.topology || n.sysfs)
 		return bad_args("%s needs a command (e.g. --hardware)", n.topology ? "--topology" : "--sysfs");
 	usage(stderr);

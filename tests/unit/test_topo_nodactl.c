@@ -98,9 +98,10 @@ int main(void)
 	rc = run("--hardware=yes");
 	CHECK_EQ(rc, 1);
 	CHECK(strstr(out, "option '--hardware=yes' takes no value") != NULL, "got: %s", out);
+	/* A plain word is a program to run, as with numactl: not found -> 127. */
 	rc = run("frobnicate");
-	CHECK_EQ(rc, 1);
-	CHECK(strstr(out, "unknown command 'frobnicate'") != NULL, "got: %s", out);
+	CHECK_EQ(rc, 127);
+	CHECK(strstr(out, "nodactl: execution of 'frobnicate': No such file or directory") != NULL, "got: %s", out);
 	rc = run("--hardware --topology='0: cpus=0 mem=1G; 1: cpus=1 mem=lots'");
 	CHECK_EQ(rc, 1);
 	CHECK(strstr(out, "nodactl: --topology: topology spec: node 1: mem: bad size 'lots' at column 33") != NULL, "got: %s", out);

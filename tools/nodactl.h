@@ -1,0 +1,6 @@
+/* nodactl's subcommands, one file each. */
+#ifndef NODACTL_H
+#define NODACTL_H
+int nodactl_launch(int argc, char **argv); /* nodactl [options] -- program */
+int nodactl_stat(int argc, char **argv);   /* nodactl stat PID */
+#endif
