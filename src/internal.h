@@ -470,7 +470,7 @@ int _nd_percpu_area_node(int cpu);
  * possible CPU's area (the same for all); 0 before the first allocation. */
 size_t _nd_percpu_area_size(void);
 size_t _nd_percpu_committed(void);
-/* Fork: take/release the allocation lock (it nests with no other lock). */
+/* Fork: take/release the allocation lock (before any other lock in prepare). */
 void _nd_percpu_fork_prepare(void);
 void _nd_percpu_fork_parent(void);
 void _nd_percpu_fork_child(void);
