@@ -82,7 +82,7 @@ int main(void)
 	/* --stats=json: valid JSON whose counters show the policy (bind to 1:
 	 * node 1 has hits, node 2 none). */
 	CHECK_EQ(run(NODACTL " --topology='" SPEC "' --membind=1 --stats=json -- %s -c \"" PROBE "\""
-		     " | %s -c \"import json,sys; t=[l for l in sys.stdin if l.startswith('{')][-1]; d=json.loads(t)['nodes'];"
+		     " 2>&1 | %s -c \"import json,sys; t=[l for l in sys.stdin if l.startswith('{')][-1]; d=json.loads(t)['nodes'];"
 		     " print('hits', d['1']['numa_hit'] > 0, d['2']['numa_hit'])\"",
 		     python(), python()),
 		 0);
