@@ -4,7 +4,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: all build demo test deps bench clean install
+.PHONY: all build demo test deps bench clean install vm-report
 
 all: build
 
@@ -25,6 +25,10 @@ test: deps build
 
 bench: deps build
 	bash bench/run.sh $(BUILD)
+
+# Placement table per VM topology and pagemap contiguity (tests/vm).
+vm-report: deps build
+	cmake --build $(BUILD) --target vm-report
 
 install: build
 	cmake --install $(BUILD)

@@ -1,0 +1,37 @@
+# The NUMA VM test bed (tests/vm, docs/testbed.md). Included by the top
+# CMakeLists.txt. Every tests/vm/vm_<name>.c is one in-VM test program,
+# linked against the shared libnodalloc (so it also runs on nodalloc's
+# malloc) and put in ${CMAKE_BINARY_DIR}/vm-bin; run.sh boots each QEMU
+# topology with all of them. One ctest per topology, label "vm".
+file(GLOB ND_VM_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/vm/vm_*.c)
+set(ND_VM_TARGETS "")
+foreach(src ${ND_VM_SOURCES})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/vm ${CMAKE_SOURCE_DIR}/tests)
+  target_compile_options(${name} PRIVATE ${ND_WARN})
+  # --no-as-needed: the library must be loaded (and its malloc interpose
+  # libc's) even while the test only has weak references to it
+  target_link_options(${name} PRIVATE -Wl,--no-as-needed)
+  target_link_libraries(${name} PRIVATE nodalloc pthread)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/vm-bin)
+  list(APPEND ND_VM_TARGETS ${name})
+endforeach()
+
+# Keep in step with VM_TOPOLOGIES in tests/vm/topologies.sh.
+set(ND_VM_TOPOLOGIES two memless tiered sixteen)
+foreach(topo ${ND_VM_TOPOLOGIES})
+  add_test(NAME vm.${topo} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/vm/run.sh ${CMAKE_BINARY_DIR} ${topo})
+  # 77: no qemu / static busybox / kernel package here (run.sh says why).
+  # One VM at a time (each wants both cores under TCG); unit tests still
+  # run beside it.
+  set_tests_properties(vm.${topo} PROPERTIES LABELS vm TIMEOUT 900 SKIP_RETURN_CODE 77
+    RESOURCE_LOCK nd_vm)
+endforeach()
+
+# The report for the issue note: placement table per topology and the
+# pagemap contiguity figures (boots every topology).
+add_custom_target(vm-report
+  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/vm/report.sh ${CMAKE_BINARY_DIR}
+  DEPENDS nodalloc ${ND_VM_TARGETS}
+  USES_TERMINAL)
