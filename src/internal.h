@@ -49,6 +49,9 @@ void *_nd_os_mmap(size_t len, bool noreserve, int *err);
 /* As _nd_os_mmap but the result is aligned to align (a power of two). */
 void *_nd_os_mmap_aligned(size_t len, size_t align, bool noreserve, int *err);
 int _nd_os_munmap(void *p, size_t len);
+/* Fresh mapping over [p, p+len) (MAP_FIXED): pages, page tables, policy
+ * dropped. 0 or -errno. */
+int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve);
 int _nd_os_madvise(void *p, size_t len, int advice);
 int _nd_os_mprotect(void *p, size_t len, int prot);
 /* mask is a bitmap of maxnode bits (kernel convention: maxnode = bits+1
@@ -407,7 +410,9 @@ typedef struct _nd_page_info {
 int _nd_page_info(int node, _nd_page_info_t *out);
 /* Walk a slot and check every descriptor invariant; 0 or -1 with err. */
 int _nd_page_check(int node, char *err, size_t errlen);
-/* Fork: take/release every arena lock. */
+/* Fork: take/release every arena lock. Called only by malloc.c's
+ * pthread_atfork handlers (the locks are not recursive: code that calls
+ * prepare itself and then fork() deadlocks). */
 void _nd_page_fork_prepare(void);
 void _nd_page_fork_parent(void);
 void _nd_page_fork_child(void);
@@ -420,10 +425,39 @@ void _nd_page_fork_child(void);
 int _nd_slab_init(void);
 /* Largest size served by slabs; larger goes to large.c. */
 #define ND_SLAB_MAX ((size_t)32 << 10)
-/* Small allocation on node (-1 = the thread's current memory node). */
-void *_nd_slab_alloc(size_t size, int node);
+/* Size classes (docs/malloc.md): 16..128 by 16, then 4 per power of two. */
+#define ND_SLAB_CLASSES 40
+unsigned _nd_slab_class_of(size_t size);   /* size <= ND_SLAB_MAX */
+size_t _nd_slab_class_size(unsigned c);
+/* malloc for size <= ND_SLAB_MAX: the calling thread's heap of its CPU's
+ * memory node under the thread's policy. Runs the library init on first
+ * use; while the init itself allocates (same thread), or if it failed,
+ * serves from the bootstrap buffer. NULL with errno ENOMEM. */
+void *_nd_slab_malloc(size_t size);
+/* The bootstrap buffer (256 KiB, bump only: frees are ignored). */
+void *_nd_slab_boot_alloc(size_t size, size_t align);
+bool _nd_slab_boot_owns(const void *p);
+size_t _nd_slab_boot_size(const void *p);
+/* Small allocation with placement. align: a power of two (<= 16 = none,
+ * at most ND_PAGE_SIZE). pol: NULL = the thread's policy. node >= 0: that
+ * node first, falling back along its list (pol ignored for the choice).
+ * NULL with errno: ENOMEM, or EINVAL if (size, align) has no class
+ * (see _nd_slab_fits). The caller runs the init first (before it: NULL,
+ * errno untouched). */
+void *_nd_slab_alloc(size_t size, size_t align, const nd_policy_t *pol, int node);
+/* True if a class serves size bytes aligned to align. */
+bool _nd_slab_fits(size_t size, size_t align);
+/* d = _nd_page_desc(p) with d->use == ND_USE_SLAB. Reports (fatal) an
+ * interior pointer, a never-allocated object and a double free. */
 void _nd_slab_free(void *p, _nd_pagedesc_t *d);
 size_t _nd_slab_usable(const void *p, const _nd_pagedesc_t *d);
+/* NULL if p is the start of an object of its slab, else why not. */
+const char *_nd_slab_invalid(const void *p, const _nd_pagedesc_t *d);
+/* What the thread-exit destructor does: the calling thread's heaps give
+ * their slabs with nothing live back and are parked for adoption (tests). */
+void _nd_slab_thread_exit(void);
+/* Times this thread's malloc left the fast path (tests). */
+uint64_t _nd_slab_slow_count(void);
 void _nd_slab_fork_prepare(void);
 void _nd_slab_fork_parent(void);
 void _nd_slab_fork_child(void);
@@ -432,8 +466,16 @@ void _nd_slab_fork_child(void);
  * src/large.c: allocations above ND_SLAB_MAX, straight from page runs.
  * ====================================================================== */
 
+/* A page run of size bytes aligned to align (0 or <= ND_PAGE_SIZE = page),
+ * under pol (NULL = the thread's policy), want_node >= 0 first. An
+ * interleave or weighted policy spreads a run of more than one granule by
+ * offset (_nd_page_alloc_spread, when align allows). NULL + ENOMEM. */
 void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int want_node);
+/* d = _nd_page_desc(p) with d->use == ND_USE_LARGE; reports (fatal) a
+ * pointer that is not the run's head. */
 void _nd_large_free(void *p, _nd_pagedesc_t *d);
+/* Record a new requested size after an in-place realloc. */
+void _nd_large_resize(void *p, _nd_pagedesc_t *d, size_t size);
 size_t _nd_large_usable(const void *p, const _nd_pagedesc_t *d);
 
 /* ======================================================================

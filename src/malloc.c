@@ -1,34 +1,72 @@
 /*
- * Top layer: library init, the public allocation API and the malloc
- * override. BOOTSTRAP: until the slab issue lands this forwards to the C
- * library's own allocator (__libc_malloc), so everything links and runs.
+ * Top layer: library init (the order of every layer's init), the public
+ * allocation API and the malloc override (docs/malloc.md).
+ *
+ * The override symbols (malloc, free, ...) are strong and exported, so
+ * both LD_PRELOAD and linking the library replace the C library's; C++
+ * new/delete arrive through malloc/free.
+ *
+ * Init is lazy (first allocation or the constructor, whichever is first).
+ * If the init itself allocates on the same thread (pthread_atfork may), the
+ * allocation is served from slab.c's static bootstrap buffer; free()
+ * ignores bootstrap pointers, realloc() copies them out.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void __libc_free(void *);
-extern void *__libc_memalign(size_t, size_t);
-
 volatile int _nd_initialized;
+/* Protects the init sequence. Lock order: init_lock -> slab -> page. */
 static _nd_lock_t init_lock = ND_LOCK_INIT;
+static ND_TLS int tls_in_init;
+
+/* ---- init ---------------------------------------------------------------- */
+
+static void fork_prepare(void)
+{
+	_nd_lock(&init_lock);
+	_nd_slab_fork_prepare();
+	_nd_page_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	_nd_page_fork_parent();
+	_nd_slab_fork_parent();
+	_nd_unlock(&init_lock);
+}
+
+static void fork_child(void)
+{
+	_nd_page_fork_child();
+	_nd_slab_fork_child();
+	init_lock.v = 0;
+}
 
 bool _nd_init(void)
 {
+	if (tls_in_init)
+		return false; /* the init allocating: the caller uses the bootstrap */
+	tls_in_init = 1;
 	_nd_lock(&init_lock);
 	if (_nd_initialized) {
 		_nd_unlock(&init_lock);
+		tls_in_init = 0;
 		return _nd_initialized > 0;
 	}
 	_nd_opt_init();
 	bool ok = _nd_topo_init() == 0 && _nd_stats_init() == 0 && _nd_policy_init() == 0 &&
 		  _nd_page_init() == 0 && _nd_slab_init() == 0;
+	if (ok)
+		pthread_atfork(fork_prepare, fork_parent, fork_child);
+	else
+		_nd_msg_error("initialization failed: allocations will fail with ENOMEM");
 	__atomic_store_n(&_nd_initialized, ok ? 1 : -1, __ATOMIC_RELEASE);
 	_nd_unlock(&init_lock);
+	tls_in_init = 0;
 	return ok;
 }
 
@@ -42,14 +80,311 @@ __attribute__((destructor)) static void nd_destructor(void)
 	_nd_stats_at_exit();
 }
 
-void *nd_malloc(size_t size) { return __libc_malloc(size); }
-void *nd_calloc(size_t n, size_t size) { return __libc_calloc(n, size); }
-void *nd_realloc(void *p, size_t size) { return __libc_realloc(p, size); }
-void nd_free(void *p) { __libc_free(p); }
-void *nd_aligned_alloc(size_t align, size_t size) { return __libc_memalign(align, size); }
-size_t nd_usable_size(const void *p) { (void)p; return 0; }
-void *nd_malloc_onnode(size_t size, int node) { (void)node; return nd_malloc(size); }
-void *nd_malloc_local(size_t size) { return nd_malloc(size); }
-void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t granularity) { (void)nodes; (void)granularity; return nd_malloc(size); }
-void *nd_malloc_policy(size_t size, const nd_policy_t *p) { (void)p; return nd_malloc(size); }
-int nd_node_of(const void *p) { return _nd_page_node_of(p); }
+/* Not initialized yet: run the init; false = serve from the bootstrap. */
+static bool init_or_boot(void)
+{
+	return __atomic_load_n(&_nd_initialized, __ATOMIC_ACQUIRE) > 0 || _nd_init();
+}
+
+/* ---- allocation ---------------------------------------------------------- */
+
+static const nd_policy_t local_pol = { .mode = ND_POLICY_LOCAL };
+
+/* Above ND_SLAB_MAX (the slab layer runs the init for small sizes). */
+static __attribute__((noinline)) void *malloc_large(size_t size)
+{
+	if (!init_or_boot())
+		return _nd_slab_boot_alloc(size, 16);
+	return _nd_large_alloc(size, 0, NULL, -1);
+}
+
+void *nd_malloc(size_t size)
+{
+	if (nd_likely(size <= ND_SLAB_MAX))
+		return _nd_slab_malloc(size);
+	return malloc_large(size);
+}
+
+/* Aligned allocation; align a power of two. */
+static void *alloc_aligned(size_t align, size_t size, const nd_policy_t *pol, int node)
+{
+	if (!init_or_boot())
+		return _nd_slab_boot_alloc(size, align);
+	if (_nd_slab_fits(size, align))
+		return _nd_slab_alloc(size, align, pol, node);
+	if (pol == NULL && node >= 0)
+		pol = &local_pol;
+	return _nd_large_alloc(size, align, pol, node);
+}
+
+void *nd_calloc(size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p = nd_malloc(total);
+	if (p)
+		memset(p, 0, total);
+	return p;
+}
+
+/* The descriptor of a pointer handed to free/realloc; reports a pointer
+ * the library never returned. NULL for a bootstrap pointer. */
+static _nd_pagedesc_t *checked_desc(const void *p, const char *fn)
+{
+	_nd_pagedesc_t *d = _nd_page_desc(p);
+	const char *why;
+	if (d && d->use == ND_USE_SLAB) {
+		if (!(why = _nd_slab_invalid(p, d)))
+			return d;
+	} else if (d && d->use == ND_USE_LARGE) {
+		if (!((uintptr_t)p & (ND_PAGE_SIZE - 1)) && d->state == ND_PG_RUN)
+			return d;
+		why = "inside an allocation, not its start";
+	} else if (!d && _nd_slab_boot_owns(p)) {
+		return NULL;
+	} else {
+		why = d ? "not allocated by malloc, or already freed" : "not from this allocator";
+	}
+	_nd_msg_fatal("%s(): invalid pointer %p (%s)", fn, p, why);
+}
+
+/* Not a slab object: large, bootstrap, or invalid. */
+static __attribute__((noinline)) void free_slow(void *p, _nd_pagedesc_t *d)
+{
+	if (!d || d->use != ND_USE_LARGE) {
+		d = checked_desc(p, "free");
+		if (!d)
+			return; /* bootstrap memory is never reused */
+		if (d->use == ND_USE_SLAB) {
+			_nd_slab_free(p, d);
+			return;
+		}
+	}
+	_nd_large_free(p, d);
+}
+
+void nd_free(void *p)
+{
+	if (nd_unlikely(p == NULL))
+		return;
+	_nd_pagedesc_t *d = _nd_page_desc(p);
+	if (nd_likely(d != NULL && d->use == ND_USE_SLAB)) {
+		_nd_slab_free(p, d);
+		return;
+	}
+	free_slow(p, d);
+}
+
+static size_t usable(const void *p, const _nd_pagedesc_t *d)
+{
+	if (!d)
+		return _nd_slab_boot_size(p);
+	return d->use == ND_USE_SLAB ? _nd_slab_usable(p, d) : _nd_large_usable(p, d);
+}
+
+size_t nd_usable_size(const void *p)
+{
+	if (!p)
+		return 0;
+	return usable(p, checked_desc(p, "malloc_usable_size"));
+}
+
+void *nd_realloc(void *p, size_t size)
+{
+	if (!p)
+		return nd_malloc(size);
+	if (size == 0) { /* glibc: frees and returns NULL */
+		nd_free(p);
+		return NULL;
+	}
+	_nd_pagedesc_t *d = checked_desc(p, "realloc");
+	size_t have = usable(p, d);
+	if (d && size <= have) {
+		/* in place: growing within the class or run, or shrinking by at
+		 * most half (a bigger shrink moves, to give the memory back) */
+		if (d->use == ND_USE_SLAB && (size > have / 2 || have <= 64))
+			return p;
+		if (d->use == ND_USE_LARGE && size > have / 2 && size > ND_SLAB_MAX) {
+			_nd_large_resize(p, d, size);
+			return p;
+		}
+	}
+	void *q = nd_malloc(size);
+	if (!q)
+		return NULL; /* p untouched, errno ENOMEM */
+	memcpy(q, p, have < size ? have : size);
+	if (d)
+		nd_free(p);
+	return q;
+}
+
+void *nd_aligned_alloc(size_t align, size_t size)
+{
+	if (align == 0 || (align & (align - 1))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (align <= 16)
+		return nd_malloc(size);
+	return alloc_aligned(align, size, NULL, -1);
+}
+
+/* ---- placement API ------------------------------------------------------- */
+
+static bool valid_node(int node)
+{
+	const _nd_topo_t *t = _nd_topo();
+	return node >= 0 && node < t->node_limit && t->online[node];
+}
+
+void *nd_malloc_onnode(size_t size, int node)
+{
+	if (!init_or_boot())
+		return _nd_slab_boot_alloc(size, 16);
+	if (!valid_node(node)) {
+		_nd_msg_error("nd_malloc_onnode: node %d does not exist (node limit %d)", node, _nd_topo()->node_limit);
+		errno = EINVAL;
+		return NULL;
+	}
+	if (size <= ND_SLAB_MAX)
+		return _nd_slab_alloc(size, 0, NULL, node);
+	return _nd_large_alloc(size, 0, &local_pol, node);
+}
+
+void *nd_malloc_local(size_t size)
+{
+	if (!init_or_boot())
+		return _nd_slab_boot_alloc(size, 16);
+	if (size <= ND_SLAB_MAX)
+		return _nd_slab_alloc(size, 0, &local_pol, -1);
+	return _nd_large_alloc(size, 0, &local_pol, -1);
+}
+
+/* Small requests under an explicit policy take a class; anything of more
+ * than a page under an interleave policy is one run spread by offset. */
+static void *alloc_policy(size_t size, const nd_policy_t *pol)
+{
+	bool il = pol->mode == ND_POLICY_INTERLEAVE || pol->mode == ND_POLICY_WEIGHTED;
+	if (size <= ND_SLAB_MAX && !(il && size > ND_PAGE_SIZE))
+		return _nd_slab_alloc(size, 0, pol, -1);
+	return _nd_large_alloc(size, 0, pol, -1);
+}
+
+void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t granularity)
+{
+	if (!init_or_boot())
+		return _nd_slab_boot_alloc(size, 16);
+	if (!nodes || nd_nodemask_count(nodes) == 0) {
+		_nd_msg_error("nd_malloc_interleaved: empty node set");
+		errno = EINVAL;
+		return NULL;
+	}
+	nd_policy_t pol;
+	memset(&pol, 0, sizeof pol);
+	pol.mode = ND_POLICY_INTERLEAVE;
+	pol.nodes = *nodes;
+	int shift = _nd_policy_granularity_shift(granularity ? granularity : ND_PAGE_SIZE);
+	if (shift < 0) {
+		_nd_msg_error("nd_malloc_interleaved: bad granularity %zu", granularity);
+		errno = EINVAL;
+		return NULL;
+	}
+	pol.granularity_shift = (unsigned)shift;
+	char err[200];
+	if (nd_policy_check(&pol, err, sizeof err) != 0) {
+		_nd_msg_error("nd_malloc_interleaved: %s", err);
+		errno = EINVAL;
+		return NULL;
+	}
+	return alloc_policy(size, &pol);
+}
+
+void *nd_malloc_policy(size_t size, const nd_policy_t *p)
+{
+	if (!p || p->mode == ND_POLICY_DEFAULT)
+		return nd_malloc(size);
+	if (!init_or_boot())
+		return _nd_slab_boot_alloc(size, 16);
+	char err[200];
+	if (nd_policy_check(p, err, sizeof err) != 0) {
+		_nd_msg_error("nd_malloc_policy: %s", err);
+		errno = EINVAL;
+		return NULL;
+	}
+	return alloc_policy(size, p);
+}
+
+int nd_node_of(const void *p)
+{
+	if (!p || __atomic_load_n(&_nd_initialized, __ATOMIC_ACQUIRE) <= 0)
+		return -1;
+	return _nd_page_node_of(p);
+}
+
+/* ---- the malloc override ------------------------------------------------- */
+
+#define OVERRIDE __attribute__((visibility("default")))
+
+OVERRIDE void *malloc(size_t size) __attribute__((alias("nd_malloc")));
+OVERRIDE void free(void *p) __attribute__((alias("nd_free")));
+OVERRIDE void cfree(void *p) __attribute__((alias("nd_free")));
+OVERRIDE void *calloc(size_t n, size_t size) __attribute__((alias("nd_calloc")));
+OVERRIDE void *realloc(void *p, size_t size) __attribute__((alias("nd_realloc")));
+OVERRIDE void *aligned_alloc(size_t align, size_t size) __attribute__((alias("nd_aligned_alloc")));
+OVERRIDE size_t malloc_usable_size(void *p) __attribute__((alias("nd_usable_size")));
+
+OVERRIDE void *reallocarray(void *p, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return nd_realloc(p, total);
+}
+
+OVERRIDE int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (align < sizeof(void *) || (align & (align - 1)))
+		return EINVAL;
+	int saved = errno;
+	void *p = align <= 16 ? nd_malloc(size) : alloc_aligned(align, size, NULL, -1);
+	if (!p) {
+		errno = saved;
+		return ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+/* glibc: a non-power-of-two alignment is rounded up to one. */
+OVERRIDE void *memalign(size_t align, size_t size)
+{
+	if (align <= 16)
+		return nd_malloc(size);
+	if (align > ((size_t)1 << 62)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (align & (align - 1))
+		align = (size_t)1 << (64 - __builtin_clzll(align));
+	return alloc_aligned(align, size, NULL, -1);
+}
+
+OVERRIDE void *valloc(size_t size)
+{
+	return alloc_aligned(ND_PAGE_SIZE, size, NULL, -1);
+}
+
+OVERRIDE void *pvalloc(size_t size)
+{
+	if (size > SIZE_MAX - ND_PAGE_SIZE) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size = size ? ND_ALIGN_UP(size, ND_PAGE_SIZE) : ND_PAGE_SIZE;
+	return alloc_aligned(ND_PAGE_SIZE, size, NULL, -1);
+}

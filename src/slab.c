@@ -1,9 +1,1052 @@
-/* Slab caches: STUB until the slab issue lands (helper replaces). */
+/*
+ * Slab caches: size classes, per-thread heaps keyed by memory node, and
+ * remote frees sent home lock-free (docs/malloc.md).
+ *
+ * Shapes:
+ *  - A slab is one page run of the page level holding objects of one size
+ *    class. Its header lives out of line (metadata pages of the slab's
+ *    node), so objects start page-aligned and a power-of-two class is
+ *    naturally aligned to its size. Every page descriptor of the run has
+ *    use = ND_USE_SLAB and user = the header: free() finds the slab in O(1).
+ *  - A heap holds, per class, a list of partial slabs (cur[c] is the one
+ *    allocation pops from) and a list of full ones. A heap serves the
+ *    allocations that want one node ("heap of node n"); its slabs are on n,
+ *    or on a node n fell back to by policy when n was full. A slab belongs
+ *    to one heap for life, so its objects are only ever reused for
+ *    allocations that want that node: freed memory never changes node.
+ *  - A thread owns one heap per node it allocated for (lazily). T.heap is
+ *    the heap of the current CPU's memory node; the fast path checks the
+ *    CPU (one load of glibc's rseq cpu_id) and the policy tag, and pops.
+ *  - A free by the owning thread pushes onto the slab's private free list.
+ *    Any other thread pushes onto the slab's atomic tfree list (lock-free);
+ *    the owner collects tfree in one exchange when its free list runs dry.
+ *    A full slab is parked with a NOTIFY bit in tfree: the first remote
+ *    free clears it and sets the class's bit in the heap's notify mask, so
+ *    the owner looks at its full slabs only when one got memory back.
+ *  - Thread exit (pthread key destructor) releases the slabs with nothing
+ *    live to the page level and parks the thread's heaps in the per-node
+ *    pool; a thread that starts later on that node adopts a parked heap
+ *    whole (its partial slabs, its full ones, the remote frees still in
+ *    flight). A remote free into a parked heap marks the pool, and the next
+ *    thread of the node that needs a slab trims the parked heaps first.
+ *    Heaps and thread records are never unmapped, so a late remote free
+ *    always finds valid memory, and thread churn reuses them.
+ *
+ * Ownership: a heap's lists and a slab's private fields (free, used,
+ * carved, next/prev) belong to the heap's owner thread, or to whoever took
+ * a parked heap out of the pool (adoption, trim). Other threads touch only
+ * tfree (CAS) and the heap's notify mask (atomic OR). No lock on either
+ * fast path; locks only guard the per-node pools, metadata and the thread
+ * record pool.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
 #include "internal.h"
-int _nd_slab_init(void) { return 0; }
-void *_nd_slab_alloc(size_t size, int node) { (void)size; (void)node; return NULL; }
-void _nd_slab_free(void *p, _nd_pagedesc_t *d) { (void)p; (void)d; }
-size_t _nd_slab_usable(const void *p, const _nd_pagedesc_t *d) { (void)p; (void)d; return 0; }
-void _nd_slab_fork_prepare(void) {}
-void _nd_slab_fork_parent(void) {}
-void _nd_slab_fork_child(void) {}
+
+/* ---- size classes -------------------------------------------------------
+ * 16..128 by 16, then 4 classes per power of two up to 32 KiB. Every class
+ * is a multiple of 16 (malloc's alignment); a class 2^k is 2^k-aligned. */
+static const uint32_t cls_size[ND_SLAB_CLASSES] = {
+	16, 32, 48, 64, 80, 96, 112, 128,
+	160, 192, 224, 256, 320, 384, 448, 512,
+	640, 768, 896, 1024, 1280, 1536, 1792, 2048,
+	2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192,
+	10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768,
+};
+/* class of size = cls_tab[(size + 15) >> 4] (2 KiB: one load, no branch) */
+static uint8_t cls_tab[ND_SLAB_MAX / 16 + 1];
+static uint8_t cls_pages[ND_SLAB_CLASSES];  /* slab run length (power of two) */
+static uint16_t cls_cap[ND_SLAB_CLASSES];   /* objects per slab */
+static uint64_t cls_inv[ND_SLAB_CLASSES];   /* inverse of the odd part mod 2^64 */
+
+static inline unsigned class_of(size_t size)
+{
+	return cls_tab[(size + 15) >> 4];
+}
+
+unsigned _nd_slab_class_of(size_t size) { return class_of(size); }
+size_t _nd_slab_class_size(unsigned c) { return c < ND_SLAB_CLASSES ? cls_size[c] : 0; }
+
+/* ---- structures ---------------------------------------------------------- */
+
+/* tfree = count << 48 | list head | NOTIFY: the remote list carries its
+ * length, so the owner takes it in one exchange without walking it (slab
+ * objects live in the page level's reservation, below 2^47). */
+#define NOTIFY ((uintptr_t)1)                      /* parked full, tell the heap */
+#define TF_PTR ((uintptr_t)0x0000fffffffffff0ull)  /* list head */
+#define TF_CNT_SHIFT 48                             /* objects on the list */
+#define FULL_BIT 0x80000000u  /* in used: on the full list */
+
+struct nd_heap;
+
+typedef struct slab {
+	/* line 1: the owner's hot fields */
+	void *free;            /* private free list (owner only) */
+	char *start;           /* first object (the run's first page) */
+	uint64_t inv;          /* inverse of size's odd part mod 2^64: see obj_index */
+	struct nd_heap *heap;  /* owner heap, fixed for the slab's life */
+	struct slab *next, *prev; /* partial or full list of the heap */
+	uint32_t size;
+	uint32_t used;         /* objects out, including pending remote frees;
+				* | FULL_BIT while on the heap's full list: one
+				* signed test on free catches "full or empty" */
+	uint16_t cap;          /* objects in the slab */
+	uint16_t carved;       /* objects ever put on a free list (lazy carving) */
+	uint8_t cls;
+	uint8_t tz;            /* trailing zero bits of size */
+	/* line 2: written by other threads */
+	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
+	int32_t node;          /* serving node of the run */
+	uint32_t npages;
+	struct slab *hnext;    /* free header list (node lock) */
+} slab_t;
+
+typedef struct nd_heap {
+	slab_t *cur[ND_SLAB_CLASSES];   /* partial list heads; &empty_slab if none */
+	slab_t *fullh[ND_SLAB_CLASSES]; /* full list heads (NULL-terminated) */
+	struct nd_thread *owner;        /* NULL while parked in the pool */
+	uint64_t notify;                /* atomic: class bits, a full slab got a remote free */
+	int node;                       /* the node its allocations want */
+	struct nd_heap *pool_next;      /* pool of the node (node lock) */
+} heap_t;
+
+typedef struct nd_thread {
+	heap_t **heaps;                 /* [nheaps], by wanted node */
+	int nheaps;
+	struct nd_thread *pool_next;    /* thread pool (thr_lock) */
+} thr_t;
+
+/* Per node: the pool of parked heaps, the metadata bump area and the free
+ * slab headers, all under one lock. Lock order: thr_lock -> node locks
+ * (ascending) -> page-level locks (meta_alloc calls the page
+ * level with the node lock held). */
+typedef struct node_state {
+	_nd_lock_t lock;
+	char *meta_cur, *meta_end;
+	slab_t *free_hdrs;
+	heap_t *pool;
+	int pool_dirty; /* atomic: a parked heap got a remote free */
+} node_state_t;
+
+static node_state_t nodes[ND_MAX_NODES];
+static int nodes_used; /* highest node index used + 1 (atomic), for fork */
+static _nd_lock_t thr_lock = ND_LOCK_INIT; /* protects thr_pool */
+static thr_t *thr_pool;
+
+static slab_t empty_slab; /* free == NULL: the fast path falls through */
+static heap_t empty_heap = { .cur = { [0 ... ND_SLAB_CLASSES - 1] = &empty_slab }, .node = -1 };
+
+static uintptr_t cookie_key; /* freed objects carry key ^ address in word 1 */
+static bool check_mode;      /* NODALLOC_CHECK=1 */
+static pthread_key_t thr_key;
+static bool have_key;
+
+/* The CPU check: *T.cpu_src is rseq's cpu_id (or, in emulation, the
+ * thread's override; without rseq a copy refreshed on slow paths) and
+ * T.raw the value the current heap was chosen for. T.raw never equals a
+ * real value before the thread is set up (and always differs in check mode,
+ * so every allocation takes the validating slow path). */
+static const int32_t no_cpu = -7;
+/* One TLS block: in a shared library each initial-exec TLS symbol costs a
+ * GOT load, one struct costs one per function. */
+typedef struct tls {
+	heap_t *heap;                       /* current memory node's heap */
+	const volatile int32_t *cpu_src;    /* where the CPU number is read */
+	int32_t raw;                        /* value heap was chosen for */
+	int32_t fake_cpu;                   /* the CPU without rseq */
+	thr_t *thr;                         /* this thread's record */
+	uint64_t slow;                      /* slow-path entries (tests) */
+} tls_t;
+static ND_TLS tls_t T = { .heap = &empty_heap, .cpu_src = &no_cpu, .raw = -8 };
+
+/* ---- metadata ------------------------------------------------------------ */
+
+#define META_CHUNK_PAGES 16
+
+static void note_node(int node)
+{
+	int u = __atomic_load_n(&nodes_used, __ATOMIC_RELAXED);
+	while (node + 1 > u && !__atomic_compare_exchange_n(&nodes_used, &u, node + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+/* A metadata chunk on node, else on its fallback nodes, else plain mmap. */
+static void *meta_chunk(int node, size_t bytes)
+{
+	size_t np = bytes >> ND_PAGE_SHIFT;
+	const _nd_topo_t *t = _nd_topo();
+	void *p = NULL;
+	if (node >= 0 && node < t->node_limit) {
+		p = _nd_page_alloc_exact(node, np, 1);
+		for (int i = 0; !p && i < t->fallback_len[node]; i++)
+			p = _nd_page_alloc_exact(t->fallback[node][i], np, 1);
+	}
+	if (p) {
+		_nd_pagedesc_t *d = _nd_page_desc(p);
+		if (d)
+			d->use = ND_USE_META;
+		return p;
+	}
+	int err;
+	return _nd_os_mmap(bytes, false, &err);
+}
+
+/* Zeroed, cache-line aligned, never freed. Caller holds nodes[node].lock. */
+static void *meta_alloc_locked(int node, size_t size)
+{
+	node_state_t *ns = &nodes[node];
+	size = ND_ALIGN_UP(size, ND_CACHE_LINE);
+	if ((size_t)(ns->meta_end - ns->meta_cur) < size) {
+		size_t bytes = ND_ALIGN_UP(size, META_CHUNK_PAGES * ND_PAGE_SIZE);
+		char *c = meta_chunk(node, bytes);
+		if (!c)
+			return NULL;
+		ns->meta_cur = c;
+		ns->meta_end = c + bytes;
+	}
+	void *p = ns->meta_cur;
+	ns->meta_cur += size;
+	memset(p, 0, size); /* page runs may come back dirty */
+	return p;
+}
+
+static void *meta_alloc(int node, size_t size)
+{
+	note_node(node);
+	_nd_lock(&nodes[node].lock);
+	void *p = meta_alloc_locked(node, size);
+	_nd_unlock(&nodes[node].lock);
+	return p;
+}
+
+/* ---- slabs --------------------------------------------------------------- */
+
+static inline uintptr_t cookie(const void *p) { return cookie_key ^ (uintptr_t)p; }
+
+static inline bool is_owner(const slab_t *s)
+{
+	return s->heap == T.heap || (T.thr && s->heap->owner == T.thr);
+}
+
+static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
+{
+	for (uint32_t i = 0; i < s->npages; i++) {
+		_nd_pagedesc_t *d = _nd_page_desc(s->start + ((size_t)i << ND_PAGE_SHIFT));
+		if (d) {
+			d->use = use;
+			d->user = user;
+		}
+	}
+}
+
+/* A new slab of class c for heap h: a run under pol wanting h's node. */
+static slab_t *slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
+{
+	int got = -1;
+	char *p = _nd_page_alloc(cls_pages[c], 1, pol, h->node, &got);
+	if (!p)
+		return NULL;
+	if (got < 0)
+		got = _nd_page_node_of(p);
+	int mnode = got >= 0 && got < ND_MAX_NODES ? got : 0;
+	note_node(mnode);
+	node_state_t *ns = &nodes[mnode];
+	_nd_lock(&ns->lock);
+	slab_t *s = ns->free_hdrs;
+	if (s)
+		ns->free_hdrs = s->hnext;
+	else
+		s = meta_alloc_locked(mnode, sizeof(slab_t));
+	_nd_unlock(&ns->lock);
+	if (!s) {
+		_nd_page_free(p);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(s, 0, sizeof *s);
+	s->start = p;
+	s->size = cls_size[c];
+	s->inv = cls_inv[c];
+	s->tz = (uint8_t)__builtin_ctz(cls_size[c]);
+	s->heap = h;
+	s->cap = cls_cap[c];
+	s->cls = (uint8_t)c;
+	s->node = got;
+	s->npages = cls_pages[c];
+	set_slab_pages(s, ND_USE_SLAB, (uintptr_t)s);
+	return s;
+}
+
+/* Back to the page level (used == 0: no object out, so no remote free can
+ * be in flight and nobody else holds the slab). */
+static void slab_release(slab_t *s)
+{
+	set_slab_pages(s, ND_USE_NONE, 0);
+	_nd_page_free(s->start);
+	int mnode = s->node >= 0 && s->node < ND_MAX_NODES ? s->node : 0;
+	node_state_t *ns = &nodes[mnode];
+	s->heap = NULL;
+	_nd_lock(&ns->lock);
+	s->hnext = ns->free_hdrs;
+	ns->free_hdrs = s;
+	_nd_unlock(&ns->lock);
+}
+
+/* Puts up to one page worth (at least one object) of never-used objects on
+ * the free list: pages are touched as they are needed, not at creation. */
+static void slab_carve(slab_t *s)
+{
+	unsigned n = s->cap - s->carved;
+	unsigned per_page = (unsigned)(ND_PAGE_SIZE / s->size);
+	if (per_page == 0)
+		per_page = 1;
+	if (n > per_page)
+		n = per_page;
+	char *first = s->start + (size_t)s->carved * s->size;
+	void **o = (void **)first;
+	for (unsigned i = 0; i < n; i++) {
+		void **nx = i + 1 < n ? (void **)((char *)o + s->size) : (void **)s->free;
+		o[0] = nx;
+		o[1] = (void *)cookie(o);
+		o = (void **)((char *)o + s->size);
+	}
+	s->free = first;
+	s->carved = (uint16_t)(s->carved + n);
+}
+
+/* Takes the remote frees into the private list (called when that one is
+ * empty: no walk). Returns how many. */
+static unsigned slab_collect(slab_t *s)
+{
+	if (!(__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR))
+		return 0;
+	uintptr_t v = __atomic_exchange_n(&s->tfree, 0, __ATOMIC_ACQUIRE);
+	void **list = (void **)(v & TF_PTR);
+	if (!list)
+		return 0;
+	unsigned n = (unsigned)(v >> TF_CNT_SHIFT);
+	if (s->free) { /* not on the paths that call it; kept correct anyway */
+		void **tail = list;
+		while (tail[0])
+			tail = tail[0];
+		tail[0] = s->free;
+	}
+	s->free = list;
+	s->used -= n;
+	return n;
+}
+
+/* True if every object out of s is on its remote list (nothing live):
+ * then no further free can come, and the slab can go. */
+static bool slab_all_remote(const slab_t *s)
+{
+	uintptr_t v = __atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE);
+	return (s->used & ~FULL_BIT) == (uint32_t)(v >> TF_CNT_SHIFT);
+}
+
+/* ---- heap lists (owner only) --------------------------------------------- */
+
+static void part_unlink(heap_t *h, slab_t *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		h->cur[s->cls] = s->next ? s->next : &empty_slab;
+	if (s->next)
+		s->next->prev = s->prev;
+	s->next = s->prev = NULL;
+}
+
+/* Inserted behind the current slab, so allocation keeps filling it. */
+static void part_insert(heap_t *h, slab_t *s)
+{
+	slab_t *head = h->cur[s->cls];
+	if (head == &empty_slab) {
+		s->next = s->prev = NULL;
+		h->cur[s->cls] = s;
+		return;
+	}
+	s->prev = head;
+	s->next = head->next;
+	if (head->next)
+		head->next->prev = s;
+	head->next = s;
+}
+
+static void part_push_front(heap_t *h, slab_t *s)
+{
+	slab_t *head = h->cur[s->cls];
+	s->prev = NULL;
+	s->next = head == &empty_slab ? NULL : head;
+	if (s->next)
+		s->next->prev = s;
+	h->cur[s->cls] = s;
+}
+
+static void full_unlink(heap_t *h, slab_t *s)
+{
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		h->fullh[s->cls] = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	s->next = s->prev = NULL;
+	s->used &= ~FULL_BIT;
+}
+
+static void full_push(heap_t *h, slab_t *s)
+{
+	s->prev = NULL;
+	s->next = h->fullh[s->cls];
+	if (s->next)
+		s->next->prev = s;
+	h->fullh[s->cls] = s;
+	s->used |= FULL_BIT;
+}
+
+/* The current slab of class c has nothing: park it as full, with NOTIFY
+ * set so that the first remote free tells the heap (unless remote frees
+ * arrived meanwhile: then it stays, to be collected). */
+static void park_full(heap_t *h, slab_t *s)
+{
+	uintptr_t z = 0;
+	if (!__atomic_compare_exchange_n(&s->tfree, &z, NOTIFY, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED) && z != NOTIFY)
+		return;
+	part_unlink(h, s);
+	full_push(h, s);
+}
+
+/* Full slabs of class c that got remote frees go back to the partial list. */
+static bool unpark(heap_t *h, unsigned c)
+{
+	uint64_t bit = (uint64_t)1 << c;
+	if (!(__atomic_load_n(&h->notify, __ATOMIC_RELAXED) & bit))
+		return false;
+	__atomic_fetch_and(&h->notify, ~bit, __ATOMIC_ACQ_REL);
+	bool any = false;
+	slab_t *s = h->fullh[c];
+	while (s) {
+		slab_t *nx = s->next;
+		if (__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR) {
+			full_unlink(h, s);
+			part_insert(h, s);
+			any = true;
+		}
+		s = nx;
+	}
+	return any;
+}
+
+static void heap_trim(heap_t *h);
+
+/* Parked heaps of a node that got remote frees since they were parked
+ * (their owner is gone): trimmed by a thread of the node that is about to
+ * take a new slab, so memory freed after a thread's exit goes back to the
+ * page level without waiting for a thread to adopt the heap. The heaps are
+ * taken out of the pool while trimmed (no lock held meanwhile). */
+static __attribute__((noinline)) void sweep_pool(int node)
+{
+	node_state_t *ns = &nodes[node];
+	_nd_lock(&ns->lock);
+	heap_t *list = ns->pool;
+	ns->pool = NULL;
+	__atomic_store_n(&ns->pool_dirty, 0, __ATOMIC_RELAXED);
+	_nd_unlock(&ns->lock);
+	heap_t *last = NULL;
+	for (heap_t *h = list; h; h = h->pool_next) {
+		heap_trim(h);
+		last = h;
+	}
+	if (!list)
+		return;
+	_nd_lock(&ns->lock);
+	last->pool_next = ns->pool;
+	ns->pool = list;
+	_nd_unlock(&ns->lock);
+}
+
+/* Pops an object of class c from heap h (owner), refilling as needed. */
+static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
+{
+	for (;;) {
+		slab_t *s = h->cur[c];
+		if (s != &empty_slab) {
+			if (!s->free && !slab_collect(s) && s->carved < s->cap)
+				slab_carve(s);
+			void **o = s->free;
+			if (o) {
+				if (nd_unlikely(check_mode) && o[0] &&
+				    ((char *)o[0] < s->start || (char *)o[0] >= s->start + (size_t)s->cap * s->size))
+					_nd_msg_fatal("malloc(): corrupted free list in slab %p (object %p, next %p): "
+						      "memory written after free?", (void *)s->start, (void *)o, o[0]);
+				s->free = o[0];
+				s->used++;
+				o[1] = 0;
+				return o;
+			}
+			park_full(h, s); /* or, if remote frees came in, collect them */
+			continue;
+		}
+		if (unpark(h, c))
+			continue;
+		if (__atomic_load_n(&nodes[h->node].pool_dirty, __ATOMIC_RELAXED))
+			sweep_pool(h->node);
+		s = slab_new(h, c, pol);
+		if (!s)
+			return NULL;
+		part_push_front(h, s);
+	}
+}
+
+/* ---- heaps and threads --------------------------------------------------- */
+
+static int heap_meta_node(int node)
+{
+	const _nd_topo_t *t = _nd_topo();
+	if (node >= 0 && node < t->node_limit && !t->has_mem[node] && t->fallback_len[node] > 0)
+		return t->fallback[node][0];
+	return node;
+}
+
+static heap_t *heap_attach(thr_t *t, int node)
+{
+	if (node < 0 || node >= ND_MAX_NODES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (node >= t->nheaps) {
+		int n = _nd_topo()->node_limit;
+		if (n <= node)
+			n = node + 1;
+		heap_t **a = meta_alloc(heap_meta_node(node), (size_t)n * sizeof(heap_t *));
+		if (!a)
+			return NULL;
+		for (int i = 0; i < t->nheaps; i++)
+			a[i] = t->heaps[i];
+		t->heaps = a; /* the old array is left (small, rare) */
+		t->nheaps = n;
+	}
+	note_node(node);
+	node_state_t *ns = &nodes[node];
+	_nd_lock(&ns->lock);
+	heap_t *h = ns->pool;
+	if (h)
+		ns->pool = h->pool_next;
+	_nd_unlock(&ns->lock);
+	if (!h) {
+		int mn = heap_meta_node(node);
+		note_node(mn);
+		h = meta_alloc(mn, sizeof(heap_t));
+		if (!h)
+			return NULL;
+		for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+			h->cur[c] = &empty_slab;
+		h->node = node;
+	}
+	h->pool_next = NULL;
+	__atomic_store_n(&h->owner, t, __ATOMIC_RELEASE);
+	t->heaps[node] = h;
+	return h;
+}
+
+static inline heap_t *heap_get(thr_t *t, int node)
+{
+	if (nd_likely(node >= 0 && node < t->nheaps && t->heaps[node]))
+		return t->heaps[node];
+	return heap_attach(t, node);
+}
+
+/* Gives the slabs with nothing live back to the page level (their remote
+ * lists need no walk: the counts tell) and moves full slabs that got
+ * remote frees to the partial list. Caller owns h (its thread, or a parked
+ * heap taken out of the pool). */
+static void heap_trim(heap_t *h)
+{
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		slab_t *s = h->fullh[c];
+		while (s) {
+			slab_t *nx = s->next;
+			if (slab_all_remote(s)) {
+				full_unlink(h, s);
+				slab_release(s);
+			} else if (__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR) {
+				full_unlink(h, s);
+				part_insert(h, s);
+			}
+			s = nx;
+		}
+		s = h->cur[c];
+		while (s != &empty_slab && s) {
+			slab_t *nx = s->next;
+			if (slab_all_remote(s)) {
+				part_unlink(h, s);
+				slab_release(s);
+			}
+			s = nx;
+		}
+	}
+}
+
+/* Thread gone: trim, then park the heap in its node's pool for adoption. */
+static void heap_abandon(heap_t *h)
+{
+	heap_trim(h);
+	__atomic_store_n(&h->owner, NULL, __ATOMIC_RELEASE);
+	node_state_t *ns = &nodes[h->node];
+	_nd_lock(&ns->lock);
+	h->pool_next = ns->pool;
+	ns->pool = h;
+	_nd_unlock(&ns->lock);
+}
+
+static void thread_release(thr_t *t)
+{
+	for (int i = 0; i < t->nheaps; i++) {
+		heap_t *h = t->heaps[i];
+		if (h) {
+			t->heaps[i] = NULL;
+			heap_abandon(h);
+		}
+	}
+	_nd_lock(&thr_lock);
+	t->pool_next = thr_pool;
+	thr_pool = t;
+	_nd_unlock(&thr_lock);
+}
+
+void _nd_slab_thread_exit(void)
+{
+	thr_t *t = T.thr;
+	T.heap = &empty_heap;
+	T.raw = -8;
+	T.thr = NULL;
+	if (t) {
+		if (have_key)
+			pthread_setspecific(thr_key, NULL);
+		thread_release(t);
+	}
+}
+
+static void thr_destructor(void *arg)
+{
+	thr_t *t = arg;
+	if (t == T.thr) {
+		_nd_slab_thread_exit();
+		return;
+	}
+	if (t)
+		thread_release(t);
+}
+
+static thr_t *thread_get(void)
+{
+	thr_t *t = T.thr;
+	if (nd_likely(t))
+		return t;
+	_nd_lock(&thr_lock);
+	t = thr_pool;
+	if (t)
+		thr_pool = t->pool_next;
+	_nd_unlock(&thr_lock);
+	if (!t) {
+		int n = heap_meta_node(0);
+		const _nd_topo_t *tp = _nd_topo();
+		int cpu = _nd_topo_cpu();
+		if (cpu >= 0 && cpu < tp->cpu_limit && tp->cpu_mem_node[cpu] >= 0)
+			n = tp->cpu_mem_node[cpu];
+		note_node(n);
+		t = meta_alloc(n, sizeof(thr_t));
+		if (!t) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	t->pool_next = NULL;
+	T.thr = t;
+	if (have_key)
+		pthread_setspecific(thr_key, t);
+	/* Where the CPU number comes from, once per thread. */
+	if (_nd_topo()->emulated) {
+		T.cpu_src = &_nd_topo_cpu_override;
+	} else {
+		struct _nd_rseq_abi *r = _nd_os_rseq_area();
+		T.cpu_src = r && (int32_t)r->cpu_id >= 0 ? (const volatile int32_t *)&r->cpu_id : &T.fake_cpu;
+	}
+	return t;
+}
+
+/* ---- allocation entry points --------------------------------------------- */
+
+/* The heap of the current CPU's memory node; refreshes the CPU check. */
+static heap_t *local_heap(thr_t *t)
+{
+	/* still on the CPU the current heap was chosen for (never in check
+	 * mode: T.raw is then a value no CPU source holds) */
+	if (nd_likely(T.heap != &empty_heap && *T.cpu_src == T.raw))
+		return T.heap;
+	int32_t raw = *T.cpu_src;
+	int cpu = _nd_topo_cpu();
+	if (T.cpu_src == &T.fake_cpu)
+		T.fake_cpu = raw = cpu;
+	const _nd_topo_t *tp = _nd_topo();
+	int node = cpu >= 0 && cpu < tp->cpu_limit ? tp->cpu_mem_node[cpu] : -1;
+	if (node < 0)
+		node = heap_meta_node(0);
+	heap_t *h = heap_get(t, node);
+	if (h) {
+		T.heap = h;
+		T.raw = check_mode ? -8 : raw;
+	}
+	return h;
+}
+
+static void *alloc_class(unsigned c, const nd_policy_t *pol, int node)
+{
+	thr_t *t = thread_get();
+	if (!t)
+		return NULL;
+	heap_t *h;
+	if (node >= 0) {
+		/* explicit node: fallback along that node's list */
+		h = heap_get(t, node);
+	} else if (!pol && _nd_policy_is_local()) {
+		h = local_heap(t);
+	} else {
+		if (!pol)
+			pol = _nd_policy_current();
+		if (pol->mode == ND_POLICY_LOCAL || pol->mode == ND_POLICY_DEFAULT) {
+			h = local_heap(t);
+		} else {
+			_nd_policy_iter_t it;
+			node = _nd_policy_first(&it, pol, -1);
+			if (node < 0) {
+				errno = ENOMEM;
+				return NULL;
+			}
+			/* the refill forces this node: the cursor moves once */
+			h = heap_get(t, node);
+		}
+	}
+	if (!h)
+		return NULL;
+	void *p = heap_alloc(h, c, pol);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+/* The local policy object used for explicit-node refills. */
+static const nd_policy_t local_pol = { .mode = ND_POLICY_LOCAL };
+
+/* ---- bootstrap buffer ------------------------------------------------------
+ * Allocations made while the library initializes on the same thread (the
+ * init's own calls, e.g. pthread_atfork) or after a failed init. Bump only:
+ * free() ignores these blocks, realloc() copies them out. */
+#define BOOT_SIZE ((size_t)256 << 10)
+static char boot_buf[BOOT_SIZE] __attribute__((aligned(ND_PAGE_SIZE)));
+static size_t boot_used; /* atomic bump offset */
+
+/* Each block has its size in the 16 bytes in front of it. */
+void *_nd_slab_boot_alloc(size_t size, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	if (size > BOOT_SIZE || align > BOOT_SIZE / 4) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size_t off = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), start, end;
+	do {
+		start = ND_ALIGN_UP(off + 16, align);
+		end = ND_ALIGN_UP(start + (size ? size : 1), 16);
+		if (end > BOOT_SIZE) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	} while (!__atomic_compare_exchange_n(&boot_used, &off, end, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	*(size_t *)(boot_buf + start - 16) = size;
+	return boot_buf + start;
+}
+
+bool _nd_slab_boot_owns(const void *p)
+{
+	return (const char *)p >= boot_buf && (const char *)p < boot_buf + BOOT_SIZE;
+}
+
+size_t _nd_slab_boot_size(const void *p)
+{
+	return *(const size_t *)((const char *)p - 16);
+}
+
+uint64_t _nd_slab_slow_count(void) { return T.slow; }
+
+/* Everything but a pop: first call (init), thread setup, CPU change,
+ * non-local policy, check mode, empty free list. */
+static __attribute__((noinline)) void *malloc_slow(size_t size)
+{
+	T.slow++;
+	/* without rseq: look at the CPU again every 32 slow paths */
+	if (nd_unlikely(T.cpu_src == &T.fake_cpu) && (T.slow & 31) == 0)
+		T.raw = -8;
+	if (nd_unlikely(__atomic_load_n(&_nd_initialized, __ATOMIC_ACQUIRE) <= 0) && !_nd_ensure_init())
+		return _nd_slab_boot_alloc(size, 16);
+	return alloc_class(class_of(size), NULL, -1);
+}
+
+void *_nd_slab_malloc(size_t size)
+{
+	heap_t *h = T.heap;
+	unsigned c = class_of(size);
+	slab_t *s = h->cur[c];
+	void **o = s->free;
+	if (nd_likely(o != NULL && *T.cpu_src == T.raw &&
+		      _nd_policy_local_tag == __atomic_load_n(&_nd_policy_gen, __ATOMIC_RELAXED))) {
+		s->free = o[0];
+		s->used++;
+		o[1] = 0;
+		return o;
+	}
+	return malloc_slow(size);
+}
+
+/* Smallest class >= size whose objects are aligned to align. */
+static int class_for(size_t size, size_t align)
+{
+	if (align <= 16)
+		return (int)class_of(size);
+	if (align > ND_PAGE_SIZE)
+		return -1;
+	size = ND_ALIGN_UP(size, align);
+	if (size > ND_SLAB_MAX)
+		return -1;
+	for (unsigned c = class_of(size); c < ND_SLAB_CLASSES; c++)
+		if (cls_size[c] % align == 0)
+			return (int)c;
+	return -1;
+}
+
+void *_nd_slab_alloc(size_t size, size_t align, const nd_policy_t *pol, int node)
+{
+	if (nd_unlikely(__atomic_load_n(&_nd_initialized, __ATOMIC_ACQUIRE) <= 0))
+		return NULL;
+	int c = class_for(size, align);
+	if (c < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (node >= 0 && !pol)
+		pol = &local_pol;
+	return alloc_class((unsigned)c, pol, node);
+}
+
+bool _nd_slab_fits(size_t size, size_t align)
+{
+	return size <= ND_SLAB_MAX && class_for(size, align) >= 0;
+}
+
+/* ---- free ---------------------------------------------------------------- */
+
+static __attribute__((noreturn, noinline)) void bad_free(const void *p, const slab_t *s, const char *why)
+{
+	_nd_msg_fatal("free(): invalid pointer %p (%s; slab of %u-byte objects at %p)", p, why,
+		      s ? s->size : 0, s ? (void *)s->start : NULL);
+}
+
+static __attribute__((noreturn, noinline)) void double_free(const void *p, const slab_t *s)
+{
+	_nd_msg_fatal("free(): double free of %p (%u-byte object, slab at %p)", p, s->size, (void *)s->start);
+}
+
+/* Check mode: is o on one of s's free lists? Only the owner can look:
+ * another thread could follow a link the owner is rewriting (it pops the
+ * remote list's nodes once it has taken them). The owner walks its private
+ * list and the remote list (nodes only ever leave that one by its own
+ * exchange). */
+static bool on_free_lists(const slab_t *s, const void *o, bool owner)
+{
+	if (!owner)
+		return false;
+	for (void **x = s->free; x; x = x[0])
+		if (x == o)
+			return true;
+	for (void **x = (void **)(__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR); x; x = x[0])
+		if (x == o)
+			return true;
+	return false;
+}
+
+static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
+{
+	if (s->used & FULL_BIT) {
+		full_unlink(h, s);
+		part_insert(h, s);
+	} else if (s->used == 0 && h->cur[s->cls] != s) {
+		/* empty and not the one being allocated from: back to the page level */
+		part_unlink(h, s);
+		slab_release(s);
+	}
+}
+
+/* Once the push is visible the owner may take the object and release the
+ * slab: everything needed from the header is read before. */
+static __attribute__((noinline)) void free_remote(slab_t *s, void **o)
+{
+	heap_t *h = s->heap;
+	uint64_t bit = (uint64_t)1 << s->cls;
+	uintptr_t old = __atomic_load_n(&s->tfree, __ATOMIC_RELAXED), nv;
+	do {
+		o[0] = (void *)(old & TF_PTR);
+		/* count + 1, head = o, NOTIFY cleared */
+		nv = ((old >> TF_CNT_SHIFT) + 1) << TF_CNT_SHIFT | (uintptr_t)o;
+	} while (!__atomic_compare_exchange_n(&s->tfree, &old, nv, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	if (old & NOTIFY)
+		__atomic_fetch_or(&h->notify, bit, __ATOMIC_RELEASE);
+	/* parked heap: a thread of its node will trim it */
+	if (nd_unlikely(__atomic_load_n(&h->owner, __ATOMIC_RELAXED) == NULL) &&
+	    !__atomic_load_n(&nodes[h->node].pool_dirty, __ATOMIC_RELAXED))
+		__atomic_store_n(&nodes[h->node].pool_dirty, 1, __ATOMIC_RELAXED);
+}
+
+/* The marker says "already free", or check mode: validate, then free. */
+static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
+{
+	bool owner = is_owner(s);
+	if (o[1] == (void *)cookie(o) || on_free_lists(s, o, owner))
+		double_free(o, s);
+	o[1] = (void *)cookie(o);
+	if (owner) {
+		o[0] = s->free;
+		s->free = o;
+		s->used--;
+		if ((int32_t)s->used <= 0)
+			free_local_slow(s->heap, s);
+		return;
+	}
+	free_remote(s, o);
+}
+
+/* Index of the object at offset off, or a huge number if off is not a
+ * multiple of the size (Granlund-Montgomery: with size = d * 2^tz, d odd,
+ * off is a multiple iff rotr(off * d^-1, tz) <= (2^64 - 1) / size, and
+ * then that value is off / size). One multiply, one rotate. */
+static inline uint64_t obj_index(const slab_t *s, uintptr_t off)
+{
+	uint64_t x = off * s->inv;
+	return (x >> s->tz) | (x << ((64 - s->tz) & 63));
+}
+
+static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedesc_t *d)
+{
+	slab_t *s = (slab_t *)d->user;
+	void **o = p;
+	/* not the start of an object, or never handed out: one test */
+	if (nd_unlikely(obj_index(s, (uintptr_t)((char *)p - s->start)) >= s->carved))
+		bad_free(p, s, _nd_slab_invalid(p, d));
+	if (nd_unlikely((o[1] == (void *)cookie(o)) | check_mode)) {
+		free_checked(s, o);
+		return;
+	}
+	o[1] = (void *)cookie(o);
+	if (nd_likely(is_owner(s))) {
+		o[0] = s->free;
+		s->free = o;
+		uint32_t u = s->used - 1;
+		s->used = u;
+		if (nd_unlikely((int32_t)u <= 0)) /* now empty, or it was full */
+			free_local_slow(s->heap, s);
+		return;
+	}
+	free_remote(s, o);
+}
+
+void _nd_slab_free(void *p, _nd_pagedesc_t *d)
+{
+	slab_free(p, d);
+}
+
+
+const char *_nd_slab_invalid(const void *p, const _nd_pagedesc_t *d)
+{
+	const slab_t *s = (const slab_t *)d->user;
+	uintptr_t off = (uintptr_t)((const char *)p - s->start);
+	if (nd_likely(obj_index(s, off) < s->carved))
+		return NULL;
+	if (off % s->size != 0)
+		return "not the start of an object";
+	if (off / s->size >= s->carved)
+		return "never allocated";
+	return NULL;
+}
+
+size_t _nd_slab_usable(const void *p, const _nd_pagedesc_t *d)
+{
+	(void)p;
+	return ((const slab_t *)d->user)->size;
+}
+
+/* ---- init and fork ------------------------------------------------------- */
+
+int _nd_slab_init(void)
+{
+	unsigned c = 0;
+	for (unsigned i = 0; i <= ND_SLAB_MAX / 16; i++) {
+		size_t sz = (size_t)i * 16;
+		while (cls_size[c] < sz)
+			c++;
+		cls_tab[i] = (uint8_t)c;
+	}
+	for (c = 0; c < ND_SLAB_CLASSES; c++) {
+		/* at least 16 KiB and 8 objects, in a power of two of pages */
+		size_t want = 8 * (size_t)cls_size[c];
+		if (want < 16384)
+			want = 16384;
+		size_t np = 1;
+		while ((np << ND_PAGE_SHIFT) < want)
+			np <<= 1;
+		cls_pages[c] = (uint8_t)np;
+		cls_cap[c] = (uint16_t)((np << ND_PAGE_SHIFT) / cls_size[c]);
+		uint64_t d = cls_size[c] >> __builtin_ctz(cls_size[c]), x = d;
+		for (int i = 0; i < 6; i++) /* Newton: each step doubles the correct bits */
+			x *= 2 - d * x;
+		cls_inv[c] = x;
+	}
+	cookie_key = ((uintptr_t)_nd_os_now_ns() * 0x9E3779B97F4A7C15ull) ^ (uintptr_t)&cookie_key;
+	cookie_key |= 1; /* never equals a plausible pointer-sized zero pattern */
+	check_mode = _nd_opt_int(ND_OPT_CHECK) != 0;
+	if (!have_key && pthread_key_create(&thr_key, thr_destructor) == 0)
+		have_key = true;
+	return 0;
+}
+
+static int fork_nodes;
+
+void _nd_slab_fork_prepare(void)
+{
+	_nd_lock(&thr_lock);
+	fork_nodes = __atomic_load_n(&nodes_used, __ATOMIC_ACQUIRE);
+	for (int n = 0; n < fork_nodes; n++)
+		_nd_lock(&nodes[n].lock);
+}
+
+void _nd_slab_fork_parent(void)
+{
+	for (int n = fork_nodes - 1; n >= 0; n--)
+		_nd_unlock(&nodes[n].lock);
+	_nd_unlock(&thr_lock);
+}
+
+/* The child has one thread. The heaps of the others stay as they are,
+ * owned by threads that do not exist here: their lists may have been in the
+ * middle of an update at the fork, so they are never adopted (their memory
+ * is lost to the child; a remote free into them is harmless). Locks are
+ * reset up to the nodes known now (a node noted during the fork too). */
+void _nd_slab_fork_child(void)
+{
+	int n = __atomic_load_n(&nodes_used, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		nodes[i].lock.v = 0;
+	thr_lock.v = 0;
+}

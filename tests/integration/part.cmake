@@ -1,0 +1,21 @@
+# Real programs under LD_PRELOAD=libnodalloc.so (tests/integration,
+# docs/malloc.md): each script runs its program with and without the
+# library and requires identical output. Included by the top CMakeLists.txt.
+# Exit 77 = the program is not installed (scripts/install-deps.sh installs
+# python3 sqlite3 redis-server redis-tools): the test is reported skipped.
+foreach(prog python sqlite redis)
+  add_test(NAME integration.${prog}
+    COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_${prog}.sh $<TARGET_FILE:nodalloc>)
+  set_tests_properties(integration.${prog} PROPERTIES LABELS integration TIMEOUT 600
+    SKIP_RETURN_CODE 77)
+endforeach()
+
+# C++ new/delete through nodalloc's malloc, the library linked (no preload).
+add_executable(nd_cxx_new ${CMAKE_SOURCE_DIR}/tests/integration/cxx_new.cpp)
+set_target_properties(nd_cxx_new PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+target_compile_options(nd_cxx_new PRIVATE -Wall -Wextra)
+# --no-as-needed: linked for its malloc even where the program names only nd_node_of
+target_link_options(nd_cxx_new PRIVATE -Wl,--no-as-needed)
+target_link_libraries(nd_cxx_new PRIVATE nodalloc)
+add_test(NAME integration.cxx_new COMMAND nd_cxx_new)
+set_tests_properties(integration.cxx_new PROPERTIES LABELS integration TIMEOUT 120)
