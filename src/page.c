@@ -478,7 +478,7 @@ static int setup_locked(void)
 	}
 	/* Descriptors are touched a page at a time, sparsely: transparent huge
 	 * pages would commit 2 MiB for every 4 KiB used (36 MiB seen in a VM). */
-	_nd_os_madvise(desc, desc_bytes, 14 /* MADV_NOHUGEPAGE */);
+	_nd_os_madvise(desc, desc_bytes, MADV_NOHUGEPAGE);
 	g.base = (uintptr_t)res;
 	g.total = total;
 	g.slot_shift = shift;
