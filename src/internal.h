@@ -143,6 +143,7 @@ typedef enum _nd_opt {
 	ND_OPT_MSG_FD,         /* int: descriptor for messages (default 2) */
 	ND_OPT_STATS_EXPORT,   /* string: file path the live statistics are published to */
 	ND_OPT_PERCPU_AREA,    /* size: virtual span of each CPU's per-CPU area (power of two) */
+	ND_OPT_HUGE_SPREAD,    /* bool: MADV_HUGEPAGE on spread runs with granules >= 2 MiB */
 	ND_OPT__COUNT
 } _nd_opt_t;
 

@@ -34,6 +34,7 @@ static const opt_row_t rows[ND_OPT__COUNT] = {
 	[ND_OPT_MSG_FD] = { "msg_fd", K_INT, 2, NULL, "file descriptor for messages" },
 	[ND_OPT_STATS_EXPORT] = { "stats_export", K_STR, 0, "", "publish live statistics to this file" },
 	[ND_OPT_PERCPU_AREA] = { "percpu_area", K_SIZE, 2 << 20, NULL, "virtual span of each CPU's per-CPU area, a power of two (64K-1G)" },
+	[ND_OPT_HUGE_SPREAD] = { "huge_spread", K_BOOL, 1, NULL, "ask for huge pages (MADV_HUGEPAGE) on interleaved runs with granules of 2 MiB or more" },
 };
 
 #define STR_MAX 512

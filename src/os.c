@@ -301,3 +301,16 @@ int _nd_os_unlink(const char *path)
 {
 	return (int)sc3(SYS_unlinkat, AT_FDCWD, path, 0);
 }
+
+/* Replaces [p, p+len) with a fresh private anonymous mapping (MAP_FIXED,
+ * atomically under the kernel's mmap lock): its pages, page tables and
+ * memory policy go, so a later fault of a whole aligned 2 MiB may get a
+ * transparent huge page (MADV_DONTNEED keeps the page tables, and a PMD
+ * with a page table only gets 4 KiB faults). The caller must own the
+ * range. On failure (-errno) the range may, rarely, be left unmapped. */
+int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | (noreserve ? MAP_NORESERVE : 0);
+	long r = sc6(SYS_mmap, (long)p, (long)len, PROT_READ | PROT_WRITE, flags, -1, 0);
+	return r < 0 && r > -4096 ? (int)r : 0;
+}

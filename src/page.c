@@ -45,6 +45,7 @@
 #define SLOT_SHIFT_DEFAULT_MIN 30 /* 1 GiB: smallest slot sized from memory */
 #define TOTAL_SHIFT_MAX 44      /* 16 TiB of slots at most (descriptors: 128 GiB VA) */
 #define PURGE_ORDER_MAX 16      /* blocks >= 256 MiB are always kept clean */
+#define HUGE_PAGES (ND_HUGE_SIZE >> ND_PAGE_SHIFT) /* 512: pages of a 2 MiB huge page */
 
 typedef struct arena {
 	_nd_lock_t lock;  /* protects head[], free_pages, dirty_free, free-block descriptors */
@@ -81,13 +82,14 @@ static struct {
 	bool bind;            /* real topology: mbind slots and granules */
 	bool strict;          /* MPOL_BIND (else MPOL_PREFERRED) */
 	bool check_free;      /* real + strict: watermark check before committing */
+	bool huge_spread;     /* MADV_HUGEPAGE on spreads with granules >= 2 MiB */
 	int advice;           /* MADV_DONTNEED or MADV_FREE */
 	uint64_t purge_pages; /* runs of at least this many pages are purged on free */
 	unsigned purge_order; /* free blocks of this order or more are clean */
 	uint64_t dirty_limit; /* dirty free pages a slot keeps before a purge pass */
 } g = { .lock = ND_LOCK_INIT };
 
-static int warned_mbind, warned_spread_mbind, warned_purge;
+static int warned_mbind, warned_spread_mbind, warned_purge, warned_fresh;
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -415,6 +417,7 @@ static bool streq_nocase(const char *a, const char *b)
 static void read_options(void)
 {
 	g.strict = _nd_opt_int(ND_OPT_STRICT) != 0;
+	g.huge_spread = _nd_opt_int(ND_OPT_HUGE_SPREAD) != 0;
 	const char *pm = _nd_opt_str(ND_OPT_PURGE);
 	g.advice = MADV_DONTNEED;
 	if (streq_nocase(pm, "free"))
@@ -689,6 +692,33 @@ static void spread_release(arena_t *m, uint64_t i, uint64_t n)
 	}
 }
 
+/* A spread run of at least 2 MiB (so 2 MiB aligned) gets a fresh mapping
+ * before it is bound, and again when it is freed. Why: an earlier run at
+ * these addresses (a 4 KiB or 32 KiB granule spread, say) left page
+ * tables that MADV_DONTNEED does not free, and a 2 MiB range whose PMD
+ * holds a page table only ever gets 4 KiB faults: 2 MiB granules had no
+ * transparent huge page at all in the VM test bed (mean physically
+ * contiguous run 3-55 pages instead of 512). The range is ours (limbo).
+ * Same flags as the reservation (MAP_NORESERVE), so the VMAs merge again
+ * once the run is gone. With granules of 2 MiB or more (huge_spread), the
+ * run also asks for huge pages: with THP "madvise" there are none
+ * otherwise, and with defrag "madvise" faults may compact for them. On
+ * failure (vm.max_map_count: the split is refused, the old mapping stays)
+ * the caller goes on as before; in the rare case where the kernel unmapped
+ * the range and then failed, the retry maps it again. Returns 0 or -errno. */
+static int spread_fresh(void *p, uint64_t npages, bool huge)
+{
+	size_t len = (size_t)npages << ND_PAGE_SHIFT;
+	int r = _nd_os_mmap_fixed(p, len, true);
+	if (r < 0)
+		r = _nd_os_mmap_fixed(p, len, true);
+	if (r < 0 && !__atomic_exchange_n(&warned_fresh, 1, __ATOMIC_RELAXED))
+		_nd_msg_warn("page: fresh mapping of a spread run failed (errno %d): it may get no huge pages", -r);
+	if (r == 0 && huge)
+		_nd_os_madvise(p, len, MADV_HUGEPAGE);
+	return r;
+}
+
 static void mixed_give_back(arena_t *m, uint32_t i, uint64_t n)
 {
 	_nd_lock(&m->lock);
@@ -731,6 +761,8 @@ void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol)
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (npages >= HUGE_PAGES)
+		spread_fresh(page_addr(m, i), npages, g.huge_spread && gs >= ND_HUGE_SHIFT - ND_PAGE_SHIFT);
 	/* Place every granule: its node by offset, else that node's fallback
 	 * under the policy. The pages are ours (limbo): no lock. A node's
 	 * watermark is checked once per spread, for the whole run. */
@@ -837,10 +869,14 @@ int _nd_page_free(void *p)
 		_nd_unlock(&a->lock);
 		if (a->mixed) {
 			/* Always DONTNEED: a page kept by MADV_FREE would stay on
-			 * its old node when the range is bound elsewhere. */
-			purge_pages(p, (size_t)n << ND_PAGE_SHIFT, MADV_DONTNEED);
-			if (g.bind)
-				_nd_os_mbind(p, (size_t)n << ND_PAGE_SHIFT, ND_MPOL_DEFAULT, NULL, 0, 0);
+			 * its old node when the range is bound elsewhere. A big
+			 * run gets a fresh mapping instead (spread_fresh): also
+			 * frees its page tables, drops policy and advice. */
+			if (n < HUGE_PAGES || spread_fresh(p, n, false) < 0) {
+				purge_pages(p, (size_t)n << ND_PAGE_SHIFT, MADV_DONTNEED);
+				if (g.bind)
+					_nd_os_mbind(p, (size_t)n << ND_PAGE_SHIFT, ND_MPOL_DEFAULT, NULL, 0, 0);
+			}
 			spread_release(a, i, n);
 			mixed_give_back(a, i, n);
 			return 0;

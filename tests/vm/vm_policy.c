@@ -11,9 +11,10 @@
  *  - weighted:A=3,B=1@64K: a node gets `weight` consecutive granules per
  *    round (interior runs of 3 and 1 granules);
  *  - thread interleave over many allocations: pages only on I, balanced.
- * It also reports (no assertion) the mean physically contiguous run length
- * from /proc/self/pagemap for k = 0, 3, 9, next to the kernel's own
- * MPOL_INTERLEAVE (per page) and a single-node mapping.
+ * It also reports the mean physically contiguous run length from
+ * /proc/self/pagemap for k = 0, 3, 9, next to the kernel's own
+ * MPOL_INTERLEAVE (per page) and a single-node mapping; at k = 9, with THP
+ * on, it must be at least 256 pages (2 MiB granules are huge pages).
  */
 #include "vm_common.h"
 
@@ -160,14 +161,15 @@ static int check_runs(const char *name, const int *st, size_t n, const int *orde
 	return bad_node == 0 && bad_len == 0 && bad_seq == 0;
 }
 
-/* Mean physically contiguous run over npages pages from p (pagemap). */
-static void contiguity(const char *source, int k, const void *p, size_t npages)
+/* Mean physically contiguous run over npages pages from p (pagemap),
+ * printed and returned (0 when pagemap cannot be read). */
+static double contiguity(const char *source, int k, const void *p, size_t npages)
 {
 	uint64_t *pfn = vm_buf(npages * sizeof(uint64_t));
 	if (vm_pfns(p, npages, pfn) != 0) {
 		CHECK(0, "cannot read /proc/self/pagemap");
 		vm_unbuf(pfn, npages * sizeof(uint64_t));
-		return;
+		return 0;
 	}
 	long present = 0, runs = 0, run = 0, max = 0;
 	for (size_t i = 0; i < npages; i++) {
@@ -200,6 +202,18 @@ static void contiguity(const char *source, int k, const void *p, size_t npages)
 	printf("VMTAB contig source=%s k=%d gran_pages=%d pages=%ld runs=%ld mean_run=%.1f max_run=%ld thp_pages=%ld\n",
 	       source, k, k >= 0 ? 1 << k : 0, present, runs, runs ? (double)present / (double)runs : 0.0, max, thp);
 	vm_unbuf(pfn, npages * sizeof(uint64_t));
+	return runs ? (double)present / (double)runs : 0.0;
+}
+
+/* Whether 2 MiB granules should be huge pages: THP "always", or "madvise"
+ * while nodalloc advises them (option huge_spread, on by default). */
+static int thp_expected(void)
+{
+	char thp[128];
+	const char *e = vm_read_str("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp));
+	const char *hs = getenv("NODALLOC_HUGE_SPREAD");
+	int advised = !hs || !(hs[0] == '0' || hs[0] == 'n' || hs[0] == 'N' || hs[0] == 'f' || hs[0] == 'F');
+	return strstr(e, "[always]") || (strstr(e, "[madvise]") && advised);
 }
 
 static void interleave_cases(const int *I, int ni)
@@ -244,8 +258,16 @@ static void interleave_cases(const int *I, int ni)
 			char hs[512];
 			printf("VMTAB policy case=%s pages=%ld nodes=%s expect=runs-of-%d-pages-round-robin result=%s\n", name,
 			       h.total, vm_hist_str(&h, hs, sizeof(hs)), 1 << k, ok ? "ok" : "FAIL");
-			if (api == 0)
-				contiguity("nodalloc-interleave", k, b, npages);
+			if (api == 0) {
+				double mean = contiguity("nodalloc-interleave", k, b, npages);
+				/* 2 MiB granules, 2 MiB aligned: each a transparent
+				 * huge page, as the kernel's own interleave gets
+				 * (half of 512 leaves room for a failed huge page
+				 * allocation in a fragmented guest) */
+				if (k == 9 && thp_expected())
+					CHECK(mean >= 256, "%s: mean physically contiguous run %.1f pages, expected >= 256 "
+					      "(huge pages)", name, mean);
+			}
 			vm_unbuf(st, npages * sizeof(int) + VM_PAGE);
 			nd_free(b);
 		}
