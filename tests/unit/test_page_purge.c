@@ -1,24 +1,37 @@
 /* Page level, returning memory: a freed run at or above the purge
  * threshold leaves the committed count and the resident set at once;
  * small freed runs stay committed (dirty) until the slot holds more than
- * its dirty limit or a trim; committed bytes follow exactly. */
+ * its dirty limit or a trim; committed bytes follow exactly.
+ * The binary runs on nodalloc's malloc, which takes pages (and commits
+ * them) on the CPUs' memory nodes: the exact counts are taken on a CPU-less
+ * emulated node (TN) that malloc never touches under the local policy. */
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "internal.h"
 
+#define TN 1 /* the node under test: memory, no CPUs */
+
+/* Resident pages; read with plain system calls so that measuring does not
+ * allocate (and so move the resident set it measures). */
 static long rss_pages(void)
 {
-	long size = 0, res = -1;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (f) {
-		if (fscanf(f, "%ld %ld", &size, &res) != 2)
-			res = -1;
-		fclose(f);
-	}
-	return res;
+	char buf[128];
+	int fd = open("/proc/self/statm", O_RDONLY);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *e;
+	strtol(buf, &e, 10); /* size */
+	return strtol(e, NULL, 10);
 }
 
 static uint64_t committed(int node)
@@ -31,32 +44,36 @@ static uint64_t committed(int node)
 
 int main(void)
 {
+	/* Before anything allocates: node 0 has the CPUs and serves malloc. */
+	char err[256] = "";
+	CHECK(nd_topology_emulate("0: cpus=0-1 mem=1G; 1: mem=1G", err, sizeof err) == 0, "emulate: %s", err);
 	_nd_opt_set("purge_threshold", "1M");
 	_nd_opt_set("purge", "dontneed");
-	void *warm = _nd_page_alloc_exact(0, 1, 1); /* sets the arenas up */
+	void *warm = _nd_page_alloc_exact(TN, 1, 1); /* sets the arenas up */
 	CHECK(warm != NULL);
 	_nd_page_info_t in;
-	CHECK(_nd_page_info(0, &in) == 0);
+	CHECK(_nd_page_info(TN, &in) == 0);
 	CHECK_EQ(in.purge_pages, 256);
 	CHECK_EQ(in.purge_order, 8);
 
 	/* A 4 MiB run: committed on allocation, resident when touched. */
-	uint64_t c0 = committed(0);
+	uint64_t c0 = committed(TN);
+	CHECK_EQ(c0, 4096); /* warm alone: nothing else commits on TN */
 	long r0 = rss_pages();
-	char *big = _nd_page_alloc_exact(0, 1024, 1);
+	char *big = _nd_page_alloc_exact(TN, 1024, 1);
 	CHECK(big != NULL);
-	CHECK_EQ(committed(0) - c0, 4u << 20);
+	CHECK_EQ(committed(TN) - c0, 4u << 20);
 	memset(big, 0x5a, 4u << 20);
 	long r1 = rss_pages();
 	CHECK(r1 - r0 >= 1000, "touching 1024 pages raised RSS by %ld pages", r1 - r0);
 	CHECK(_nd_page_free(big) == 0);
 	long r2 = rss_pages();
-	CHECK_EQ(committed(0), c0);
+	CHECK_EQ(committed(TN), c0);
 	CHECK(r1 - r2 >= 1000, "freeing 1024 pages lowered RSS by %ld pages", r1 - r2);
-	CHECK(_nd_page_info(0, &in) == 0);
+	CHECK(_nd_page_info(TN, &in) == 0);
 	uint64_t dirty0 = in.dirty_pages;
 	/* The purged range reads back as zeros (DONTNEED) when reused. */
-	char *again = _nd_page_alloc_exact(0, 1024, 1);
+	char *again = _nd_page_alloc_exact(TN, 1024, 1);
 	CHECK(again == big);
 	CHECK(again && again[12345] == 0 && again[(4u << 20) - 1] == 0);
 	CHECK(_nd_page_free(again) == 0);
@@ -64,48 +81,48 @@ int main(void)
 	/* Small runs: freed but kept committed (dirty), not purged. */
 	static char *small[400];
 	for (int k = 0; k < 100; k++) {
-		small[k] = _nd_page_alloc_exact(0, 4, 1);
+		small[k] = _nd_page_alloc_exact(TN, 4, 1);
 		CHECK(small[k] != NULL);
 		memset(small[k], 1, 4 * 4096);
 	}
-	CHECK_EQ(committed(0) - c0, 400 * 4096);
+	CHECK_EQ(committed(TN) - c0, 400 * 4096);
 	for (int k = 0; k < 100; k++)
 		CHECK(_nd_page_free(small[k]) == 0);
-	CHECK(_nd_page_info(0, &in) == 0);
+	CHECK(_nd_page_info(TN, &in) == 0);
 	CHECK_EQ(in.dirty_pages - dirty0, 400);
-	CHECK_EQ(committed(0) - c0, 400 * 4096);
+	CHECK_EQ(committed(TN) - c0, 400 * 4096);
 	/* Reuse takes dirty pages first: no new commitment. */
-	char *re = _nd_page_alloc_exact(0, 4, 1);
-	CHECK_EQ(committed(0) - c0, 400 * 4096);
+	char *re = _nd_page_alloc_exact(TN, 4, 1);
+	CHECK_EQ(committed(TN) - c0, 400 * 4096);
 	CHECK(_nd_page_free(re) == 0);
 	long r3 = rss_pages();
-	size_t trimmed = _nd_page_trim(0);
+	size_t trimmed = _nd_page_trim(TN);
 	CHECK_EQ(trimmed, (400 + dirty0) * 4096);
-	CHECK_EQ(committed(0), c0 - dirty0 * 4096);
+	CHECK_EQ(committed(TN), c0 - dirty0 * 4096);
 	CHECK(r3 - rss_pages() >= 300, "trim lowered RSS by %ld pages", r3 - rss_pages());
-	CHECK(_nd_page_info(0, &in) == 0);
+	CHECK(_nd_page_info(TN, &in) == 0);
 	CHECK_EQ(in.dirty_pages, 0);
-	c0 = committed(0);
+	c0 = committed(TN);
 
 	/* Past the dirty limit (4 << purge_order = 1024 pages) a free purges
 	 * every dirty block: never more than the limit stays dirty. */
 	for (int k = 0; k < 400; k++) {
-		small[k] = _nd_page_alloc_exact(0, 4, 1);
+		small[k] = _nd_page_alloc_exact(TN, 4, 1);
 		CHECK(small[k] != NULL);
 		small[k][0] = 1;
 	}
 	uint64_t maxdirty = 0;
 	for (int k = 0; k < 400; k++) {
 		CHECK(_nd_page_free(small[k]) == 0);
-		CHECK(_nd_page_info(0, &in) == 0);
+		CHECK(_nd_page_info(TN, &in) == 0);
 		if (in.dirty_pages > maxdirty)
 			maxdirty = in.dirty_pages;
 	}
 	CHECK(maxdirty <= 1024, "dirty pages reached %llu", (unsigned long long)maxdirty);
 	CHECK(maxdirty >= 1000, "dirty pages only reached %llu", (unsigned long long)maxdirty);
-	CHECK_EQ(committed(0) - c0, in.dirty_pages * 4096);
+	CHECK_EQ(committed(TN) - c0, in.dirty_pages * 4096);
 	char e[200] = "";
-	CHECK(_nd_page_check(0, e, sizeof e) == 0, "%s", e);
+	CHECK(_nd_page_check(TN, e, sizeof e) == 0, "%s", e);
 	CHECK(_nd_page_free(warm) == 0);
 	return CHECK_DONE();
 }

@@ -4,10 +4,17 @@
  * fail over by policy (here: ENOMEM, there is one node) instead of letting
  * the kernel OOM-kill inside a bound range; reusing committed free pages
  * needs no check. The node is this machine's node 0, described by a
- * sysfs-shaped tree whose MemFree the test rewrites. */
+ * sysfs-shaped tree whose MemFree the test rewrites.
+ * The binary runs on nodalloc's malloc, which freezes the topology at its
+ * first page allocation and, here, allocates on the node under test: the
+ * tree is built and rewritten with plain system calls (no stdio, no
+ * system()), so nothing allocates before the tree is loaded nor while the
+ * node is below its watermark. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,13 +27,17 @@ static char root[128], path[256];
 static void put(const char *rel, const char *text)
 {
 	snprintf(path, sizeof path, "%s/devices/system/node/%s", root, rel);
-	FILE *f = fopen(path, "w");
-	CHECK(f != NULL, "%s", path);
-	if (f) {
-		fputs(text, f);
-		fclose(f);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0, "%s", path);
+	if (fd >= 0) {
+		size_t n = strlen(text);
+		CHECK(write(fd, text, n) == (ssize_t)n, "%s", path);
+		close(fd);
 	}
 }
+
+static const char *const files[] = { "possible", "online", "has_memory", "has_cpu",
+				     "node0/cpulist", "node0/distance", "node0/meminfo" };
 
 static void set_free_mib(unsigned mib)
 {
@@ -40,9 +51,13 @@ static void set_free_mib(unsigned mib)
 int main(void)
 {
 	snprintf(root, sizeof root, "/tmp/nd-watermark-%d", (int)getpid());
+	static const char *const dirs[] = { "", "/devices", "/devices/system", "/devices/system/node",
+					    "/devices/system/node/node0" };
 	char d[256];
-	snprintf(d, sizeof d, "mkdir -p %s/devices/system/node/node0", root);
-	CHECK(system(d) == 0);
+	for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+		snprintf(d, sizeof d, "%s%s", root, dirs[i]);
+		CHECK(mkdir(d, 0755) == 0, "mkdir %s", d);
+	}
 	put("possible", "0\n");
 	put("online", "0\n");
 	put("has_memory", "0\n");
@@ -77,7 +92,13 @@ int main(void)
 	CHECK(c != NULL);
 	CHECK(b && _nd_page_free(b) == 0);
 	CHECK(c && _nd_page_free(c) == 0);
-	snprintf(d, sizeof d, "rm -rf %s", root);
-	CHECK(system(d) == 0);
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		snprintf(path, sizeof path, "%s/devices/system/node/%s", root, files[i]);
+		CHECK(unlink(path) == 0, "unlink %s", path);
+	}
+	for (size_t i = sizeof dirs / sizeof dirs[0]; i-- > 0;) {
+		snprintf(d, sizeof d, "%s%s", root, dirs[i]);
+		CHECK(rmdir(d) == 0, "rmdir %s", d);
+	}
 	return CHECK_DONE();
 }

@@ -57,6 +57,11 @@ int main(void)
 	/* Install a known-good one first (before any stdio: see
 	 * test_topo_emulate.c); every bad spec must leave it untouched. */
 	int rc = nd_topology_emulate("0: cpus=0-1 mem=1G; 1: cpus=2-3 mem=0", err, sizeof err);
+	/* Nothing has allocated yet (the binary runs on nodalloc's malloc,
+	 * whose first page freezes the topology), so the swap must work and
+	 * every check below runs. */
+	CHECK(rc == 0, "emulate: %s", err);
+	CHECK(!_nd_topo_frozen());
 	bool can_swap = rc == 0;
 	const _nd_topo_t *before = _nd_topo();
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -74,8 +74,10 @@ int main(void)
 	CHECK_EQ(_nd_topo_node_free(0), 0);
 
 	/* A bad spec is rejected with the field and column named, and the
-	 * live topology is the same object as before. */
-	if (!_nd_topo_frozen()) {
+	 * live topology is the same object as before. Nothing has allocated
+	 * (no output so far), so the topology is not frozen yet. */
+	CHECK(!_nd_topo_frozen());
+	{
 		rc = nd_topology_emulate("0: cpus=0-1 mem=1G; 1: cpus=2 mem=x1G", err, sizeof err);
 		CHECK_EQ(rc, -1);
 		CHECK(strstr(err, "node 1: mem: bad size 'x1G' at column 35") != NULL, "got: %s", err);
