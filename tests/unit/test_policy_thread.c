@@ -7,21 +7,10 @@
 
 #include "check.h"
 #include "internal.h"
+#include "policy_fixture.h"
 
-#define SPEC                                                                                   \
-	"0:cpus=0-1,mem=64M; 1:cpus=2-3,mem=64M; 2:cpus=4-5,mem=64M; 3:mem=64M; 4:cpus=6,mem=0; " \
-	"distance: 0-1=20,0-2=30,0-3=40,1-2=25,1-3=35,2-3=22,4-0=15,4-1=26,4-2=33,4-3=44"
+#define SPEC POLICY_SPEC5
 
-static char err[256];
-
-static nd_policy_t pol(const char *s)
-{
-	nd_policy_t p;
-	memset(&p, 0, sizeof p);
-	if (nd_policy_parse(s, &p, err, sizeof err) != 0)
-		fprintf(stderr, "parse '%s': %s\n", s, err);
-	return p;
-}
 
 static const char *fmt(const nd_policy_t *p)
 {
