@@ -1,0 +1,32 @@
+# Benchmarks (bench/). Included by the top CMakeLists.txt.
+#
+# bench/wl_*.c: workload programs that use only the standard malloc/free,
+#   NOT linked with nodalloc, so run.sh can put any allocator under them
+#   with LD_PRELOAD.
+# bench/measure.c: the wall-time / peak-RSS wrapper used by run.sh.
+# bench/bench_*.c: standalone benchmarks of internal layers (other owners);
+#   linked with the whole static library and given src/ for internal.h.
+# All land in <builddir>/bench/.
+
+file(GLOB ND_BENCH_WORKLOADS CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/wl_*.c)
+foreach(src ${ND_BENCH_WORKLOADS} ${CMAKE_SOURCE_DIR}/bench/measure.c)
+  get_filename_component(name ${src} NAME_WE)
+  if(name STREQUAL "measure")
+    set(name nd_measure)
+  endif()
+  add_executable(${name} ${src})
+  target_compile_options(${name} PRIVATE ${ND_WARN} -fno-builtin-malloc -fno-builtin-free)
+  target_link_libraries(${name} PRIVATE pthread)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bench)
+endforeach()
+
+file(GLOB ND_BENCH_INTERNAL CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/bench_*.c)
+foreach(src ${ND_BENCH_INTERNAL})
+  get_filename_component(name ${src} NAME_WE)
+  add_executable(${name} ${src})
+  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include)
+  target_compile_options(${name} PRIVATE ${ND_WARN})
+  # whole archive: constructor and malloc override come in unnamed
+  target_link_libraries(${name} PRIVATE -Wl,--whole-archive nodalloc_static -Wl,--no-whole-archive pthread)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bench)
+endforeach()

@@ -1,0 +1,89 @@
+/*
+ * Shared helpers of the workload programs (bench/wl_*.c). The workloads
+ * use only the standard malloc/free so that any allocator can be put
+ * under them with LD_PRELOAD; they never link nodalloc.
+ *
+ * Every workload prints one machine-readable line on stdout:
+ *   RESULT workload=<name> threads=<t> ops=<n> time_s=<s> mops=<m> [extra=...]
+ * where ops counts malloc/free pairs (one malloc plus its free) and time_s
+ * covers the measured loop only (not process start or the final cleanup).
+ */
+#ifndef ND_BENCH_WL_COMMON_H
+#define ND_BENCH_WL_COMMON_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static inline double wl_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* xorshift64*: cheap, deterministic for a given seed, good enough to pick
+ * sizes and slots. State must never be 0. */
+static inline uint64_t wl_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* uniform in [lo, hi] */
+static inline size_t wl_range(uint64_t *s, size_t lo, size_t hi)
+{
+	return lo + (size_t)((wl_rand(s) >> 11) % (hi - lo + 1));
+}
+
+/* Parses a positive count argument; exits with a message naming it. */
+static inline long wl_arg(int argc, char **argv, int i, long dflt, const char *what)
+{
+	if (i >= argc)
+		return dflt;
+	char *end;
+	errno = 0;
+	long v = strtol(argv[i], &end, 10);
+	if (errno || *end || v <= 0) {
+		fprintf(stderr, "%s: bad %s '%s': expected a positive integer\n", argv[0], what,
+			argv[i]);
+		exit(2);
+	}
+	return v;
+}
+
+static inline void wl_oom(const char *prog, size_t size)
+{
+	fprintf(stderr, "%s: malloc(%zu) failed: out of memory\n", prog, size);
+	exit(1);
+}
+
+/* Current resident set size in KiB from /proc/self/statm (0 if unknown). */
+static inline long wl_rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size = 0, res = 0;
+	if (!f)
+		return 0;
+	if (fscanf(f, "%ld %ld", &size, &res) != 2)
+		res = 0;
+	fclose(f);
+	return res * 4; /* pages of 4 KiB on x86-64 */
+}
+
+static inline void wl_result(const char *name, int threads, long ops, double t, const char *extra)
+{
+	printf("RESULT workload=%s threads=%d ops=%ld time_s=%.6f mops=%.3f%s%s\n", name, threads,
+	       ops, t, t > 0 ? (double)ops / t / 1e6 : 0.0, extra && *extra ? " " : "",
+	       extra ? extra : "");
+	fflush(stdout);
+}
+
+#endif
