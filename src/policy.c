@@ -691,9 +691,23 @@ static void set_proc(const nd_policy_t *r)
 	_nd_unlock(&proc_lock);
 }
 
+/* Fork: held across fork() so the child never sees a half-made change.
+ * They are never nested elsewhere; here, pool_lock -> proc_lock. */
+void _nd_policy_fork_prepare(void)
+{
+	_nd_lock(&pool_lock);
+	_nd_lock(&proc_lock);
+}
+
+void _nd_policy_fork_parent(void)
+{
+	_nd_unlock(&proc_lock);
+	_nd_unlock(&pool_lock);
+}
+
 void _nd_policy_fork_child(void)
 {
-	/* the forking thread was the only one left: nobody holds them */
+	/* the forking thread held them and is the only one left */
 	pool_lock = (_nd_lock_t)ND_LOCK_INIT;
 	proc_lock = (_nd_lock_t)ND_LOCK_INIT;
 }
