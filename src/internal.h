@@ -328,8 +328,10 @@ int _nd_policy_node_for_granule(const nd_policy_t *pol, uint64_t g);
 int _nd_policy_granularity_shift(uint64_t bytes);
 /* Tests: forget this thread's interleave cursor (next pick = first node). */
 void _nd_policy_reset_cursor(void);
-/* Fork (child side): reset the locks of nd_set_policy/nd_set_default_policy
- * (policy.c takes no lock on any allocation path). */
+/* Fork: take/release/reset the locks of nd_set_policy and
+ * nd_set_default_policy (policy.c takes no lock on any allocation path). */
+void _nd_policy_fork_prepare(void);
+void _nd_policy_fork_parent(void);
 void _nd_policy_fork_child(void);
 
 /* ======================================================================
@@ -462,6 +464,94 @@ uint64_t _nd_slab_slow_count(void);
 void _nd_slab_fork_prepare(void);
 void _nd_slab_fork_parent(void);
 void _nd_slab_fork_child(void);
+
+/* ---- the malloc/free fast paths (inlined into malloc.c; docs/malloc.md).
+ * slab.c owns every field; malloc.c only pops and pushes as below. */
+
+/* malloc sizes 0..ND_SLAB_DIRECT index the thread's direct table. */
+#define ND_SLAB_DIRECT 256
+/* dir[] is offset so that every class's sizes (16k+1 .. 16m) start at an
+ * index that is a multiple of 16: changing a class's slab is a few aligned
+ * 16-byte stores. */
+#define ND_SLAB_DIR0 15
+/* The first fields of every slab header (slab.c's slab_t starts with them). */
+#define ND_SLAB_HOT_FIELDS                                                         \
+	void *free;      /* private free list (owner only) */                         \
+	char *start;     /* first object (page-aligned run) */                        \
+	uint64_t mul;    /* (size's odd part)^-1 << (15 - tz) mod 2^64: see below */  \
+	uint64_t lim;    /* objects carved; 0 in check mode: every free validates */  \
+	uintptr_t tp;    /* owner thread's pointer (%fs:0); 0 while parked */         \
+	uint32_t used;   /* objects out; while on the full list, lowered by fbias */
+typedef struct _nd_slab_hot {
+	ND_SLAB_HOT_FIELDS
+} _nd_slab_hot_t;
+
+/* Page number -> slab header, for the reservation of the page level.
+ * Entry 0 (any page that is not a slab's) decodes to `none`, whose lim 0
+ * fails every check, so a lookup never needs a range or NULL test: the
+ * index check below then proves p is an object start of that slab. */
+typedef struct _nd_slab_map {
+	_nd_slab_hot_t none;
+	uintptr_t mask;     /* entries - 1: a power of two >= the reservation's
+			     * pages, so page number & mask is one-to-one on it */
+	intptr_t ent[];     /* header address - map address; 0 = none */
+} _nd_slab_map_t;
+extern _nd_slab_map_t *_nd_slab_map __attribute__((visibility("hidden")));
+
+static inline _nd_slab_hot_t *_nd_slab_of(const void *p)
+{
+	_nd_slab_map_t *m = _nd_slab_map;
+	uintptr_t i = ((uintptr_t)p >> ND_PAGE_SHIFT) & m->mask;
+	return (_nd_slab_hot_t *)((char *)m + m->ent[i]);
+}
+/* Index of p in s if p is an object start, else a number >= s->lim.
+ * Granlund-Montgomery divisibility with the rotation folded into mul:
+ * size = d * 2^tz (d odd, tz <= 15), off = p - start. off = k * size gives
+ * off * mul = k << 15, so rotr(., 15) = k. off with fewer than tz low zero
+ * bits leaves a low bit set below bit 15: rotated to the top. off = 2^tz q
+ * with d not dividing q gives (q * d^-1 mod 2^49) > 2^49 / d. So only
+ * addresses that differ from an object by a multiple of 2^(49+tz) >= 2^53
+ * could pass, and no two user addresses do (x86-64 user space < 2^47). */
+static inline uint64_t _nd_slab_index(const _nd_slab_hot_t *s, const void *p)
+{
+	uint64_t x = ((uintptr_t)p - (uintptr_t)s->start) * s->mul;
+	return (x >> 15) | (x << 49);
+}
+
+/* The calling thread's state. dir[ND_SLAB_DIR0 + size] is the current slab of size's
+ * class in heap (the heap of the memory node of the CPU *cpu_src read
+ * raw); a slab with free == NULL sends malloc to the slow path.
+ * The fast path's one compare: *cpu64 + (uint32_t)(gen - tag) == key.
+ * cpu64 points at 8 bytes whose two halves both hold the CPU (rseq's
+ * cpu_id_start:cpu_id, or the fake pair), key is that word when heap was
+ * chosen under a local policy (tag == gen): a carry out of the low half
+ * changes the high one, so equality means "same CPU and policy local".
+ * In emulation and check mode key is UINT64_MAX (cpu64 -> a zero word):
+ * malloc always takes _nd_slab_malloc, which reads cpu_src. */
+typedef struct _nd_slab_tls {
+	_nd_slab_hot_t *dir[ND_SLAB_DIR0 + ND_SLAB_DIRECT + 1];
+	const uint64_t *cpu64;           /* read once per malloc: not volatile */
+	uint64_t key;
+	struct nd_heap *heap;
+	const volatile int32_t *cpu_src; /* rseq cpu_id, emulated CPU, or fake_cpu */
+	int32_t raw;                     /* *cpu_src when heap was chosen */
+	_Alignas(8) int32_t fake_cpu;    /* without rseq: the CPU, twice */
+	int32_t fake_cpu_hi;
+	struct nd_thread *thr;
+	uint64_t slow;
+} _nd_slab_tls_t;
+extern ND_TLS _nd_slab_tls_t _nd_slab_tls __attribute__((visibility("hidden")));
+extern volatile uint32_t _nd_policy_gen __attribute__((visibility("hidden")));
+
+/* malloc.c's fast path found size's free list empty (same CPU, local
+ * policy): collect, carve or change slab in the current heap. */
+void *_nd_slab_refill(size_t size);
+/* Free of an object whose marker says it is free already (fatal). */
+void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s) __attribute__((noreturn));
+/* Free by a thread that does not own s (remote free). */
+void _nd_slab_free_other(void *p, _nd_slab_hot_t *s);
+/* The owner's push left s empty, or s was on the full list. */
+void _nd_slab_free_emptied(_nd_slab_hot_t *s);
 
 /* ======================================================================
  * src/large.c: allocations above ND_SLAB_MAX, straight from page runs.

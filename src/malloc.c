@@ -25,9 +25,14 @@ static ND_TLS int tls_in_init;
 
 /* ---- init ---------------------------------------------------------------- */
 
+/* Lock order at fork: per-CPU allocation lock -> init lock -> policy
+ * locks -> slab -> page (the init holds init_lock when it sets the
+ * process policy). */
 static void fork_prepare(void)
 {
+	_nd_percpu_fork_prepare();
 	_nd_lock(&init_lock);
+	_nd_policy_fork_prepare();
 	_nd_slab_fork_prepare();
 	_nd_page_fork_prepare();
 }
@@ -36,7 +41,9 @@ static void fork_parent(void)
 {
 	_nd_page_fork_parent();
 	_nd_slab_fork_parent();
+	_nd_policy_fork_parent();
 	_nd_unlock(&init_lock);
+	_nd_percpu_fork_parent();
 }
 
 static void fork_child(void)
@@ -44,6 +51,9 @@ static void fork_child(void)
 	_nd_page_fork_child();
 	_nd_slab_fork_child();
 	init_lock.v = 0;
+	_nd_percpu_fork_child();
+	_nd_policy_fork_child();
+	_nd_stats_fork_child(); /* the child does not count into the parent's export */
 }
 
 bool _nd_init(void)
@@ -98,8 +108,27 @@ static __attribute__((noinline)) void *malloc_large(size_t size)
 	return _nd_large_alloc(size, 0, NULL, -1);
 }
 
+/* The fast path (docs/malloc.md): the thread's current slab for size, a
+ * non-empty free list, still on the CPU the heap was chosen for, policy
+ * still local: pop. Everything else goes to slab.c. */
 void *nd_malloc(size_t size)
 {
+	if (nd_likely(size <= ND_SLAB_DIRECT)) {
+		_nd_slab_hot_t *s = _nd_slab_tls.dir[ND_SLAB_DIR0 + size];
+		/* same CPU and local policy, in one compare (internal.h) */
+		uint32_t d = __atomic_load_n(&_nd_policy_gen, __ATOMIC_RELAXED) - _nd_policy_local_tag;
+		if (nd_likely(*_nd_slab_tls.cpu64 + d == _nd_slab_tls.key)) {
+			void **o = s->free;
+			if (nd_likely(o != NULL)) {
+				s->free = o[0];
+				s->used++;
+				o[1] = NULL; /* the free marker */
+				return o;
+			}
+			return _nd_slab_refill(size);
+		}
+		return _nd_slab_malloc(size);
+	}
 	if (nd_likely(size <= ND_SLAB_MAX))
 		return _nd_slab_malloc(size);
 	return malloc_large(size);
@@ -151,9 +180,13 @@ static _nd_pagedesc_t *checked_desc(const void *p, const char *fn)
 	_nd_msg_fatal("%s(): invalid pointer %p (%s)", fn, p, why);
 }
 
-/* Not a slab object: large, bootstrap, or invalid. */
-static __attribute__((noinline)) void free_slow(void *p, _nd_pagedesc_t *d)
+/* Not a slab object by the slab map: NULL, large, bootstrap, invalid, or
+ * any slab object in check mode (lim 0). */
+static __attribute__((noinline)) void free_slow(void *p)
 {
+	if (!p)
+		return;
+	_nd_pagedesc_t *d = _nd_page_desc(p);
 	if (!d || d->use != ND_USE_LARGE) {
 		d = checked_desc(p, "free");
 		if (!d)
@@ -166,16 +199,32 @@ static __attribute__((noinline)) void free_slow(void *p, _nd_pagedesc_t *d)
 	_nd_large_free(p, d);
 }
 
+/* The fast path (docs/malloc.md): the slab map gives a header for any
+ * address; the index check proves p is an object start of it (else the
+ * slow path sorts out NULL, large, invalid); the marker catches a double
+ * free; the owner pushes, anyone else goes through the remote list. */
 void nd_free(void *p)
 {
-	if (nd_unlikely(p == NULL))
-		return;
-	_nd_pagedesc_t *d = _nd_page_desc(p);
-	if (nd_likely(d != NULL && d->use == ND_USE_SLAB)) {
-		_nd_slab_free(p, d);
+	_nd_slab_hot_t *s = _nd_slab_of(p);
+	void **o = p;
+	if (nd_unlikely(_nd_slab_index(s, p) >= s->lim)) {
+		free_slow(p);
 		return;
 	}
-	free_slow(p, d);
+	if (nd_unlikely(o[1] == (void *)s))
+		_nd_slab_free_marked(p, s);
+	o[1] = s;
+	if (nd_unlikely(s->tp != (uintptr_t)__builtin_thread_pointer())) {
+		_nd_slab_free_other(p, s);
+		return;
+	}
+	o[0] = s->free;
+	s->free = o;
+	/* now empty, or it was full (the full bit makes used negative) */
+	bool le0;
+	__asm__("subl $1, %0" : "+m"(s->used), "=@ccle"(le0)); /* one sub, flags reused */
+	if (nd_unlikely(le0))
+		_nd_slab_free_emptied(s);
 }
 
 static size_t usable(const void *p, const _nd_pagedesc_t *d)

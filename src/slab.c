@@ -41,7 +41,9 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "internal.h"
 
@@ -59,7 +61,7 @@ static const uint32_t cls_size[ND_SLAB_CLASSES] = {
 static uint8_t cls_tab[ND_SLAB_MAX / 16 + 1];
 static uint8_t cls_pages[ND_SLAB_CLASSES];  /* slab run length (power of two) */
 static uint16_t cls_cap[ND_SLAB_CLASSES];   /* objects per slab */
-static uint64_t cls_inv[ND_SLAB_CLASSES];   /* inverse of the odd part mod 2^64 */
+static uint64_t cls_mul[ND_SLAB_CLASSES];   /* inverse of the odd part << (15 - tz) */
 
 static inline unsigned class_of(size_t size)
 {
@@ -77,31 +79,33 @@ size_t _nd_slab_class_size(unsigned c) { return c < ND_SLAB_CLASSES ? cls_size[c
 #define NOTIFY ((uintptr_t)1)                      /* parked full, tell the heap */
 #define TF_PTR ((uintptr_t)0x0000fffffffffff0ull)  /* list head */
 #define TF_CNT_SHIFT 48                             /* objects on the list */
-#define FULL_BIT 0x80000000u  /* in used: on the full list */
+/* A full slab goes back to the partial list after FULL_BACK(cap) owner
+ * frees (or at once when the heap would otherwise take a new slab), so
+ * that it comes back with room, not with one object: while it is on the
+ * full list used is lowered by fbias, and the free path's "used <= 0"
+ * test fires after those frees. */
+#define FULL_BACK(cap) ((cap) >= 4 ? (uint32_t)(cap) / 2 : 1u)
 
 struct nd_heap;
 
 typedef struct slab {
-	/* line 1: the owner's hot fields */
-	void *free;            /* private free list (owner only) */
-	char *start;           /* first object (the run's first page) */
-	uint64_t inv;          /* inverse of size's odd part mod 2^64: see obj_index */
-	struct nd_heap *heap;  /* owner heap, fixed for the slab's life */
-	struct slab *next, *prev; /* partial or full list of the heap */
-	uint32_t size;
-	uint32_t used;         /* objects out, including pending remote frees;
-				* | FULL_BIT while on the heap's full list: one
-				* signed test on free catches "full or empty" */
+	/* line 1: the fast paths' fields (internal.h), then the owner's */
+	ND_SLAB_HOT_FIELDS
+	uint8_t cls;
 	uint16_t cap;          /* objects in the slab */
 	uint16_t carved;       /* objects ever put on a free list (lazy carving) */
-	uint8_t cls;
-	uint8_t tz;            /* trailing zero bits of size */
+	uint32_t size;
+	struct nd_heap *heap;  /* owner heap, fixed for the slab's life */
 	/* line 2: written by other threads */
 	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
 	int32_t node;          /* serving node of the run */
 	uint32_t npages;
 	struct slab *hnext;    /* free header list (node lock) */
+	struct slab *next, *prev; /* partial or full list of the heap (owner) */
+	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
 } slab_t;
+_Static_assert(offsetof(slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
+	       offsetof(slab_t, used) == offsetof(_nd_slab_hot_t, used), "slab_t starts with the hot fields");
 
 typedef struct nd_heap {
 	slab_t *cur[ND_SLAB_CLASSES];   /* partial list heads; &empty_slab if none */
@@ -138,7 +142,6 @@ static thr_t *thr_pool;
 static slab_t empty_slab; /* free == NULL: the fast path falls through */
 static heap_t empty_heap = { .cur = { [0 ... ND_SLAB_CLASSES - 1] = &empty_slab }, .node = -1 };
 
-static uintptr_t cookie_key; /* freed objects carry key ^ address in word 1 */
 static bool check_mode;      /* NODALLOC_CHECK=1 */
 static pthread_key_t thr_key;
 static bool have_key;
@@ -149,17 +152,16 @@ static bool have_key;
  * real value before the thread is set up (and always differs in check mode,
  * so every allocation takes the validating slow path). */
 static const int32_t no_cpu = -7;
-/* One TLS block: in a shared library each initial-exec TLS symbol costs a
- * GOT load, one struct costs one per function. */
-typedef struct tls {
-	heap_t *heap;                       /* current memory node's heap */
-	const volatile int32_t *cpu_src;    /* where the CPU number is read */
-	int32_t raw;                        /* value heap was chosen for */
-	int32_t fake_cpu;                   /* the CPU without rseq */
-	thr_t *thr;                         /* this thread's record */
-	uint64_t slow;                      /* slow-path entries (tests) */
-} tls_t;
-static ND_TLS tls_t T = { .heap = &empty_heap, .cpu_src = &no_cpu, .raw = -8 };
+static const uint64_t zero64;
+/* One TLS block (internal.h: malloc.c's fast path reads it): in a shared
+ * library each initial-exec TLS symbol costs a GOT load, one struct costs
+ * one per function. */
+ND_TLS _nd_slab_tls_t _nd_slab_tls = {
+	.dir = { [0 ... ND_SLAB_DIR0 + ND_SLAB_DIRECT] = (_nd_slab_hot_t *)&empty_slab },
+	.cpu64 = &zero64, .key = UINT64_MAX,
+	.heap = &empty_heap, .cpu_src = &no_cpu, .raw = -8,
+};
+#define T _nd_slab_tls
 
 /* ---- metadata ------------------------------------------------------------ */
 
@@ -221,13 +223,131 @@ static void *meta_alloc(int node, size_t size)
 	return p;
 }
 
+/* ---- the direct table and the slab map ------------------------------------ */
+
+/* T.dir mirrors T.heap's current slab of every class up to ND_SLAB_DIRECT:
+ * every write of a heap's cur[] goes through set_cur. Owner only. */
+static void dir_class(unsigned c, slab_t *s)
+{
+	unsigned lo = c ? cls_size[c - 1] + 1 : 0, hi = cls_size[c];
+	if (lo > ND_SLAB_DIRECT)
+		return;
+	if (hi > ND_SLAB_DIRECT)
+		hi = ND_SLAB_DIRECT;
+	_nd_slab_hot_t *v = (_nd_slab_hot_t *)s, **d = &T.dir[ND_SLAB_DIR0 + lo];
+	unsigned n = hi - lo + 1;
+	if (n & 15) { /* class 0 (sizes 0..16): one entry in front */
+		*d++ = v;
+		n--;
+	}
+	/* n is 16 or 32 here: runs of 8 entries */
+	typedef uintptr_t pair_t __attribute__((vector_size(16)));
+	pair_t w = { (uintptr_t)v, (uintptr_t)v };
+	unsigned i = 0;
+	for (; i + 8 <= n; i += 8) {
+		memcpy(d + i, &w, sizeof w);
+		memcpy(d + i + 2, &w, sizeof w);
+		memcpy(d + i + 4, &w, sizeof w);
+		memcpy(d + i + 6, &w, sizeof w);
+	}
+	for (; i < n; i++) /* none with the classes of docs/malloc.md */
+		d[i] = v;
+}
+
+static inline void set_cur(heap_t *h, unsigned c, slab_t *s)
+{
+	h->cur[c] = s;
+	if (h == T.heap)
+		dir_class(c, s);
+}
+
+static void set_heap(heap_t *h)
+{
+	T.heap = h;
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+		dir_class(c, h->cur[c]);
+}
+
+/* Stamps every slab of h with tp (adoption: the new owner; parking: 0, so
+ * that a later thread with a recycled thread pointer is not taken for the
+ * owner). Caller owns h. */
+static void heap_set_tp(heap_t *h, uintptr_t tp)
+{
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		for (slab_t *s = h->cur[c]; s && s != &empty_slab; s = s->next)
+			s->tp = tp;
+		for (slab_t *s = h->fullh[c]; s; s = s->next)
+			s->tp = tp;
+	}
+}
+
+/* Until the map exists every lookup decodes to its zeroed `none` (lim 0):
+ * frees take malloc.c's slow path, which finds slabs by page descriptor. */
+static _Alignas(ND_CACHE_LINE) char boot_map[sizeof(_nd_slab_map_t) + sizeof(intptr_t)];
+_nd_slab_map_t *_nd_slab_map = (_nd_slab_map_t *)boot_map;
+static int map_tried; /* under thr_lock */
+
+/* The map: virtual (MAP_NORESERVE), committed a page of entries at a
+ * time. Made at the slab init for the largest reservation the page level
+ * can have (16 TiB: 2^32 pages, 32 GiB of entries), so that no mapping
+ * appears later in the program's life; if that is refused, made at the
+ * first slab for the reservation as it is (slot 0 to the mixed slot).
+ * Failure leaves the boot map (slower frees, same results). */
+#define MAP_MAX_PAGES ((uintptr_t)1 << 32)
+
+static bool map_make(uintptr_t n, bool quiet)
+{
+	size_t bytes = ND_ALIGN_UP(sizeof(_nd_slab_map_t) + n * sizeof(intptr_t), ND_PAGE_SIZE);
+	int err;
+	_nd_slab_map_t *m = _nd_os_mmap(bytes, true, &err);
+	if (!m) {
+		if (!quiet)
+			_nd_msg_warn("slab: cannot map the %zu MiB slab map (errno %d): frees take the slow path",
+				     bytes >> 20, -err);
+		return false;
+	}
+	_nd_os_madvise(m, bytes, MADV_NOHUGEPAGE); /* sparse, like the descriptors */
+	m->mask = n - 1;
+	__atomic_store_n(&_nd_slab_map, m, __ATOMIC_RELEASE);
+	return true;
+}
+
+static void map_create(void)
+{
+	_nd_page_info_t a, b;
+	if (_nd_page_info(0, &a) != 0 || _nd_page_info(-1, &b) != 0)
+		return;
+	uintptr_t base = (uintptr_t)a.base, end = (uintptr_t)b.base + b.slot_bytes;
+	if (end <= base)
+		return;
+	uintptr_t pages = (end - base) >> ND_PAGE_SHIFT, n = 1;
+	while (n < pages)
+		n <<= 1;
+	map_make(n, false);
+}
+
+static void map_set(const void *page, const slab_t *s)
+{
+	_nd_slab_map_t *m = _nd_slab_map;
+	if (m == (_nd_slab_map_t *)boot_map)
+		return;
+	uintptr_t i = ((uintptr_t)page >> ND_PAGE_SHIFT) & m->mask;
+	__atomic_store_n(&m->ent[i], s ? (intptr_t)s - (intptr_t)m : 0, __ATOMIC_RELEASE);
+}
+
+static inline uintptr_t my_tp(void) { return (uintptr_t)__builtin_thread_pointer(); }
+
 /* ---- slabs --------------------------------------------------------------- */
 
-static inline uintptr_t cookie(const void *p) { return cookie_key ^ (uintptr_t)p; }
+/* A free object carries its slab header address in word 1 (malloc clears
+ * it): programs never see header addresses, so finding it on free means
+ * the object is free already. */
+static inline void *marker(const slab_t *s) { return (void *)s; }
 
+/* Every heap of a thread stamps its slabs with the thread pointer. */
 static inline bool is_owner(const slab_t *s)
 {
-	return s->heap == T.heap || (T.thr && s->heap->owner == T.thr);
+	return s->tp == my_tp();
 }
 
 static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
@@ -238,6 +358,7 @@ static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
 			d->use = use;
 			d->user = user;
 		}
+		map_set(s->start + ((size_t)i << ND_PAGE_SHIFT), use == ND_USE_SLAB ? s : NULL);
 	}
 }
 
@@ -250,6 +371,13 @@ static slab_t *slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 		return NULL;
 	if (got < 0)
 		got = _nd_page_node_of(p);
+	if (nd_unlikely(!__atomic_load_n(&map_tried, __ATOMIC_ACQUIRE))) {
+		_nd_lock(&thr_lock);
+		if (!map_tried)
+			map_create();
+		__atomic_store_n(&map_tried, 1, __ATOMIC_RELEASE);
+		_nd_unlock(&thr_lock);
+	}
 	int mnode = got >= 0 && got < ND_MAX_NODES ? got : 0;
 	note_node(mnode);
 	node_state_t *ns = &nodes[mnode];
@@ -268,13 +396,13 @@ static slab_t *slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	memset(s, 0, sizeof *s);
 	s->start = p;
 	s->size = cls_size[c];
-	s->inv = cls_inv[c];
-	s->tz = (uint8_t)__builtin_ctz(cls_size[c]);
+	s->mul = cls_mul[c];
 	s->heap = h;
 	s->cap = cls_cap[c];
 	s->cls = (uint8_t)c;
 	s->node = got;
 	s->npages = cls_pages[c];
+	s->tp = my_tp(); /* heap_alloc runs on h's owner */
 	set_slab_pages(s, ND_USE_SLAB, (uintptr_t)s);
 	return s;
 }
@@ -309,11 +437,12 @@ static void slab_carve(slab_t *s)
 	for (unsigned i = 0; i < n; i++) {
 		void **nx = i + 1 < n ? (void **)((char *)o + s->size) : (void **)s->free;
 		o[0] = nx;
-		o[1] = (void *)cookie(o);
+		o[1] = marker(s);
 		o = (void **)((char *)o + s->size);
 	}
 	s->free = first;
 	s->carved = (uint16_t)(s->carved + n);
+	s->lim = check_mode ? 0 : s->carved;
 }
 
 /* Takes the remote frees into the private list (called when that one is
@@ -343,7 +472,7 @@ static unsigned slab_collect(slab_t *s)
 static bool slab_all_remote(const slab_t *s)
 {
 	uintptr_t v = __atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE);
-	return (s->used & ~FULL_BIT) == (uint32_t)(v >> TF_CNT_SHIFT);
+	return s->used + s->fbias == (uint32_t)(v >> TF_CNT_SHIFT);
 }
 
 /* ---- heap lists (owner only) --------------------------------------------- */
@@ -353,7 +482,7 @@ static void part_unlink(heap_t *h, slab_t *s)
 	if (s->prev)
 		s->prev->next = s->next;
 	else
-		h->cur[s->cls] = s->next ? s->next : &empty_slab;
+		set_cur(h, s->cls, s->next ? s->next : &empty_slab);
 	if (s->next)
 		s->next->prev = s->prev;
 	s->next = s->prev = NULL;
@@ -365,7 +494,7 @@ static void part_insert(heap_t *h, slab_t *s)
 	slab_t *head = h->cur[s->cls];
 	if (head == &empty_slab) {
 		s->next = s->prev = NULL;
-		h->cur[s->cls] = s;
+		set_cur(h, s->cls, s);
 		return;
 	}
 	s->prev = head;
@@ -382,7 +511,7 @@ static void part_push_front(heap_t *h, slab_t *s)
 	s->next = head == &empty_slab ? NULL : head;
 	if (s->next)
 		s->next->prev = s;
-	h->cur[s->cls] = s;
+	set_cur(h, s->cls, s);
 }
 
 static void full_unlink(heap_t *h, slab_t *s)
@@ -394,7 +523,8 @@ static void full_unlink(heap_t *h, slab_t *s)
 	if (s->next)
 		s->next->prev = s->prev;
 	s->next = s->prev = NULL;
-	s->used &= ~FULL_BIT;
+	s->used += s->fbias;
+	s->fbias = 0;
 }
 
 static void full_push(heap_t *h, slab_t *s)
@@ -404,7 +534,32 @@ static void full_push(heap_t *h, slab_t *s)
 	if (s->next)
 		s->next->prev = s;
 	h->fullh[s->cls] = s;
-	s->used |= FULL_BIT;
+	/* used == cap here (nothing free, nothing remote): used - fbias >= 1 */
+	uint32_t back = FULL_BACK(s->cap);
+	s->fbias = s->used > back ? s->used - back : 1;
+	s->used -= s->fbias;
+}
+
+/* Before a new slab: a full slab that got owner frees back (fewer than
+ * FULL_BACK) is used first, the one with the most room among the 16 most
+ * recently parked. */
+static bool unpark_local(heap_t *h, unsigned c)
+{
+	int n = 16;
+	slab_t *best = NULL;
+	uint32_t room = 0;
+	for (slab_t *s = h->fullh[c]; s && n; s = s->next, n--) {
+		uint32_t r = s->cap - (s->used + s->fbias);
+		if (r > room) {
+			room = r;
+			best = s;
+		}
+	}
+	if (!best)
+		return false;
+	full_unlink(h, best);
+	part_push_front(h, best);
+	return true;
 }
 
 /* The current slab of class c has nothing: park it as full, with NOTIFY
@@ -490,7 +645,7 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 			park_full(h, s); /* or, if remote frees came in, collect them */
 			continue;
 		}
-		if (unpark(h, c))
+		if (unpark(h, c) || unpark_local(h, c))
 			continue;
 		if (__atomic_load_n(&nodes[h->node].pool_dirty, __ATOMIC_RELAXED))
 			sweep_pool(h->node);
@@ -547,6 +702,7 @@ static heap_t *heap_attach(thr_t *t, int node)
 		h->node = node;
 	}
 	h->pool_next = NULL;
+	heap_set_tp(h, my_tp());
 	__atomic_store_n(&h->owner, t, __ATOMIC_RELEASE);
 	t->heaps[node] = h;
 	return h;
@@ -594,6 +750,7 @@ static void heap_trim(heap_t *h)
 static void heap_abandon(heap_t *h)
 {
 	heap_trim(h);
+	heap_set_tp(h, 0);
 	__atomic_store_n(&h->owner, NULL, __ATOMIC_RELEASE);
 	node_state_t *ns = &nodes[h->node];
 	_nd_lock(&ns->lock);
@@ -620,8 +777,9 @@ static void thread_release(thr_t *t)
 void _nd_slab_thread_exit(void)
 {
 	thr_t *t = T.thr;
-	T.heap = &empty_heap;
+	set_heap(&empty_heap);
 	T.raw = -8;
+	T.key = UINT64_MAX;
 	T.thr = NULL;
 	if (t) {
 		if (have_key)
@@ -671,9 +829,16 @@ static thr_t *thread_get(void)
 	/* Where the CPU number comes from, once per thread. */
 	if (_nd_topo()->emulated) {
 		T.cpu_src = &_nd_topo_cpu_override;
+		T.cpu64 = &zero64;
 	} else {
 		struct _nd_rseq_abi *r = _nd_os_rseq_area();
-		T.cpu_src = r && (int32_t)r->cpu_id >= 0 ? (const volatile int32_t *)&r->cpu_id : &T.fake_cpu;
+		if (r && (int32_t)r->cpu_id >= 0) {
+			T.cpu_src = (const volatile int32_t *)&r->cpu_id;
+			T.cpu64 = (const uint64_t *)(void *)&r->cpu_id_start;
+		} else {
+			T.cpu_src = &T.fake_cpu;
+			T.cpu64 = (const uint64_t *)(void *)&T.fake_cpu;
+		}
 	}
 	return t;
 }
@@ -690,15 +855,17 @@ static heap_t *local_heap(thr_t *t)
 	int32_t raw = *T.cpu_src;
 	int cpu = _nd_topo_cpu();
 	if (T.cpu_src == &T.fake_cpu)
-		T.fake_cpu = raw = cpu;
+		T.fake_cpu = T.fake_cpu_hi = raw = cpu;
 	const _nd_topo_t *tp = _nd_topo();
 	int node = cpu >= 0 && cpu < tp->cpu_limit ? tp->cpu_mem_node[cpu] : -1;
 	if (node < 0)
 		node = heap_meta_node(0);
 	heap_t *h = heap_get(t, node);
 	if (h) {
-		T.heap = h;
+		if (h != T.heap)
+			set_heap(h);
 		T.raw = check_mode ? -8 : raw;
+		T.key = check_mode || T.cpu64 == &zero64 ? UINT64_MAX : (uint64_t)(uint32_t)raw << 32 | (uint32_t)raw;
 	}
 	return h;
 }
@@ -789,27 +956,54 @@ static __attribute__((noinline)) void *malloc_slow(size_t size)
 {
 	T.slow++;
 	/* without rseq: look at the CPU again every 32 slow paths */
-	if (nd_unlikely(T.cpu_src == &T.fake_cpu) && (T.slow & 31) == 0)
+	if (nd_unlikely(T.cpu_src == &T.fake_cpu) && (T.slow & 31) == 0) {
 		T.raw = -8;
+		T.key = UINT64_MAX;
+	}
 	if (nd_unlikely(__atomic_load_n(&_nd_initialized, __ATOMIC_ACQUIRE) <= 0) && !_nd_ensure_init())
 		return _nd_slab_boot_alloc(size, 16);
 	return alloc_class(class_of(size), NULL, -1);
 }
 
+/* Sizes above ND_SLAB_DIRECT, and malloc.c's fast path when it missed:
+ * if only the free list ran dry (same CPU, local policy), refill from the
+ * current heap without the thread/policy/CPU lookups of malloc_slow. */
 void *_nd_slab_malloc(size_t size)
 {
 	heap_t *h = T.heap;
 	unsigned c = class_of(size);
-	slab_t *s = h->cur[c];
-	void **o = s->free;
-	if (nd_likely(o != NULL && *T.cpu_src == T.raw &&
+	if (nd_likely(*T.cpu_src == T.raw && h != &empty_heap &&
 		      _nd_policy_local_tag == __atomic_load_n(&_nd_policy_gen, __ATOMIC_RELAXED))) {
-		s->free = o[0];
-		s->used++;
-		o[1] = 0;
+		slab_t *s = h->cur[c];
+		void **o = s->free;
+		if (nd_likely(o != NULL)) {
+			s->free = o[0];
+			s->used++;
+			o[1] = 0;
+			return o;
+		}
+		/* without rseq: look at the CPU again every 32 slow paths */
+		if (nd_unlikely(T.cpu_src == &T.fake_cpu) && ((T.slow + 1) & 31) == 0)
+			return malloc_slow(size);
+		T.slow++;
+		o = heap_alloc(h, c, NULL);
+		if (!o)
+			errno = ENOMEM;
 		return o;
 	}
 	return malloc_slow(size);
+}
+
+void *_nd_slab_refill(size_t size)
+{
+	/* without rseq: look at the CPU again every 32 slow paths */
+	if (nd_unlikely(T.cpu_src == &T.fake_cpu) && ((T.slow + 1) & 31) == 0)
+		return malloc_slow(size);
+	T.slow++;
+	void *o = heap_alloc(T.heap, class_of(size), NULL);
+	if (!o)
+		errno = ENOMEM;
+	return o;
 }
 
 /* Smallest class >= size whose objects are aligned to align. */
@@ -880,7 +1074,7 @@ static bool on_free_lists(const slab_t *s, const void *o, bool owner)
 
 static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
 {
-	if (s->used & FULL_BIT) {
+	if (s->fbias) {
 		full_unlink(h, s);
 		part_insert(h, s);
 	} else if (s->used == 0 && h->cur[s->cls] != s) {
@@ -914,9 +1108,9 @@ static __attribute__((noinline)) void free_remote(slab_t *s, void **o)
 static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 {
 	bool owner = is_owner(s);
-	if (o[1] == (void *)cookie(o) || on_free_lists(s, o, owner))
+	if (o[1] == marker(s) || on_free_lists(s, o, owner))
 		double_free(o, s);
-	o[1] = (void *)cookie(o);
+	o[1] = marker(s);
 	if (owner) {
 		o[0] = s->free;
 		s->free = o;
@@ -929,13 +1123,12 @@ static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 }
 
 /* Index of the object at offset off, or a huge number if off is not a
- * multiple of the size (Granlund-Montgomery: with size = d * 2^tz, d odd,
- * off is a multiple iff rotr(off * d^-1, tz) <= (2^64 - 1) / size, and
- * then that value is off / size). One multiply, one rotate. */
+ * multiple of the size (internal.h, _nd_slab_index: one multiply, one
+ * rotate by a constant). */
 static inline uint64_t obj_index(const slab_t *s, uintptr_t off)
 {
-	uint64_t x = off * s->inv;
-	return (x >> s->tz) | (x << ((64 - s->tz) & 63));
+	uint64_t x = off * s->mul;
+	return (x >> 15) | (x << 49);
 }
 
 static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedesc_t *d)
@@ -945,11 +1138,11 @@ static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedes
 	/* not the start of an object, or never handed out: one test */
 	if (nd_unlikely(obj_index(s, (uintptr_t)((char *)p - s->start)) >= s->carved))
 		bad_free(p, s, _nd_slab_invalid(p, d));
-	if (nd_unlikely((o[1] == (void *)cookie(o)) | check_mode)) {
+	if (nd_unlikely((o[1] == marker(s)) | check_mode)) {
 		free_checked(s, o);
 		return;
 	}
-	o[1] = (void *)cookie(o);
+	o[1] = marker(s);
 	if (nd_likely(is_owner(s))) {
 		o[0] = s->free;
 		s->free = o;
@@ -965,6 +1158,22 @@ static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedes
 void _nd_slab_free(void *p, _nd_pagedesc_t *d)
 {
 	slab_free(p, d);
+}
+
+/* The out-of-line parts of malloc.c's inlined free (internal.h). */
+void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s)
+{
+	double_free(p, (const slab_t *)s);
+}
+
+void _nd_slab_free_other(void *p, _nd_slab_hot_t *s)
+{
+	free_remote((slab_t *)s, p);
+}
+
+void _nd_slab_free_emptied(_nd_slab_hot_t *s)
+{
+	free_local_slow(((slab_t *)s)->heap, (slab_t *)s);
 }
 
 
@@ -1011,11 +1220,11 @@ int _nd_slab_init(void)
 		uint64_t d = cls_size[c] >> __builtin_ctz(cls_size[c]), x = d;
 		for (int i = 0; i < 6; i++) /* Newton: each step doubles the correct bits */
 			x *= 2 - d * x;
-		cls_inv[c] = x;
+		cls_mul[c] = x << (15 - __builtin_ctz(cls_size[c])); /* internal.h: _nd_slab_index */
 	}
-	cookie_key = ((uintptr_t)_nd_os_now_ns() * 0x9E3779B97F4A7C15ull) ^ (uintptr_t)&cookie_key;
-	cookie_key |= 1; /* never equals a plausible pointer-sized zero pattern */
 	check_mode = _nd_opt_int(ND_OPT_CHECK) != 0;
+	if (!__atomic_load_n(&map_tried, __ATOMIC_ACQUIRE) && map_make(MAP_MAX_PAGES, true))
+		__atomic_store_n(&map_tried, 1, __ATOMIC_RELEASE);
 	if (!have_key && pthread_key_create(&thr_key, thr_destructor) == 0)
 		have_key = true;
 	return 0;

@@ -1,0 +1,137 @@
+/*
+ * The malloc/free fast paths of malloc.c (internal.h, slab section):
+ *  - the object index check accepts exactly the object starts of a slab,
+ *    at every byte offset of the largest run, for every class;
+ *  - the slab map finds the slab of each object and nothing for addresses
+ *    that are not slab memory;
+ *  - on the real topology, the one-compare CPU/policy check keeps malloc on
+ *    the fast path, and a thread or process policy change sends the next
+ *    malloc to the slow path (so the policy is honoured) and back.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+
+#include "check.h"
+#include "internal.h"
+
+static int static_var;
+
+static void index_check(void)
+{
+	/* one real slab per class gives start and mul */
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		size_t size = _nd_slab_class_size(c);
+		void *p = malloc(size);
+		CHECK(p != NULL);
+		_nd_slab_hot_t *s = _nd_slab_of(p);
+		/* the map's `none` header sits at the map's start; in check mode
+		 * every slab's lim is 0 (all frees validate), the map still works */
+		bool mapped = (void *)s != (void *)_nd_slab_map;
+		CHECK(mapped, "class %zu: map gives no slab for %p", size, p);
+		CHECK(getenv("NODALLOC_CHECK") ? s->lim == 0 : _nd_slab_index(s, p) < s->lim, "class %zu", size);
+		if (!mapped) {
+			free(p);
+			continue;
+		}
+		uintptr_t off0 = (uintptr_t)p - (uintptr_t)s->start;
+		CHECK(off0 % size == 0 && _nd_slab_index(s, p) == off0 / size, "class %zu", size);
+		int bad = 0;
+		for (uintptr_t off = 0; off < ((uintptr_t)64 << ND_PAGE_SHIFT) + size; off++) {
+			uint64_t i = _nd_slab_index(s, s->start + off);
+			if (off % size == 0 ? i != off / size : i < ((uint64_t)1 << 32))
+				bad++;
+		}
+		CHECK(bad == 0, "class %zu: %d offsets misjudged", size, bad);
+		/* below the start, and far away: never an index a slab can have
+		 * (at most 64 pages of 16-byte objects) */
+		const uint64_t most = ((uint64_t)64 << ND_PAGE_SHIFT) / 16;
+		CHECK(_nd_slab_index(s, s->start - size) >= most);
+		CHECK(_nd_slab_index(s, s->start - 16) >= most);
+		CHECK(_nd_slab_index(s, s->start + ((uintptr_t)1 << 40)) >= most, "class %zu", size);
+		CHECK(_nd_slab_index(s, s->start + ((uintptr_t)1 << 46) + size) >= most, "class %zu", size);
+		CHECK(_nd_slab_index(s, s->start + ((uintptr_t)1 << 46) + 8) >= most, "class %zu", size);
+		free(p);
+	}
+}
+
+static void map_check(void)
+{
+	int local;
+	/* not slab memory: every lookup yields a header whose check fails */
+	const void *foreign[] = { &local, &static_var, (void *)16, (void *)(uintptr_t)0x7fffffffe000ull };
+	for (unsigned i = 0; i < sizeof foreign / sizeof foreign[0]; i++) {
+		_nd_slab_hot_t *s = _nd_slab_of(foreign[i]);
+		CHECK(_nd_slab_index(s, foreign[i]) >= s->lim, "%p taken for a slab object", foreign[i]);
+	}
+	void *big = malloc(100000); /* a large run: no slab */
+	CHECK(big != NULL);
+	_nd_slab_hot_t *s = _nd_slab_of(big);
+	CHECK(_nd_slab_index(s, big) >= s->lim);
+	free(big);
+	/* objects of one slab share a header; two classes do not */
+	void *a = malloc(48), *b = malloc(48), *c = malloc(4000);
+	CHECK(_nd_slab_of(a) == _nd_slab_of(b) || _nd_slab_of(a)->start != _nd_slab_of(b)->start);
+	CHECK(_nd_slab_of(a) != _nd_slab_of(c));
+	CHECK(_nd_slab_of(a)->tp == (uintptr_t)__builtin_thread_pointer());
+	free(a);
+	free(b);
+	free(c);
+}
+
+/* mallocs of 32 bytes; returns how many left the fast path */
+static uint64_t slow_of(int n)
+{
+	void *keep[64];
+	uint64_t before = _nd_slab_slow_count();
+	for (int i = 0; i < n; i++)
+		keep[i] = malloc(32);
+	uint64_t d = _nd_slab_slow_count() - before;
+	for (int i = 0; i < n; i++)
+		free(keep[i]);
+	return d;
+}
+
+static void policy_check(void)
+{
+	if (_nd_topo()->emulated || getenv("NODALLOC_CHECK")) {
+		printf("policy_check: skipped (emulated topology or check mode)\n");
+		return;
+	}
+	slow_of(64); /* warm: heap chosen, slab carved */
+	/* a migration may hit a run now and then: the fast path must hold for
+	 * most of the runs */
+	int fast = 0;
+	for (int r = 0; r < 20; r++)
+		fast += slow_of(8) == 0;
+	CHECK(fast >= 15, "fast path held in %d of 20 runs", fast);
+
+	nd_policy_t pol;
+	char err[200];
+	CHECK(nd_policy_parse("bind:0", &pol, err, sizeof err) == 0, "%s", err);
+	CHECK(nd_set_policy(&pol) == 0);
+	CHECK(slow_of(8) == 8, "thread policy bind: every malloc takes the policy path");
+	CHECK(nd_set_policy(NULL) == 0);
+	slow_of(8);
+	fast = 0;
+	for (int r = 0; r < 20; r++)
+		fast += slow_of(8) == 0;
+	CHECK(fast >= 15, "back to local: fast path held in %d of 20 runs", fast);
+
+	CHECK(nd_set_default_policy(&pol) == 0);
+	CHECK(slow_of(8) == 8, "process policy bind: every malloc takes the policy path");
+	CHECK(nd_set_default_policy(NULL) == 0);
+	slow_of(8);
+	fast = 0;
+	for (int r = 0; r < 20; r++)
+		fast += slow_of(8) == 0;
+	CHECK(fast >= 15, "process back to local: fast path held in %d of 20 runs", fast);
+}
+
+int main(void)
+{
+	free(malloc(1)); /* init */
+	index_check();
+	map_check();
+	policy_check();
+	return CHECK_DONE();
+}
