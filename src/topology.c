@@ -926,44 +926,14 @@ static void nodedir_cb(const char *name, void *arg)
 	}
 }
 
-/* "Node 0 MemTotal:  16310880 kB" -> bytes; false if the key is absent. */
-static bool meminfo_value(const char *buf, const char *key, uint64_t *out)
+/* The text after key, where key starts buf or follows the character
+ * before (' ' in meminfo's "Node 0 MemTotal:", '\n' in a status file),
+ * with blanks skipped; NULL if key is absent. */
+static const char *after_key(const char *buf, const char *key, char before)
 {
 	size_t kl = str_len(key);
 	for (const char *s = buf; *s; s++) {
-		if (s != buf && s[-1] != ' ')
-			continue;
-		size_t i = 0;
-		while (i < kl && s[i] == key[i])
-			i++;
-		if (i < kl)
-			continue;
-		s += kl;
-		while (is_space(*s))
-			s++;
-		uint64_t v = 0;
-		while (is_digit(*s))
-			v = v * 10 + (uint64_t)(*s++ - '0');
-		while (*s == ' ')
-			s++;
-		if (*s == 'k' || *s == 'K')
-			v <<= 10;
-		*out = v;
-		return true;
-	}
-	return false;
-}
-
-/* Mems_allowed_list from a /proc/<pid>/status-shaped file into mask;
- * false if absent. */
-static bool read_mems_allowed(const char *path, char *buf, size_t len, uint64_t *mask)
-{
-	if (_nd_os_read_file(path, buf, len) < 0)
-		return false;
-	const char *key = "Mems_allowed_list:";
-	size_t kl = str_len(key);
-	for (const char *s = buf; *s; s++) {
-		if (s != buf && s[-1] != '\n')
+		if (s != buf && s[-1] != before)
 			continue;
 		size_t i = 0;
 		while (i < kl && s[i] == key[i])
@@ -973,10 +943,37 @@ static bool read_mems_allowed(const char *path, char *buf, size_t len, uint64_t 
 		s += kl;
 		while (*s == ' ' || *s == '\t')
 			s++;
-		const char *why;
-		return walk_list(s, ND_MAX_NODES - 1, bitmap_cb, mask, &why) >= 0;
+		return s;
 	}
-	return false;
+	return NULL;
+}
+
+/* "Node 0 MemTotal:  16310880 kB" -> bytes; false if the key is absent. */
+static bool meminfo_value(const char *buf, const char *key, uint64_t *out)
+{
+	const char *s = after_key(buf, key, ' ');
+	if (!s)
+		return false;
+	uint64_t v = 0;
+	while (is_digit(*s))
+		v = v * 10 + (uint64_t)(*s++ - '0');
+	while (*s == ' ')
+		s++;
+	if (*s == 'k' || *s == 'K')
+		v <<= 10;
+	*out = v;
+	return true;
+}
+
+/* Mems_allowed_list from a /proc/<pid>/status-shaped file into mask;
+ * false if absent. */
+static bool read_mems_allowed(const char *path, char *buf, size_t len, uint64_t *mask)
+{
+	if (_nd_os_read_file(path, buf, len) < 0)
+		return false;
+	const char *s = after_key(buf, "Mems_allowed_list:", '\n');
+	const char *why;
+	return s && walk_list(s, ND_MAX_NODES - 1, bitmap_cb, mask, &why) >= 0;
 }
 
 static bool is_real_root(const char *root)
