@@ -387,6 +387,9 @@ void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol);
 /* Free a run (p must be a run head from this file). Returns 0, or -1 if p
  * is not a run head (the caller reports the invalid free). */
 int _nd_page_free(void *p);
+/* Zero the first bytes of a run from this file, skipping pages that
+ * already read as zero (fresh or purged): calloc, zero-filled tables. */
+void _nd_page_zero(void *run, size_t bytes);
 /* Descriptor of the page containing p, or NULL if p is not in any slot. */
 _nd_pagedesc_t *_nd_page_desc(const void *p);
 /* Node of any address inside a slot, -1 otherwise. */

@@ -154,8 +154,12 @@ void *nd_calloc(size_t n, size_t size)
 		return NULL;
 	}
 	void *p = nd_malloc(total);
-	if (p)
-		memset(p, 0, total);
+	if (!p)
+		return NULL;
+	if (total <= ND_SLAB_MAX)
+		memset(p, 0, total); /* slab objects are reused */
+	else
+		_nd_page_zero(p, total); /* a page run: fresh pages stay untouched */
 	return p;
 }
 

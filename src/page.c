@@ -34,6 +34,7 @@
  * without the lock.
  */
 #include <errno.h>
+#include <string.h>
 #include <sys/mman.h> /* MADV_* values only: the calls go through os.c */
 
 #include "internal.h"
@@ -916,6 +917,32 @@ int _nd_page_node_of(const void *p)
 		return g.arenas[s].usable ? s : -1;
 	const _nd_pagedesc_t *d = &g.desc[off >> ND_PAGE_SHIFT];
 	return d->flags & ND_PGF_PLACED ? d->node : -1;
+}
+
+/*
+ * Zero the first bytes of a run handed out by this file without touching
+ * pages that already read as zero (touching would commit them for nothing:
+ * calloc of a large block, zero-filled tables). Mixed-slot (spread) runs
+ * are always fresh: their pages are dropped whenever a run is freed. In a
+ * node slot, a page without ND_PGF_DIRTY is fresh or was purged, which
+ * reads as zero with MADV_DONTNEED but not with MADV_FREE (the kernel may
+ * keep the old data until it reclaims).
+ */
+void _nd_page_zero(void *run, size_t bytes)
+{
+	char *p = run;
+	uintptr_t off = (uintptr_t)p - g.base;
+	if (off >= g.total || g.advice != MADV_DONTNEED) {
+		memset(p, 0, bytes);
+		return;
+	}
+	if ((int)(off >> g.slot_shift) >= g.node_limit)
+		return; /* spread run */
+	for (size_t k = 0; k < bytes; k += ND_PAGE_SIZE) {
+		size_t len = bytes - k < ND_PAGE_SIZE ? bytes - k : ND_PAGE_SIZE;
+		if (g.desc[(off + k) >> ND_PAGE_SHIFT].flags & ND_PGF_DIRTY)
+			memset(p + k, 0, len);
+	}
 }
 
 /* ---- maintenance and introspection ------------------------------------- */

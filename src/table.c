@@ -227,37 +227,6 @@ static void *try_place(size_t bytes, void *ctx)
 	return _nd_page_alloc(npages, align, &pl->pol, pl->local_node, &got);
 }
 
-/* Zero a new table without touching pages that are already zero (a fresh
- * anonymous page reads as zero; touching it would commit it for nothing).
- * What the page level guarantees (src/page.c):
- *  - spread runs (mixed slot) are never handed out touched: their pages
- *    are purged with MADV_DONTNEED whenever a run is freed;
- *  - in a node slot, ND_PGF_DIRTY marks pages that may hold old data;
- *    pages without it are fresh or were purged, which reads as zero only
- *    when purging is MADV_DONTNEED (NODALLOC_PURGE=free keeps the data
- *    until the kernel reclaims it).
- * Anything else is zeroed. */
-static void zero_fill(void *base, size_t bytes, bool spread)
-{
-	if (spread)
-		return;
-#ifdef ND_PGF_DIRTY
-	const char *purge = _nd_opt_str(ND_OPT_PURGE);
-	if (purge[0] == 'f') /* "free": clean pages may still hold data */
-		goto all;
-	char *p = base;
-	for (size_t off = 0; off < bytes; off += ND_PAGE_SIZE) {
-		const _nd_pagedesc_t *pd = _nd_page_desc(p + off);
-		size_t len = bytes - off < ND_PAGE_SIZE ? bytes - off : ND_PAGE_SIZE;
-		if (!pd || (pd->flags & ND_PGF_DIRTY))
-			memset(p + off, 0, len);
-	}
-	return;
-all:
-#endif
-	memset(base, 0, bytes);
-}
-
 static int bad(const char *name, const char *what)
 {
 	_nd_msg_error("nd_table_alloc(%s): %s", name ? name : "(unnamed)", what);
@@ -385,7 +354,7 @@ int nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
 		pd->user = (uintptr_t)out->bytes;
 	}
 	if (d->flags & ND_TABLE_ZERO)
-		zero_fill(base, out->bytes, pl.spread && pl.used > 1);
+		_nd_page_zero(base, out->bytes);
 
 	if (out->entries < wanted)
 		_nd_msg_warn("%s hash table reduced to %llu entries (wanted %llu): not enough memory", out->name,

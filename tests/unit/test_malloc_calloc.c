@@ -1,0 +1,95 @@
+/*
+ * calloc of a page run zeroes only pages that may hold old data: a large
+ * calloc of fresh memory commits nothing until touched (as glibc's mmap'd
+ * calloc), and reused memory is zero all the same, whatever the purge mode.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "internal.h"
+
+/* Resident KiB from /proc/self/statm, without allocating. */
+static long rss_kb(void)
+{
+	char b[128];
+	int fd = open("/proc/self/statm", O_RDONLY);
+	ssize_t n = read(fd, b, sizeof b - 1);
+	close(fd);
+	b[n > 0 ? n : 0] = '\0';
+	long size, res;
+	return sscanf(b, "%ld %ld", &size, &res) == 2 ? res * 4 : -1;
+}
+
+static long nonzero(const unsigned char *p, size_t n)
+{
+	long bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad += p[i] != 0;
+	return bad;
+}
+
+/* Dirty a run, free it, calloc it back: must read as zero. Sizes below and
+ * above the purge threshold (1 MiB: below stays committed and dirty). */
+static void reuse_is_zero(void)
+{
+	static const size_t sizes[] = { 40 << 10, 512 << 10, 900 << 10, 3 << 20 };
+	for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		size_t n = sizes[i];
+		unsigned char *a = malloc(n);
+		memset(a, 0xAA, n);
+		free(a);
+		unsigned char *z = calloc(1, n);
+		CHECK(z != NULL);
+		CHECK_EQ(nonzero(z, n), 0);
+		memset(z, 0x55, n);
+		free(z);
+	}
+	/* a small object too (slab: always cleared) */
+	unsigned char *s = malloc(100);
+	memset(s, 0xFF, 100);
+	free(s);
+	s = calloc(10, 10);
+	CHECK_EQ(nonzero(s, 100), 0);
+	free(s);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1) { /* re-executed with NODALLOC_PURGE=free */
+		reuse_is_zero();
+		return CHECK_DONE();
+	}
+	long r0 = rss_kb();
+	unsigned char *p = calloc(1, 64 << 20);
+	long r1 = rss_kb();
+	CHECK(p != NULL);
+	CHECK(r1 - r0 < 4096, "calloc(64 MiB) made %ld KiB resident: fresh pages were touched", r1 - r0);
+	CHECK_EQ(nonzero(p, 64 << 20), 0);
+	free(p);
+
+	reuse_is_zero();
+
+	/* overflow and zero sizes */
+	volatile size_t huge = SIZE_MAX / 2; /* at run time: gcc warns on constants */
+	errno = 0;
+	CHECK(calloc(huge, 3) == NULL && errno == ENOMEM);
+	void *z = calloc(0, 0);
+	CHECK(z != NULL);
+	free(z);
+
+	pid_t pid = fork();
+	if (pid == 0) {
+		char *env[] = { "NODALLOC_PURGE=free", NULL };
+		execle(argv[0], argv[0], "purge-free", (char *)NULL, env);
+		_exit(127);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "with NODALLOC_PURGE=free: status %d", st);
+	return CHECK_DONE();
+}
