@@ -9,9 +9,11 @@
  *   nodactl [policy options] [--] program args
  *                                   run a program on nodalloc (launch.c)
  *
- * Dispatch: options are read from one table (opts[]) into a nodactl_t;
- * the first non-option word is a subcommand (subs[]); "--" ends the
- * options and starts a program (the launcher, to come). To add a command:
+ * Dispatch: main() sends "stat" to stat.c and anything that does not ask
+ * for this inspector (--hardware, --help, "hardware") to the launcher in
+ * launch.c. The inspector's options are read from one table (opts[]) into
+ * a nodactl_t; the first non-option word is a subcommand (subs[]); "--"
+ * ends the options. To add a command:
  * a row in subs[] and a function taking the parsed nodactl_t; to add an
  * option: a row in opts[]. Bad arguments print a message naming the
  * argument and exit 1 (numactl's usage exit).
@@ -34,8 +36,6 @@ typedef struct nodactl {
 	bool help;
 	int argc;             /* the command's plain arguments */
 	char **argv;
-	int progc;            /* the program after "--" (the launcher) */
-	char **prog;
 } nodactl_t;
 
 typedef struct opt {
@@ -103,20 +103,16 @@ static int bad_args(const char *fmt, const char *what)
 }
 
 /* Parses argv into *n: options anywhere (before "--"), the first plain
- * word is the command, later plain words are its arguments (n->argv),
- * words after "--" are a program (n->prog). 0, or 1 on a bad argument
- * (message printed). */
+ * word is the command, later plain words are its arguments (n->argv).
+ * 0, or 1 on a bad argument (message printed). */
 static int parse_args(int argc, char **argv, nodactl_t *n, const sub_t **sub)
 {
 	*sub = NULL;
 	int words = 1; /* plain words are compacted into argv[1..] (w <= i) */
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		if (strcmp(a, "--") == 0) {
-			n->prog = argv + i + 1;
-			n->progc = argc - i - 1;
+		if (strcmp(a, "--") == 0)
 			break;
-		}
 		const opt_t *o = NULL;
 		const char *value = NULL;
 		if (a[0] == '-' && a[1] == '-') {
