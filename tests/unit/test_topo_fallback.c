@@ -12,17 +12,7 @@
 
 #include "check.h"
 #include "internal.h"
-
-static char got_buf[128];
-static const char *list_str(const _nd_topo_t *t, int node, int tier)
-{
-	const int *l = tier ? t->fallback_tier[node] : t->fallback[node];
-	size_t o = 0;
-	got_buf[0] = '\0';
-	for (int i = 0; i < t->fallback_len[node]; i++)
-		o += (size_t)snprintf(got_buf + o, sizeof got_buf - o, "%s%d", i ? " " : "", l[i]);
-	return got_buf;
-}
+#include "topo_fixture.h"
 
 static const _nd_topo_t *build(const char *spec)
 {

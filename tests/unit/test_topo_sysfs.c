@@ -7,19 +7,9 @@
 
 #include "check.h"
 #include "internal.h"
+#include "topo_fixture.h"
 
 #define FIX ND_SOURCE_DIR "/tests/fixtures/"
-
-static char got_buf[256];
-static const char *list_str(const _nd_topo_t *t, int node, int tier)
-{
-	const int *l = tier ? t->fallback_tier[node] : t->fallback[node];
-	size_t o = 0;
-	got_buf[0] = '\0';
-	for (int i = 0; i < t->fallback_len[node]; i++)
-		o += (size_t)snprintf(got_buf + o, sizeof got_buf - o, "%s%d", i ? " " : "", l[i]);
-	return got_buf;
-}
 
 static const _nd_topo_t *load(const char *root)
 {
