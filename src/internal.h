@@ -328,6 +328,17 @@ int _nd_policy_node_for_granule(const nd_policy_t *pol, uint64_t g);
 int _nd_policy_granularity_shift(uint64_t bytes);
 /* Tests: forget this thread's interleave cursor (next pick = first node). */
 void _nd_policy_reset_cursor(void);
+/* Spread runs (interleave by offset): the granule index a run of
+ * full_granules whole granules (plus a partial one if partial) starts at,
+ * from this thread's spread cursor, which then advances by full_granules:
+ * the node left with a partial granule starts the next run. When the
+ * partial granule would otherwise come back to the same indexes (gcd of
+ * whole granules and the round's length > 1), the start also moves by one
+ * index per round of such runs. Granule i of the run is on
+ * _nd_policy_node_for_granule(pol, start + i). docs/policy.md. */
+uint64_t _nd_policy_spread_start(const nd_policy_t *pol, uint64_t full_granules, bool partial);
+/* Tests: spread cursor back to 0 (next spread run starts at the first node). */
+void _nd_policy_reset_spread_cursor(void);
 /* Fork: take/release/reset the locks of nd_set_policy and
  * nd_set_default_policy (policy.c takes no lock on any allocation path). */
 void _nd_policy_fork_prepare(void);
@@ -382,8 +393,14 @@ void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages);
  * NULL with errno = ENOMEM when every allowed node is full. */
 void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, int want_node, int *got_node);
 /* One contiguous run whose granules are spread over nodes by pol
- * (interleave or weighted, by offset), from the mixed slot. */
+ * (interleave or weighted, by offset), from the mixed slot. Granule i is
+ * on the node of granule index start + i, start from the thread's spread
+ * cursor (_nd_policy_spread_start): granules stay aligned, the first node
+ * rotates from run to run. */
 void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol);
+/* The same with granule i on the node of index first + i, the spread
+ * cursor untouched (tables: a fixed, reported layout). */
+void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t first);
 /* Free a run (p must be a run head from this file). Returns 0, or -1 if p
  * is not a run head (the caller reports the invalid free). */
 int _nd_page_free(void *p);

@@ -727,7 +727,9 @@ static void mixed_give_back(arena_t *m, uint32_t i, uint64_t n)
 	_nd_unlock(&m->lock);
 }
 
-void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol)
+/* fixed: the run's first granule has index first; else the index comes
+ * from the thread's spread cursor (which then moves on). */
+static void *alloc_spread(size_t npages, const nd_policy_t *pol, bool fixed, uint64_t first)
 {
 	size_t one = 1;
 	if (!check_args(npages, &one))
@@ -762,6 +764,9 @@ void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol)
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* The cursor moves by the whole granules only: the node left with a
+	 * partial one starts the next run (docs/policy.md). */
+	uint64_t g0 = fixed ? first : _nd_policy_spread_start(pol, (uint64_t)npages >> gs, (npages & (gp - 1)) != 0);
 	if (npages >= HUGE_PAGES)
 		spread_fresh(page_addr(m, i), npages, g.huge_spread && gs >= ND_HUGE_SHIFT - ND_PAGE_SHIFT);
 	/* Place every granule: its node by offset, else that node's fallback
@@ -777,7 +782,7 @@ void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol)
 	uint64_t pend = 0;
 	for (uint64_t gi = 0; gi < ngran; gi++) {
 		uint64_t s = gi << gs, c = npages - s < gp ? npages - s : gp;
-		int want = _nd_policy_node_for_granule(pol, gi), got = -1;
+		int want = _nd_policy_node_for_granule(pol, g0 + gi), got = -1;
 		/* Kept for the statistics below (the head's user is reset then). */
 		m->desc[i + s].user = (uintptr_t)(want + 1);
 		if (SPREAD_TAKE(want)) {
@@ -842,6 +847,16 @@ void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol)
 	mark_run(m, i, npages, node0);
 	_nd_unlock(&m->lock);
 	return page_addr(m, i);
+}
+
+void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol)
+{
+	return alloc_spread(npages, pol, false, 0);
+}
+
+void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t first)
+{
+	return alloc_spread(npages, pol, true, first);
 }
 
 /* ---- free and lookups -------------------------------------------------- */

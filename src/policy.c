@@ -790,6 +790,58 @@ void _nd_policy_reset_cursor(void)
 	il_pages = 0;
 }
 
+/* Spread cursor of this thread (shared by all policies, like il_node).
+ * Numbering every run's granules from 0 gives the partial last granule's
+ * shortfall to the same nodes every time (the kernel avoids it because its
+ * index comes from the virtual address). So a run starts at granule index
+ * spread_cursor + shift, the cursor moves by the run's whole granules (the
+ * node left with a partial one starts the next run: the whole granules of
+ * successive runs tile the nodes), and shift makes the partial granule
+ * visit every index too: with W indexes per round (nodes, or the sum of
+ * the weights) and r = whole granules mod W, the partial granule's index
+ * only moves in steps of gcd(r, W) (not at all if r = 0, e.g. 2.5 granules
+ * on 2 nodes), so when gcd > 1 the start moves one more index every W/gcd
+ * runs with a partial granule. A sequence of equal runs thus balances by
+ * pages within one granule per index, exactly over W runs. Granules keep
+ * their alignment: only the index moves. */
+static ND_TLS uint64_t spread_cursor;
+static ND_TLS uint64_t spread_partials; /* runs with a partial granule */
+
+static uint64_t gcd_u64(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+uint64_t _nd_policy_spread_start(const nd_policy_t *pol, uint64_t full_granules, bool partial)
+{
+	uint64_t s = spread_cursor;
+	spread_cursor = s + full_granules;
+	if (!partial || !pol)
+		return s;
+	uint64_t w = 0;
+	if (pol->mode == ND_POLICY_INTERLEAVE)
+		w = (uint64_t)nd_nodemask_count(&pol->nodes);
+	else if (pol->mode == ND_POLICY_WEIGHTED)
+		for (int n = mask_next(&pol->nodes, 0); n >= 0; n = mask_next(&pol->nodes, n + 1))
+			w += pol->weights[n];
+	uint64_t k = spread_partials++;
+	uint64_t gd = w ? gcd_u64(full_granules % w, w) : 1;
+	if (gd > 1)
+		s += k / w * gd + k % w * gd / w; /* = floor(k * gd / w), no overflow */
+	return s;
+}
+
+void _nd_policy_reset_spread_cursor(void)
+{
+	spread_cursor = 0;
+	spread_partials = 0;
+}
+
 /* Points the iterator at node base's fallback list (node or tier order). */
 static void use_list(_nd_policy_iter_t *it, const _nd_topo_t *t, int base, bool tier)
 {

@@ -219,7 +219,9 @@ static void *try_place(size_t bytes, void *ctx)
 		}
 		pl->granule_shift = _nd_table_granule_shift(bytes, pl->used);
 		pl->pol.granularity_shift = pl->granule_shift;
-		return _nd_page_alloc_spread(npages, &pl->pol);
+		/* Granule g on the g-th node (the layout the granule was chosen
+		 * for, _nd_table_spread_minmax): not the thread's spread cursor. */
+		return _nd_page_alloc_spread_from(npages, &pl->pol, 0);
 	}
 	/* Local: align big tables to 2 MiB so they can use huge pages. */
 	size_t align = bytes >= ND_HUGE_SIZE ? ND_HUGE_SIZE >> ND_PAGE_SHIFT : 1;
