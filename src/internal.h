@@ -404,6 +404,12 @@ void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t
 /* Free a run (p must be a run head from this file). Returns 0, or -1 if p
  * is not a run head (the caller reports the invalid free). */
 int _nd_page_free(void *p);
+/* Resize a node-slot run in place (realloc). grow: take the free pages
+ * right after it (node capacity and watermark as for a new run); shrink:
+ * give its tail back as a free would. 0, or -1 with nothing changed (not
+ * a node-slot run head, neighbours in use, slot end, node full). */
+int _nd_page_grow(void *run, size_t new_npages);
+int _nd_page_shrink(void *run, size_t new_npages);
 /* Zero the first bytes of a run from this file, skipping pages that
  * already read as zero (fresh or purged): calloc, zero-filled tables. */
 void _nd_page_zero(void *run, size_t bytes);
@@ -585,6 +591,11 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 /* d = _nd_page_desc(p) with d->use == ND_USE_LARGE; reports (fatal) a
  * pointer that is not the run's head. */
 void _nd_large_free(void *p, _nd_pagedesc_t *d);
+/* realloc of a large block in place: grow into the free pages after the
+ * run when the policy in force would place new memory on the run's node,
+ * or give the tail back. true on success (d->user = size). */
+bool _nd_large_grow(void *p, _nd_pagedesc_t *d, size_t size);
+bool _nd_large_shrink(void *p, _nd_pagedesc_t *d, size_t size);
 /* Record a new requested size after an in-place realloc. */
 void _nd_large_resize(void *p, _nd_pagedesc_t *d, size_t size);
 size_t _nd_large_usable(const void *p, const _nd_pagedesc_t *d);

@@ -71,3 +71,37 @@ void _nd_large_resize(void *p, _nd_pagedesc_t *d, size_t size)
 	(void)p;
 	d->user = size;
 }
+
+/* New memory of a realloc goes where the policy in force puts a fresh
+ * run; growing in place is right only when that is the run's own node.
+ * Interleave and weighted never grow in place: their choice moves a
+ * cursor, and a big run of theirs is spread (mixed slot) anyway. */
+static bool policy_keeps_node(const void *p)
+{
+	const nd_policy_t *pol = _nd_policy_current();
+	if (pol->mode == ND_POLICY_INTERLEAVE || pol->mode == ND_POLICY_WEIGHTED)
+		return false;
+	int node = _nd_page_node_of(p);
+	_nd_policy_iter_t it;
+	return node >= 0 && _nd_policy_first(&it, pol, -1) == node;
+}
+
+bool _nd_large_grow(void *p, _nd_pagedesc_t *d, size_t size)
+{
+	if (size > SIZE_MAX - ND_PAGE_SIZE || !policy_keeps_node(p))
+		return false;
+	size_t np = (size + ND_PAGE_SIZE - 1) >> ND_PAGE_SHIFT;
+	if (_nd_page_grow(p, np) != 0)
+		return false;
+	d->user = size;
+	return true;
+}
+
+bool _nd_large_shrink(void *p, _nd_pagedesc_t *d, size_t size)
+{
+	size_t np = (size + ND_PAGE_SIZE - 1) >> ND_PAGE_SHIFT;
+	if (np == 0 || _nd_page_shrink(p, np) != 0)
+		return false;
+	d->user = size;
+	return true;
+}

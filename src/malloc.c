@@ -264,7 +264,13 @@ void *nd_realloc(void *p, size_t size)
 			_nd_large_resize(p, d, size);
 			return p;
 		}
+		/* a big shrink that stays large gives the tail back in place */
+		if (d->use == ND_USE_LARGE && size > ND_SLAB_MAX && _nd_large_shrink(p, d, size))
+			return p;
 	}
+	/* a large block that grows takes the free pages after it if it can */
+	if (d && d->use == ND_USE_LARGE && size > have && _nd_large_grow(p, d, size))
+		return p;
 	void *q = nd_malloc(size);
 	if (!q)
 		return NULL; /* p untouched, errno ENOMEM */

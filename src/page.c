@@ -914,6 +914,122 @@ int _nd_page_free(void *p)
 	return 0;
 }
 
+/* ---- resizing a run in place (realloc) --------------------------------- */
+
+/* Slot of a node-slot run head at p (NULL for the mixed slot or outside),
+ * its page index in *idx. */
+static arena_t *node_run_slot(void *p, uint32_t *idx)
+{
+	uintptr_t off = (uintptr_t)p - g.base;
+	if (!__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE) || off >= g.total || (off & (ND_PAGE_SIZE - 1)))
+		return NULL;
+	int s = (int)(off >> g.slot_shift);
+	if (s >= g.node_limit || !g.arenas[s].usable)
+		return NULL; /* spread runs keep their layout */
+	*idx = (uint32_t)((off & g.slot_mask) >> ND_PAGE_SHIFT);
+	return &g.arenas[s];
+}
+
+/*
+ * Grow a run into the free blocks right after it. The pages [end, i+new)
+ * must all lie in free blocks (runs and free blocks tile the slot, so the
+ * page at end is a head: walk head to head). Each block they touch is
+ * taken whole and its part past the new end given back as aligned blocks
+ * (give_tail, as for a non-power-of-two run). The run then keeps the
+ * invariants of a fresh run of its new size: small runs carry DIRTY on
+ * every page, big ones on none; all its pages count as committed.
+ */
+int _nd_page_grow(void *run, size_t new_npages)
+{
+	uint32_t i;
+	arena_t *a = node_run_slot(run, &i);
+	if (!a)
+		return -1;
+	uint64_t end_slot = 1ull << g.order_max;
+	if (new_npages > end_slot - i)
+		return -1;
+	/* Unlocked peek: only the owner changes npages of its run. */
+	uint64_t n = a->desc[i].npages;
+	if (a->desc[i].state != ND_PG_RUN || new_npages <= n)
+		return -1;
+	uint64_t add = new_npages - n, e = i + new_npages;
+	bool maybe_fresh = __atomic_load_n(&a->dirty_free, __ATOMIC_RELAXED) < add;
+	if (!cap_take(a, add, maybe_fresh ? add << ND_PAGE_SHIFT : 0))
+		return -1;
+	_nd_lock(&a->lock);
+	for (uint64_t j = i + n; j < e; j += 1ull << a->desc[j].order) {
+		if (a->desc[j].state != ND_PG_FREE) {
+			_nd_unlock(&a->lock);
+			cap_give(a, add);
+			return -1;
+		}
+	}
+	uint64_t rd = 0; /* committed (dirty) pages taken */
+	for (uint64_t j = i + n; j < e;) {
+		unsigned o = a->desc[j].order;
+		uint64_t bl = 1ull << o, d = a->desc[j].npages;
+		list_del(a, (uint32_t)j);
+		if (j + bl > e)
+			d -= give_tail(a, j, o, d, e - j);
+		rd += d;
+		j += bl;
+	}
+	a->desc[i].npages = new_npages;
+	_nd_unlock(&a->lock);
+	/* The new pages are ours (TAILs of our run): flags without the lock. */
+	if (new_npages < g.purge_pages) {
+		for (uint64_t j = i + n; j < e; j++)
+			a->desc[j].flags |= ND_PGF_DIRTY;
+	} else if (n < g.purge_pages) {
+		clear_dirty(a, i, new_npages); /* small run became big */
+	} else if (rd) {
+		clear_dirty(a, i + n, add);
+	}
+	committed_add(a, (int64_t)(add - rd));
+	stats_bytes(_nd_stats_in_use, a->node, (int64_t)add);
+	return 0;
+}
+
+/*
+ * Give the tail of a run back, as a free of those pages would: a small
+ * run's tail goes back dirty (committed), a big run's is purged first.
+ * What stays keeps the invariants of a fresh run of its size.
+ */
+int _nd_page_shrink(void *run, size_t new_npages)
+{
+	uint32_t i;
+	arena_t *a = node_run_slot(run, &i);
+	if (!a || new_npages == 0)
+		return -1;
+	uint64_t n = a->desc[i].npages;
+	if (a->desc[i].state != ND_PG_RUN || new_npages >= n)
+		return -1;
+	uint64_t cut = n - new_npages, s = i + new_npages;
+	/* The tail is ours until given back: no lock for its descriptors. */
+	_nd_lock(&a->lock);
+	a->desc[i].npages = new_npages;
+	_nd_unlock(&a->lock);
+	if (n >= g.purge_pages) {
+		purge_pages(page_addr(a, s), (size_t)cut << ND_PAGE_SHIFT, g.advice);
+		committed_add(a, -(int64_t)cut);
+		if (new_npages < g.purge_pages) /* big run became small */
+			for (uint64_t j = i; j < s; j++)
+				a->desc[j].flags |= ND_PGF_DIRTY;
+		_nd_lock(&a->lock);
+		give_range(a, s, cut, false, true);
+	} else {
+		_nd_lock(&a->lock);
+		give_range(a, s, cut, true, true);
+	}
+	uint64_t lim = __atomic_load_n(&a->used, __ATOMIC_RELAXED) / 8;
+	if (a->dirty_free > (lim > g.dirty_limit ? lim : g.dirty_limit))
+		purge_slot(a);
+	_nd_unlock(&a->lock);
+	cap_give(a, cut);
+	stats_bytes(_nd_stats_in_use, a->node, -(int64_t)cut);
+	return 0;
+}
+
 _nd_pagedesc_t *_nd_page_desc(const void *p)
 {
 	uintptr_t off = (uintptr_t)p - g.base;
