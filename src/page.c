@@ -861,6 +861,30 @@ void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t
 
 /* ---- free and lookups -------------------------------------------------- */
 
+/*
+ * Gives pages [i, i + n) of a node slot back to its free lists, as freeing
+ * them does: a big range (from a run of at least the purge threshold) is
+ * purged first, unlocked, and goes back clean; a small one goes back dirty.
+ * Then the dirty limit, capacity and statistics. The slot lock is held on
+ * entry iff !big; it is released on return.
+ */
+static void give_back(arena_t *a, uint64_t i, uint64_t n, bool big)
+{
+	if (big) {
+		purge_pages(page_addr(a, i), (size_t)n << ND_PAGE_SHIFT, g.advice);
+		committed_add(a, -(int64_t)n);
+		_nd_lock(&a->lock);
+	}
+	give_range(a, i, n, !big, true);
+	/* Dirty limit: 4 purge blocks, or 1/8 of what the node has in use. */
+	uint64_t lim = __atomic_load_n(&a->used, __ATOMIC_RELAXED) / 8;
+	if (a->dirty_free > (lim > g.dirty_limit ? lim : g.dirty_limit))
+		purge_slot(a);
+	_nd_unlock(&a->lock);
+	cap_give(a, n);
+	stats_bytes(_nd_stats_in_use, a->node, -(int64_t)n);
+}
+
 int _nd_page_free(void *p)
 {
 	uintptr_t off = (uintptr_t)p - g.base;
@@ -875,7 +899,6 @@ int _nd_page_free(void *p)
 		return -1;
 	}
 	uint64_t n = h->npages;
-	int node = h->node;
 	h->use = ND_USE_NONE;
 	h->user = 0;
 	if (a->mixed || n >= g.purge_pages) {
@@ -897,20 +920,8 @@ int _nd_page_free(void *p)
 			mixed_give_back(a, i, n);
 			return 0;
 		}
-		purge_pages(p, (size_t)n << ND_PAGE_SHIFT, g.advice);
-		committed_add(a, -(int64_t)n);
-		_nd_lock(&a->lock);
-		give_range(a, i, n, false, true);
-	} else {
-		give_range(a, i, n, true, true);
 	}
-	/* Dirty limit: 4 purge blocks, or 1/8 of what the node has in use. */
-	uint64_t lim = __atomic_load_n(&a->used, __ATOMIC_RELAXED) / 8;
-	if (a->dirty_free > (lim > g.dirty_limit ? lim : g.dirty_limit))
-		purge_slot(a);
-	_nd_unlock(&a->lock);
-	cap_give(a, n);
-	stats_bytes(_nd_stats_in_use, node, -(int64_t)n);
+	give_back(a, i, n, n >= g.purge_pages);
 	return 0;
 }
 
@@ -1006,27 +1017,15 @@ int _nd_page_shrink(void *run, size_t new_npages)
 		return -1;
 	uint64_t cut = n - new_npages, s = i + new_npages;
 	/* The tail is ours until given back: no lock for its descriptors. */
+	bool big = n >= g.purge_pages;
+	if (big && new_npages < g.purge_pages) /* big run became small: its pages count as committed */
+		for (uint64_t j = i; j < s; j++)
+			a->desc[j].flags |= ND_PGF_DIRTY;
 	_nd_lock(&a->lock);
 	a->desc[i].npages = new_npages;
-	_nd_unlock(&a->lock);
-	if (n >= g.purge_pages) {
-		purge_pages(page_addr(a, s), (size_t)cut << ND_PAGE_SHIFT, g.advice);
-		committed_add(a, -(int64_t)cut);
-		if (new_npages < g.purge_pages) /* big run became small */
-			for (uint64_t j = i; j < s; j++)
-				a->desc[j].flags |= ND_PGF_DIRTY;
-		_nd_lock(&a->lock);
-		give_range(a, s, cut, false, true);
-	} else {
-		_nd_lock(&a->lock);
-		give_range(a, s, cut, true, true);
-	}
-	uint64_t lim = __atomic_load_n(&a->used, __ATOMIC_RELAXED) / 8;
-	if (a->dirty_free > (lim > g.dirty_limit ? lim : g.dirty_limit))
-		purge_slot(a);
-	_nd_unlock(&a->lock);
-	cap_give(a, cut);
-	stats_bytes(_nd_stats_in_use, a->node, -(int64_t)cut);
+	if (big)
+		_nd_unlock(&a->lock);
+	give_back(a, s, cut, big);
 	return 0;
 }
 
