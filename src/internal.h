@@ -24,6 +24,21 @@
 #define ND_ALIGN_UP(x, a) (((x) + ((a) - 1)) & ~((__typeof__(x))(a) - 1))
 #define ND_TLS __thread __attribute__((tls_model("initial-exec")))
 
+/* Executable invariants, active in ND_DEBUG builds (cmake -DND_DEBUG=ON):
+ * ND_ASSERT(cond, "what must hold"). Release builds compile them out (the
+ * condition is still type-checked, never evaluated). */
+#ifdef ND_DEBUG
+#define ND_ASSERT(cond, what)                                                        \
+	do {                                                                          \
+		if (nd_unlikely(!(cond)))                                             \
+			_nd_assert_fail(__FILE__, __LINE__, #cond, what);              \
+	} while (0)
+#else
+#define ND_ASSERT(cond, what) ((void)sizeof(!(cond)))
+#endif
+void _nd_assert_fail(const char *file, int line, const char *cond, const char *what)
+	__attribute__((noreturn, cold));
+
 /* ======================================================================
  * src/os.c: the only file that makes system calls. Each wrapper returns
  * 0 (or a value >= 0) on success and a negative errno on failure; none
@@ -113,6 +128,11 @@ int _nd_msg_vformat(char *buf, size_t len, const char *fmt, va_list ap);
 /* Writes text to fd as it is (for printers). */
 void _nd_msg_out(int fd, const char *text);
 
+
+/* ======================================================================
+ * src/lock.c: the library's lock and the registry of every lock.
+ * ====================================================================== */
+
 /* A small spin-then-futex lock (no allocation, fork-resettable). */
 typedef struct _nd_lock {
 	volatile uint32_t v; /* 0 free, 1 locked, 2 locked with waiters */
@@ -121,6 +141,65 @@ typedef struct _nd_lock {
 void _nd_lock(_nd_lock_t *l);
 void _nd_unlock(_nd_lock_t *l);
 bool _nd_trylock(_nd_lock_t *l);
+
+/* Lock order: a thread holding a lock takes only locks of a higher rank
+ * (arrays: ascending index). Fork takes them all in this order. Every
+ * lock of the library is declared with ND_LOCK_DEFINE / ND_LOCK_ARRAY /
+ * ND_LOCK_DYN_ARRAY below (tests/check_locks.sh refuses any other). */
+typedef enum _nd_lock_rank {
+	ND_RANK_TABLE_FMT = 10,   /* table.c: nd_table_format's per-node buffer */
+	ND_RANK_STATS_SNAP = 20,  /* stats.c: the printers' snapshot */
+	ND_RANK_PERCPU = 30,      /* percpu.c: setup, alloc, free (takes page, topology) */
+	ND_RANK_INIT = 40,        /* malloc.c: the init sequence (takes everything below) */
+	ND_RANK_POLICY_POOL = 50, /* policy.c: interned policies */
+	ND_RANK_POLICY_PROC = 51, /* policy.c: process default */
+	ND_RANK_SLAB_THREADS = 60,/* slab.c: thread record pool */
+	ND_RANK_SLAB_NODE = 61,   /* slab.c: per-node pools and metadata (then page) */
+	ND_RANK_PAGE_SETUP = 70,  /* page.c: reservation setup (takes topology freeze) */
+	ND_RANK_PAGE_ARENA = 71,  /* page.c: one per slot: buddy lists, descriptors */
+	ND_RANK_TOPO_SWAP = 80,   /* topology.c: replacing the live topology, freeze */
+} _nd_lock_rank_t;
+
+/* One registry entry: a static lock, a static array of structs holding a
+ * lock, or an array whose address is stored in *dyn (set at run time). */
+typedef struct _nd_lock_class {
+	const char *name;
+	int rank;
+	_nd_lock_t *lock;     /* static: the lock, or the first element's */
+	void *const *dyn;     /* dynamic: where the array's address is (else NULL) */
+	size_t dyn_off;       /* dynamic: offset of the lock in an element */
+	const int *count;     /* elements in use now (NULL: fixed) */
+	int fixed;            /* elements when count is NULL */
+	size_t stride;        /* bytes between elements */
+} _nd_lock_class_t;
+
+#define ND_LOCK_CLASS_(id, ...)                                                        \
+	static const _nd_lock_class_t id __attribute__((used, section("nd_lock_classes"), \
+							 aligned(8))) = { __VA_ARGS__ }
+/* static _nd_lock_t var, registered. */
+#define ND_LOCK_DEFINE(var, rank_)                                                  \
+	static _nd_lock_t var = ND_LOCK_INIT;                                       \
+	ND_LOCK_CLASS_(var##_lock_class, .name = #var, .rank = (rank_), .lock = &var, .fixed = 1)
+/* arr[i].field for i < *count_ptr (or n when count_ptr is NULL). */
+#define ND_LOCK_ARRAY(id, arr, field, n, count_ptr, rank_)                          \
+	ND_LOCK_CLASS_(id, .name = #arr "[]." #field, .rank = (rank_), .lock = &(arr)[0].field, \
+		       .count = (count_ptr), .fixed = (n), .stride = sizeof((arr)[0]))
+/* One lock inside a static object (a field of a struct variable). */
+#define ND_LOCK_FIELD(id, lvalue, rank_) \
+	ND_LOCK_CLASS_(id, .name = #lvalue, .rank = (rank_), .lock = &(lvalue), .fixed = 1)
+/* (*base_ptr)[i] of type T, lock at field, for i < *count_ptr. */
+#define ND_LOCK_DYN_ARRAY(id, base_ptr, T, field, count_ptr, rank_)                  \
+	ND_LOCK_CLASS_(id, .name = #base_ptr "[]." #field, .rank = (rank_),           \
+		       .dyn = (void *const *)(base_ptr), .dyn_off = offsetof(T, field), \
+		       .count = (count_ptr), .stride = sizeof(T))
+
+/* The registered classes sorted by rank (tests, lock-order listing). */
+int _nd_lock_classes(const _nd_lock_class_t **out, int max);
+/* malloc.c's pthread_atfork handlers: take every registered lock in rank
+ * order / release them / reset them in the child. */
+void _nd_lock_fork_prepare(void);
+void _nd_lock_fork_parent(void);
+void _nd_lock_fork_child(void);
 
 /* ======================================================================
  * src/options.c: one table drives every option. Read once from the
@@ -339,11 +418,6 @@ void _nd_policy_reset_cursor(void);
 uint64_t _nd_policy_spread_start(const nd_policy_t *pol, uint64_t full_granules, bool partial);
 /* Tests: spread cursor back to 0 (next spread run starts at the first node). */
 void _nd_policy_reset_spread_cursor(void);
-/* Fork: take/release/reset the locks of nd_set_policy and
- * nd_set_default_policy (policy.c takes no lock on any allocation path). */
-void _nd_policy_fork_prepare(void);
-void _nd_policy_fork_parent(void);
-void _nd_policy_fork_child(void);
 
 /* ======================================================================
  * src/page.c: node arenas. One virtual slot per node (bound to the node
@@ -439,12 +513,6 @@ typedef struct _nd_page_info {
 int _nd_page_info(int node, _nd_page_info_t *out);
 /* Walk a slot and check every descriptor invariant; 0 or -1 with err. */
 int _nd_page_check(int node, char *err, size_t errlen);
-/* Fork: take/release every arena lock. Called only by malloc.c's
- * pthread_atfork handlers (the locks are not recursive: code that calls
- * prepare itself and then fork() deadlocks). */
-void _nd_page_fork_prepare(void);
-void _nd_page_fork_parent(void);
-void _nd_page_fork_child(void);
 
 /* ======================================================================
  * src/slab.c: size classes, per-thread caches keyed by memory node,
@@ -487,9 +555,6 @@ const char *_nd_slab_invalid(const void *p, const _nd_pagedesc_t *d);
 void _nd_slab_thread_exit(void);
 /* Times this thread's malloc left the fast path (tests). */
 uint64_t _nd_slab_slow_count(void);
-void _nd_slab_fork_prepare(void);
-void _nd_slab_fork_parent(void);
-void _nd_slab_fork_child(void);
 
 /* ---- the malloc/free fast paths (inlined into malloc.c; docs/malloc.md).
  * slab.c owns every field; malloc.c only pops and pushes as below. */
@@ -634,10 +699,6 @@ int _nd_percpu_area_node(int cpu);
  * possible CPU's area (the same for all); 0 before the first allocation. */
 size_t _nd_percpu_area_size(void);
 size_t _nd_percpu_committed(void);
-/* Fork: take/release the allocation lock (before any other lock in prepare). */
-void _nd_percpu_fork_prepare(void);
-void _nd_percpu_fork_parent(void);
-void _nd_percpu_fork_child(void);
 
 /* ======================================================================
  * src/malloc.c: init order, the public allocation API and the override.

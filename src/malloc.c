@@ -19,40 +19,18 @@
 #include "internal.h"
 
 volatile int _nd_initialized;
-/* Protects the init sequence. Lock order: init_lock -> slab -> page. */
-static _nd_lock_t init_lock = ND_LOCK_INIT;
+/* Protects the init sequence (rank: internal.h, "Lock order"). */
+ND_LOCK_DEFINE(init_lock, ND_RANK_INIT);
 static ND_TLS int tls_in_init;
 
 /* ---- init ---------------------------------------------------------------- */
 
-/* Lock order at fork: per-CPU allocation lock -> init lock -> policy
- * locks -> slab -> page (the init holds init_lock when it sets the
- * process policy). */
-static void fork_prepare(void)
-{
-	_nd_percpu_fork_prepare();
-	_nd_lock(&init_lock);
-	_nd_policy_fork_prepare();
-	_nd_slab_fork_prepare();
-	_nd_page_fork_prepare();
-}
-
-static void fork_parent(void)
-{
-	_nd_page_fork_parent();
-	_nd_slab_fork_parent();
-	_nd_policy_fork_parent();
-	_nd_unlock(&init_lock);
-	_nd_percpu_fork_parent();
-}
-
+/* Fork: every registered lock (internal.h, "Lock order") is held across
+ * fork(), so the child never sees a half-made change; the child has one
+ * thread and resets them. */
 static void fork_child(void)
 {
-	_nd_page_fork_child();
-	_nd_slab_fork_child();
-	init_lock.v = 0;
-	_nd_percpu_fork_child();
-	_nd_policy_fork_child();
+	_nd_lock_fork_child();
 	_nd_stats_fork_child(); /* the child does not count into the parent's export */
 }
 
@@ -71,7 +49,7 @@ bool _nd_init(void)
 	bool ok = _nd_topo_init() == 0 && _nd_stats_init() == 0 && _nd_policy_init() == 0 &&
 		  _nd_page_init() == 0 && _nd_slab_init() == 0;
 	if (ok)
-		pthread_atfork(fork_prepare, fork_parent, fork_child);
+		pthread_atfork(_nd_lock_fork_prepare, _nd_lock_fork_parent, fork_child);
 	else
 		_nd_msg_error("initialization failed: allocations will fail with ENOMEM");
 	__atomic_store_n(&_nd_initialized, ok ? 1 : -1, __ATOMIC_RELEASE);

@@ -1,5 +1,5 @@
 /*
- * The one message path, and the library's lock.
+ * The one message path.
  *
  * Messages are formatted into a stack buffer with vsnprintf (which does not
  * allocate for the conversions we use: no %ls, no huge widths) and written
@@ -79,28 +79,8 @@ void _nd_msg_fatal(const char *fmt, ...)
 	_nd_os_abort();
 }
 
-/* ---- lock: spin briefly, then sleep on a futex (Drepper's mutex 2) ------ */
-
-bool _nd_trylock(_nd_lock_t *l)
+/* ND_ASSERT's failure (internal.h): the invariant that broke, by name. */
+void _nd_assert_fail(const char *file, int line, const char *cond, const char *what)
 {
-	uint32_t z = 0;
-	return __atomic_compare_exchange_n(&l->v, &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-}
-
-void _nd_lock(_nd_lock_t *l)
-{
-	for (int i = 0; i < 100; i++) {
-		if (_nd_trylock(l))
-			return;
-		__builtin_ia32_pause();
-	}
-	/* 2 = locked, maybe with waiters: the unlocker must wake. */
-	while (__atomic_exchange_n(&l->v, 2, __ATOMIC_ACQUIRE) != 0)
-		_nd_os_futex_wait(&l->v, 2);
-}
-
-void _nd_unlock(_nd_lock_t *l)
-{
-	if (__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2)
-		_nd_os_futex_wake(&l->v, 1);
+	_nd_msg_fatal("assertion failed at %s:%d: %s (%s)", file, line, what, cond);
 }

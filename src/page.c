@@ -89,6 +89,8 @@ static struct {
 	unsigned purge_order; /* free blocks of this order or more are clean */
 	uint64_t dirty_limit; /* dirty free pages a slot keeps before a purge pass */
 } g = { .lock = ND_LOCK_INIT };
+ND_LOCK_FIELD(g_lock_class, g.lock, ND_RANK_PAGE_SETUP);
+ND_LOCK_DYN_ARRAY(arena_lock_class, &g.arenas, arena_t, lock, &g.nslots, ND_RANK_PAGE_ARENA);
 
 static int warned_mbind, warned_spread_mbind, warned_purge, warned_fresh;
 
@@ -1238,26 +1240,3 @@ int _nd_page_check(int node, char *err, size_t errlen)
 	return rc;
 }
 
-/* ---- fork -------------------------------------------------------------- */
-
-void _nd_page_fork_prepare(void)
-{
-	_nd_lock(&g.lock);
-	for (int s = 0; s < g.nslots; s++)
-		_nd_lock(&g.arenas[s].lock);
-}
-
-void _nd_page_fork_parent(void)
-{
-	for (int s = g.nslots - 1; s >= 0; s--)
-		_nd_unlock(&g.arenas[s].lock);
-	_nd_unlock(&g.lock);
-}
-
-void _nd_page_fork_child(void)
-{
-	/* Only this thread survives: the locks are simply free again. */
-	for (int s = 0; s < g.nslots; s++)
-		g.arenas[s].lock = (_nd_lock_t)ND_LOCK_INIT;
-	g.lock = (_nd_lock_t)ND_LOCK_INIT;
-}

@@ -67,7 +67,7 @@ static struct {
 } pc __attribute__((aligned(ND_CACHE_LINE)));
 
 static volatile int ready;       /* 0 not set up, 1 ready, -1 failed */
-static _nd_lock_t pc_lock = ND_LOCK_INIT; /* setup, alloc, free */
+ND_LOCK_DEFINE(pc_lock, ND_RANK_PERCPU); /* setup, alloc, free */
 
 /* Under pc_lock. */
 static uint64_t *used_bm, *start_bm; /* [units / 64] each */
@@ -598,24 +598,6 @@ int nd_percpu_uses_rseq(void)
 	return setup() && pc.use_rseq;
 }
 
-/* ---- fork: the child must not inherit pc_lock held by a thread that does
- * not exist there. pc_lock comes before every other lock (see the head of
- * this file), so prepare takes it first in malloc.c's fork handlers. */
-
-void _nd_percpu_fork_prepare(void)
-{
-	_nd_lock(&pc_lock);
-}
-
-void _nd_percpu_fork_parent(void)
-{
-	_nd_unlock(&pc_lock);
-}
-
-void _nd_percpu_fork_child(void)
-{
-	pc_lock.v = 0;
-}
 
 /* ---- test seams --------------------------------------------------------- */
 

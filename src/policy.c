@@ -553,7 +553,7 @@ static int normalize(const nd_policy_t *p, nd_policy_t *out, char *err, size_t e
 
 /* Protects pool_chunk[] and pool_n. Readers of an interned policy take no
  * lock: entries are written before being published and never change. */
-static _nd_lock_t pool_lock = ND_LOCK_INIT;
+ND_LOCK_DEFINE(pool_lock, ND_RANK_POLICY_POOL);
 static nd_policy_t *pool_chunk[POOL_CHUNKS];
 static unsigned pool_n;
 
@@ -681,7 +681,7 @@ int nd_get_policy(nd_policy_t *out)
 }
 
 /* Lock: serializes writers of proc_pol so that gen moves once per change. */
-static _nd_lock_t proc_lock = ND_LOCK_INIT;
+ND_LOCK_DEFINE(proc_lock, ND_RANK_POLICY_PROC);
 
 static void set_proc(const nd_policy_t *r)
 {
@@ -691,26 +691,6 @@ static void set_proc(const nd_policy_t *r)
 	_nd_unlock(&proc_lock);
 }
 
-/* Fork: held across fork() so the child never sees a half-made change.
- * They are never nested elsewhere; here, pool_lock -> proc_lock. */
-void _nd_policy_fork_prepare(void)
-{
-	_nd_lock(&pool_lock);
-	_nd_lock(&proc_lock);
-}
-
-void _nd_policy_fork_parent(void)
-{
-	_nd_unlock(&proc_lock);
-	_nd_unlock(&pool_lock);
-}
-
-void _nd_policy_fork_child(void)
-{
-	/* the forking thread held them and is the only one left */
-	pool_lock = (_nd_lock_t)ND_LOCK_INIT;
-	proc_lock = (_nd_lock_t)ND_LOCK_INIT;
-}
 
 int nd_set_default_policy(const nd_policy_t *p)
 {

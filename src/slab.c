@@ -136,7 +136,8 @@ typedef struct node_state {
 
 static node_state_t nodes[ND_MAX_NODES];
 static int nodes_used; /* highest node index used + 1 (atomic), for fork */
-static _nd_lock_t thr_lock = ND_LOCK_INIT; /* protects thr_pool */
+ND_LOCK_ARRAY(node_lock_class, nodes, lock, 0, &nodes_used, ND_RANK_SLAB_NODE);
+ND_LOCK_DEFINE(thr_lock, ND_RANK_SLAB_THREADS); /* protects thr_pool */
 static thr_t *thr_pool;
 
 static slab_t empty_slab; /* free == NULL: the fast path falls through */
@@ -1230,32 +1231,3 @@ int _nd_slab_init(void)
 	return 0;
 }
 
-static int fork_nodes;
-
-void _nd_slab_fork_prepare(void)
-{
-	_nd_lock(&thr_lock);
-	fork_nodes = __atomic_load_n(&nodes_used, __ATOMIC_ACQUIRE);
-	for (int n = 0; n < fork_nodes; n++)
-		_nd_lock(&nodes[n].lock);
-}
-
-void _nd_slab_fork_parent(void)
-{
-	for (int n = fork_nodes - 1; n >= 0; n--)
-		_nd_unlock(&nodes[n].lock);
-	_nd_unlock(&thr_lock);
-}
-
-/* The child has one thread. The heaps of the others stay as they are,
- * owned by threads that do not exist here: their lists may have been in the
- * middle of an update at the fork, so they are never adopted (their memory
- * is lost to the child; a remote free into them is harmless). Locks are
- * reset up to the nodes known now (a node noted during the fork too). */
-void _nd_slab_fork_child(void)
-{
-	int n = __atomic_load_n(&nodes_used, __ATOMIC_ACQUIRE);
-	for (int i = 0; i < n; i++)
-		nodes[i].lock.v = 0;
-	thr_lock.v = 0;
-}

@@ -381,7 +381,7 @@ static void print_json(int fd, const nd_stats_t *st, const uint8_t *online)
 /* The public printers snapshot the live counters into one static buffer
  * (the struct is 72 KiB: too big for a thread's stack); printing is rare. */
 static nd_stats_t snap;
-static _nd_lock_t snap_lock = ND_LOCK_INIT;
+ND_LOCK_DEFINE(snap_lock, ND_RANK_STATS_SNAP);
 
 static void print_live(int fd, bool json)
 {

@@ -429,6 +429,11 @@ static int format_nodes(char *buf, size_t len, const uint64_t *bytes, int n)
 	return w;
 }
 
+/* nd_table_format's bytes per node: static because ND_MAX_NODES * 8 is too
+ * big for the stacks we may run on; serialised by fmt_lock. */
+ND_LOCK_DEFINE(fmt_lock, ND_RANK_TABLE_FMT);
+static uint64_t per_node[ND_MAX_NODES];
+
 int nd_table_format(const nd_table_t *t, char *buf, size_t len)
 {
 	if (!t || !buf || len == 0) {
@@ -437,11 +442,7 @@ int nd_table_format(const nd_table_t *t, char *buf, size_t len)
 	}
 	if (!t->base)
 		return _nd_msg_format(buf, len, "%s hash table: not allocated", t->name);
-	/* Bytes per node: static because ND_MAX_NODES * 8 is too big for
-	 * the stacks we may run on; serialised by its own lock. */
-	static _nd_lock_t lock = ND_LOCK_INIT; /* protects per_node */
-	static uint64_t per_node[ND_MAX_NODES];
-	_nd_lock(&lock);
+	_nd_lock(&fmt_lock);
 	int n = nd_table_node_bytes(t, per_node, ND_MAX_NODES);
 	uint64_t lo = UINT64_MAX, hi = 0;
 	int used = 0, only = -1;
@@ -456,7 +457,7 @@ int nd_table_format(const nd_table_t *t, char *buf, size_t len)
 	char nodes[256];
 	if (format_nodes(nodes, sizeof nodes, per_node, n < 0 ? 0 : n) < 0)
 		nodes[0] = '\0';
-	_nd_unlock(&lock);
+	_nd_unlock(&fmt_lock);
 
 	/* Order as the kernel prints it: ilog2(bytes) - PAGE_SHIFT (0 for
 	 * tables below a page). */

@@ -38,7 +38,7 @@ typedef struct topo_impl {
 
 static topo_impl_t *live;       /* published by release store */
 static int frozen;
-static _nd_lock_t swap_lock = ND_LOCK_INIT; /* serializes replacing `live` */
+ND_LOCK_DEFINE(swap_lock, ND_RANK_TOPO_SWAP); /* serializes replacing `live` */
 
 /* Fast-path copies of the live topology's CPU facts (set before `live`). */
 static int fast_dense_limit = 1;

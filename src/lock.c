@@ -1,0 +1,117 @@
+/*
+ * The library's lock, and the registry of every lock.
+ *
+ * Lock: spin briefly, then sleep on a futex (Drepper's "mutex 2"); no
+ * allocation, resettable by a store (fork child).
+ *
+ * Registry: every lock of the library is declared with ND_LOCK_DEFINE or
+ * ND_LOCK_ARRAY (internal.h), which puts a descriptor in the linker
+ * section nd_lock_classes. The fork handlers are built from that section
+ * alone: prepare takes every lock in rank order (internal.h, "Lock
+ * order"), the parent releases them in reverse, the child (one thread)
+ * resets them all. A lock declared any other way is refused by
+ * tests/check_locks.sh, so a new lock cannot be forgotten at fork.
+ */
+#include "internal.h"
+
+bool _nd_trylock(_nd_lock_t *l)
+{
+	uint32_t z = 0;
+	return __atomic_compare_exchange_n(&l->v, &z, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+void _nd_lock(_nd_lock_t *l)
+{
+	for (int i = 0; i < 100; i++) {
+		if (_nd_trylock(l))
+			return;
+		__builtin_ia32_pause();
+	}
+	/* 2 = locked, maybe with waiters: the unlocker must wake. */
+	while (__atomic_exchange_n(&l->v, 2, __ATOMIC_ACQUIRE) != 0)
+		_nd_os_futex_wait(&l->v, 2);
+}
+
+void _nd_unlock(_nd_lock_t *l)
+{
+	if (__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2)
+		_nd_os_futex_wake(&l->v, 1);
+}
+
+/* ---- registry ------------------------------------------------------------ */
+
+extern const _nd_lock_class_t __start_nd_lock_classes[] __attribute__((visibility("hidden")));
+extern const _nd_lock_class_t __stop_nd_lock_classes[] __attribute__((visibility("hidden")));
+
+#define MAX_CLASSES 64
+
+/* Set by prepare, read by parent: the classes in rank order and how many
+ * locks of each were taken (an array may grow during the fork). Only the
+ * forking thread touches them between prepare and parent (a second fork
+ * waits in prepare on the first lock). */
+static const _nd_lock_class_t *order[MAX_CLASSES];
+static int taken[MAX_CLASSES];
+static int norder;
+
+static inline _nd_lock_t *lock_at(const _nd_lock_class_t *c, int i)
+{
+	char *base = c->dyn ? (char *)__atomic_load_n(c->dyn, __ATOMIC_ACQUIRE) : (char *)c->lock;
+	return base ? (_nd_lock_t *)(base + c->dyn_off + (size_t)i * c->stride) : NULL;
+}
+
+static inline int count_of(const _nd_lock_class_t *c)
+{
+	if (c->dyn && !__atomic_load_n(c->dyn, __ATOMIC_ACQUIRE))
+		return 0;
+	return c->count ? __atomic_load_n(c->count, __ATOMIC_ACQUIRE) : c->fixed;
+}
+
+int _nd_lock_classes(const _nd_lock_class_t **out, int max)
+{
+	int n = 0;
+	for (const _nd_lock_class_t *c = __start_nd_lock_classes; c < __stop_nd_lock_classes; c++) {
+		if (n == max)
+			_nd_msg_fatal("lock registry: more than %d lock classes", max);
+		/* insertion by rank: a handful of classes */
+		int i = n++;
+		while (i > 0 && out[i - 1]->rank > c->rank) {
+			out[i] = out[i - 1];
+			i--;
+		}
+		out[i] = c;
+	}
+	return n;
+}
+
+void _nd_lock_fork_prepare(void)
+{
+	const _nd_lock_class_t *ord[MAX_CLASSES];
+	int n = _nd_lock_classes(ord, MAX_CLASSES);
+	int cnt[MAX_CLASSES];
+	for (int k = 0; k < n; k++) {
+		cnt[k] = count_of(ord[k]);
+		for (int i = 0; i < cnt[k]; i++)
+			_nd_lock(lock_at(ord[k], i));
+	}
+	/* every lock is ours now: publish what the parent must release */
+	for (int k = 0; k < n; k++) {
+		order[k] = ord[k];
+		taken[k] = cnt[k];
+	}
+	norder = n;
+}
+
+void _nd_lock_fork_parent(void)
+{
+	for (int k = norder - 1; k >= 0; k--)
+		for (int i = taken[k] - 1; i >= 0; i--)
+			_nd_unlock(lock_at(order[k], i));
+}
+
+void _nd_lock_fork_child(void)
+{
+	/* one thread left, the one that held every lock */
+	for (int k = norder - 1; k >= 0; k--)
+		for (int i = count_of(order[k]) - 1; i >= 0; i--)
+			lock_at(order[k], i)->v = 0;
+}
