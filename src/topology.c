@@ -871,8 +871,10 @@ static int sys_list(sysfs_read_t *sr, long max, list_fn fn, void *arg)
 	const char *why = "";
 	int r = walk_list(s, max, fn, arg, &why);
 	if (r < 0) {
+		/* The file's bytes are never echoed: the tree may be anyone's
+		 * (a link to a secret file); the offset locates the fault. */
 		char msg[96];
-		_nd_msg_format(msg, sizeof msg, "bad list '%.40s': %s at offset %d", s, why, -1 - r);
+		_nd_msg_format(msg, sizeof msg, "bad list: %s at offset %d", why, (int)(s - sr->buf) + -1 - r);
 		return sys_fail(sr, msg, 0);
 	}
 	s += r;
@@ -880,7 +882,7 @@ static int sys_list(sysfs_read_t *sr, long max, list_fn fn, void *arg)
 		s++;
 	if (*s) {
 		char msg[96];
-		_nd_msg_format(msg, sizeof msg, "bad list: unexpected '%.20s'", s);
+		_nd_msg_format(msg, sizeof msg, "bad list: unexpected text at offset %d", (int)(s - sr->buf));
 		return sys_fail(sr, msg, 0);
 	}
 	return 0;
@@ -1031,7 +1033,7 @@ const _nd_topo_t *_nd_topo_build_sysfs(const char *root, char *err, size_t errle
 		sys_fail(sr, "no online node", 0);
 		goto fail;
 	}
-	struct max_arg mc = { -1 };
+	struct max_arg mc = { -1 }, node_cpus = { -1 };
 	if (sys_read(sr, "cpu/possible") >= 0 && sys_list(sr, MAX_CPUS - 1, max_cb, &mc))
 		goto fail;
 	for (int n = 0; n <= max_node; n++) {
@@ -1044,13 +1046,18 @@ const _nd_topo_t *_nd_topo_build_sysfs(const char *root, char *err, size_t errle
 			sys_fail(sr, "cannot read", r);
 			goto fail;
 		}
-		if (sys_list(sr, MAX_CPUS - 1, max_cb, &mc))
+		if (sys_list(sr, MAX_CPUS - 1, max_cb, &node_cpus))
 			goto fail;
 	}
-	if (mc.max < 0) {
-		set_err(err, errlen, "topology: %s: no node has CPUs", root);
+	/* Every CPU we run on must fold onto a CPU of some node (cpu_slower
+	 * divides by their count): CPUs in cpu/possible alone are not enough. */
+	if (node_cpus.max < 0) {
+		set_err(err, errlen, "topology: %s: no node has CPUs (no node's cpulist names one%s)", root,
+			mc.max >= 0 ? ", though cpu/possible does" : "");
 		goto fail;
 	}
+	if (node_cpus.max > mc.max)
+		mc.max = node_cpus.max;
 
 	/* Pass 2: fill a fresh topology. */
 	t = topo_alloc(max_node + 1, (int)mc.max + 1, err, errlen);
