@@ -37,7 +37,7 @@ install(TARGETS nodalloc nodalloc_static EXPORT nodallocTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ${_nd_includes})
-install(FILES ${CMAKE_SOURCE_DIR}/include/nodalloc.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${CMAKE_SOURCE_DIR}/include/nodalloc.h ${CMAKE_SOURCE_DIR}/include/nodalloc.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT nodallocTargets NAMESPACE nodalloc:: DESTINATION ${ND_CMAKE_DIR})
 
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/nodallocConfig.cmake.in
