@@ -3,13 +3,16 @@
 # linked against the shared libnodalloc (so it also runs on nodalloc's
 # malloc) and put in ${CMAKE_BINARY_DIR}/vm-bin; run.sh boots each QEMU
 # topology with all of them. One ctest per topology, label "vm".
-file(GLOB ND_VM_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/vm/vm_*.c)
+file(GLOB ND_VM_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/vm/vm_*.c ${CMAKE_SOURCE_DIR}/tests/vm/vm_*.cpp)
 set(ND_VM_TARGETS "")
 foreach(src ${ND_VM_SOURCES})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests/vm ${CMAKE_SOURCE_DIR}/tests)
   target_compile_options(${name} PRIVATE ${ND_WARN})
+  if(src MATCHES "\\.cpp$")
+    set_target_properties(${name} PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  endif()
   # --no-as-needed: the library must be loaded (and its malloc interpose
   # libc's) even while the test only has weak references to it
   target_link_options(${name} PRIVATE -Wl,--no-as-needed)
