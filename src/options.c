@@ -239,6 +239,8 @@ void _nd_opt_init(void)
 		if (name[len] != '=')
 			continue;
 		int i = find_row(name, len);
+		if (i < 0 && name_eq("library", name, len))
+			continue; /* nodactl's: the library it preloads */
 		if (i < 0) {
 			_nd_msg_warn("unknown option NODALLOC_%.*s (ignored)", (int)len, name);
 			continue;

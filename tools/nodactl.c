@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "nodactl.h"
@@ -70,16 +71,22 @@ static const sub_t subs[] = {
 	{ "hardware", cmd_hardware, "the same as --hardware" },
 };
 
-static void usage(FILE *f)
+void nodactl_usage(FILE *f)
 {
 	fprintf(f, "usage: nodactl [options] [command]\n");
 	fprintf(f, "       nodactl --hardware [--topology=SPEC | --sysfs=ROOT]\n");
 	fprintf(f, "       nodactl stat PID|FILE [--json] [--interval=S] [--count=N]\n");
 	fprintf(f, "       nodactl [--interleave=NODES | --membind=NODES | --preferred=NODE |\n"
 		   "                --preferred-many=NODES | --localalloc | --weights=N=W,...]\n"
-		   "               [--granularity=SIZE] [--cpunodebind=NODES] [--topology=SPEC]\n"
-		   "               [--tier-order] [--stats[=json]] [--check] [--export] [--] program [args]\n");
-	fprintf(f, "options:\n");
+		   "               [--granularity=SIZE] [--cpunodebind=NODES | --physcpubind=CPUS]\n"
+		   "               [--all] [--balancing] [--topology=SPEC] [--tier-order]\n"
+		   "               [--stats[=json]] [--check] [--export]\n"
+		   "               [--dry-run | --show] [--] program [args]\n"
+		   "       nodactl --version\n");
+	fprintf(f, "NODES: 0-3,5 | all | !1 | +0-1 (relative to the allowed nodes) | same (the list before)\n");
+	fprintf(f, "A policy option sets the kernel's policy of the program (all its memory) and\n"
+		   "nodalloc's for its heap; see nodactl(1) and docs/numactl.md.\n");
+	fprintf(f, "options of --hardware:\n");
 	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
 		char name[64];
 		snprintf(name, sizeof name, "--%s%s", opts[i].name, opts[i].has_arg ? "=VALUE" : "");
@@ -98,7 +105,7 @@ static int bad_args(const char *fmt, const char *what)
 	fprintf(stderr, "nodactl: ");
 	fprintf(stderr, fmt, what);
 	fprintf(stderr, "\n");
-	usage(stderr);
+	nodactl_usage(stderr);
 	return 1;
 }
 
@@ -118,11 +125,19 @@ static int parse_args(int argc, char **argv, nodactl_t *n, const sub_t **sub)
 		if (a[0] == '-' && a[1] == '-') {
 			const char *name = a + 2;
 			size_t len = strcspn(name, "=");
+			/* exact, else a unique prefix (as getopt_long) */
+			int prefixes = 0;
 			for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++)
 				if (strlen(opts[k].name) == len && strncmp(opts[k].name, name, len) == 0)
 					o = &opts[k];
+			for (size_t k = 0; !o && k < sizeof opts / sizeof opts[0]; k++)
+				if (strncmp(opts[k].name, name, len) == 0)
+					prefixes++;
+			for (size_t k = 0; !o && prefixes == 1 && k < sizeof opts / sizeof opts[0]; k++)
+				if (strncmp(opts[k].name, name, len) == 0)
+					o = &opts[k];
 			if (!o)
-				return bad_args("unrecognized option '%s'", a);
+				return bad_args(prefixes > 1 ? "option '%s' is ambiguous" : "unrecognized option '%s'", a);
 			if (name[len] == '=') {
 				if (!o->has_arg)
 					return bad_args("option '%s' takes no value", a);
@@ -287,12 +302,14 @@ static int cmd_hardware(nodactl_t *n)
 }
 
 /* Does argv ask for the inspector (--hardware, --help, a subcommand), rather
- * than the launcher? Only words before "--" count. */
+ * than the launcher? Only words before "--" count; --hardware may be
+ * abbreviated as getopt_long allows (--hard). */
 static bool wants_inspector(int argc, char **argv)
 {
 	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		const char *a = argv[i];
-		if (strncmp(a, "--hardware", 10) == 0 || strcmp(a, "-H") == 0 || strcmp(a, "--help") == 0 ||
+		size_t len = strcspn(a, "=");
+		if ((len >= 4 && strncmp(a, "--hardware", len) == 0) || strcmp(a, "-H") == 0 || strcmp(a, "--help") == 0 ||
 		    strcmp(a, "-h") == 0 || strncmp(a, "--sysfs", 7) == 0)
 			return true;
 		if (a[0] != '-')
@@ -301,10 +318,76 @@ static bool wants_inspector(int argc, char **argv)
 	return argc < 2;
 }
 
+/* The commands, for the mistyped-command check (the inspector's subs[]
+ * and the files of their own). */
+static const char *const commands[] = { "hardware", "stat" };
+
+/* Levenshtein distance of two short words (longer ones: a large number). */
+static int distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 30 || lb > 30)
+		return 99;
+	int d[32][32];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			d[i][j] = best;
+		}
+	return d[la][lb];
+}
+
+static bool in_path(const char *name)
+{
+	if (strchr(name, '/'))
+		return true;
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/local/bin:/bin:/usr/bin";
+	char buf[4096];
+	while (*path) {
+		size_t n = strcspn(path, ":");
+		snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, name);
+		if (access(buf, X_OK) == 0)
+			return true;
+		path += n + (path[n] == ':');
+	}
+	return false;
+}
+
+/* `nodactl stats 1234`: a first word one edit away from a command (two for
+ * long ones), that is no program in PATH, is a mistyped command, not a
+ * program to run. Returns the command meant, or NULL. */
+static const char *mistyped_command(int argc, char **argv)
+{
+	if (argc < 2 || argv[1][0] == '-')
+		return NULL;
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		int d = distance(argv[1], commands[i]);
+		if (d > 0 && d <= (strlen(commands[i]) >= 6 ? 2 : 1) && !in_path(argv[1]))
+			return commands[i];
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "stat") == 0)
 		return nodactl_stat(argc, argv);
+	const char *meant = mistyped_command(argc, argv);
+	if (meant) {
+		fprintf(stderr, "nodactl: unknown command '%s' (did you mean '%s'?); to run a program of that name: nodactl -- %s\n",
+			argv[1], meant, argv[1]);
+		return 1;
+	}
 	if (!wants_inspector(argc, argv))
 		return nodactl_launch(argc, argv);
 	nodactl_t n = { 0 };
@@ -312,7 +395,7 @@ int main(int argc, char **argv)
 	if (parse_args(argc, argv, &n, &sub))
 		return 1;
 	if (n.help) {
-		usage(stdout);
+		nodactl_usage(stdout);
 		return 0;
 	}
 	if (sub)
@@ -321,6 +404,6 @@ int main(int argc, char **argv)
 		return cmd_hardware(&n);
 	if (n.topology || n.sysfs)
 		return bad_args("%s needs a command (e.g. --hardware)", n.topology ? "--topology" : "--sysfs");
-	usage(stderr);
+	nodactl_usage(stderr);
 	return 1;
 }

@@ -61,7 +61,7 @@ int main(void)
 	CHECK_EQ(run(NODACTL " --membind=0 --weights=0=2 -- true"), 1);
 	CHECK(strstr(out, "--weights goes with --interleave") != NULL, "got: %s", out);
 	CHECK_EQ(run(NODACTL " --membind=0 --preferred=0 -- true"), 1);
-	CHECK(strstr(out, "--preferred conflicts") != NULL, "got: %s", out);
+	CHECK(strstr(out, "nodactl: Conflicting policies: --preferred after --membind") != NULL, "got: %s", out);
 	CHECK_EQ(run(NODACTL " --stats=xml -- true"), 1);
 	CHECK(strstr(out, "--stats takes text or json, got 'xml'") != NULL, "got: %s", out);
 	CHECK_EQ(run(NODACTL " --interleave=0"), 1);

@@ -2,7 +2,8 @@
 # Build the test bed's initramfs (gzip'd newc cpio):
 #   bash tests/vm/initramfs.sh OUT.cpio.gz EXPECTED_TOPOLOGY_FILE BINARY...
 # Holds busybox (static) with its applet links in /bin, /init, the test
-# binaries in /vmtest, and every shared library they need as ldd resolves it
+# binaries (vm_*) in /vmtest, any other binary given (nodactl, the programs
+# tests run) in /bin, and every shared library they need as ldd resolves it
 # (libnodalloc.so from the build directory, libc, the dynamic loader), each
 # at the same absolute path as on the host so RUNPATH and PT_INTERP work.
 set -euo pipefail
@@ -34,15 +35,20 @@ declare -A libdirs=()
 names=""
 for b in "$@"; do
 	n=$(basename "$b")
-	cp "$b" "$root/vmtest/$n"
-	names+="${n#vm_} "
+	case $n in
+	vm_*)
+		cp "$b" "$root/vmtest/$n"
+		names+="${n#vm_} "
+		;;
+	*) cp "$b" "$root/bin/$n" ;;
+	esac
 	# "name => /path (addr)" and "/lib64/ld-linux-x86-64.so.2 (addr)"
 	while read -r lib; do
 		[ -e "$root$lib" ] && continue
 		mkdir -p "$root$(dirname "$lib")"
 		cp -L "$lib" "$root$lib"
 		libdirs[$(dirname "$lib")]=1
-	done < <(ldd "$b" | awk '/=> \//{print $3; next} /^[ \t]*\//{print $1}')
+	done < <(ldd "$b" 2>/dev/null | awk '/=> \//{print $3; next} /^[ \t]*\//{print $1}')
 done
 echo "$names" >"$root/etc/vmtest/tests"
 (IFS=:; echo "${!libdirs[*]}") >"$root/etc/vmtest/libpath"

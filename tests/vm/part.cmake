@@ -21,6 +21,16 @@ foreach(src ${ND_VM_SOURCES})
   list(APPEND ND_VM_TARGETS ${name})
 endforeach()
 
+# The program vm_nodactl runs under nodactl, dynamic and static (not a test:
+# no vm_ prefix; run.sh puts it and nodactl in the initramfs's /bin).
+foreach(variant probe_nodactl probe_nodactl_static)
+  add_executable(${variant} ${CMAKE_SOURCE_DIR}/tests/vm/probe_nodactl.c)
+  target_compile_options(${variant} PRIVATE ${ND_WARN})
+  set_target_properties(${variant} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/vm-bin)
+endforeach()
+target_link_options(probe_nodactl_static PRIVATE -static)
+list(APPEND ND_VM_TARGETS probe_nodactl probe_nodactl_static nodactl)
+
 # Keep in step with VM_TOPOLOGIES in tests/vm/topologies.sh.
 set(ND_VM_TOPOLOGIES two memless tiered sixteen)
 foreach(topo ${ND_VM_TOPOLOGIES})
@@ -38,3 +48,4 @@ add_custom_target(vm-report
   COMMAND bash ${CMAKE_SOURCE_DIR}/tests/vm/report.sh ${CMAKE_BINARY_DIR}
   DEPENDS nodalloc ${ND_VM_TARGETS}
   USES_TERMINAL)
+

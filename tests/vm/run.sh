@@ -48,6 +48,13 @@ for t in "${tests[@]}"; do
 	bins+=("$build/vm-bin/vm_$t")
 done
 
+# Programs the tests run (not tests): nodactl and vm-bin's other binaries,
+# into the initramfs's /bin.
+for x in "$build/nodactl" "$build"/vm-bin/*; do
+	case ${x##*/} in vm_*) continue ;; esac
+	[ -x "$x" ] && [ -f "$x" ] && bins+=("$x")
+done
+
 dir=$cache/$topo
 exec 8>"$dir/.lock"
 flock 8 # one run per topology and build directory at a time (ctest, report)
