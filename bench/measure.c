@@ -10,7 +10,7 @@
  * cannot stall the whole benchmark run; it then reports status=137.
  * The program's own output passes through; after it exits one line goes
  * to stdout:
- *   MEASURE status=<exit code or 128+signal> wall_s=<s> maxrss_kb=<KiB> user_s=<s> sys_s=<s>
+ *   MEASURE status=<exit code or 128+signal> wall_s=<s> maxrss_kb=<KiB> user_s=<s> sys_s=<s> minflt=<n>
  * Exit status: the program's.
  */
 #include <errno.h>
@@ -123,7 +123,7 @@ int main(int argc, char **argv)
 	if (timed_out)
 		fprintf(stderr, "measure: '%s' killed after the %ld s limit\n", argv[i], limit);
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	printf("MEASURE status=%d wall_s=%.6f maxrss_kb=%ld user_s=%.3f sys_s=%.3f\n", code, wall,
-	       ru.ru_maxrss, tv(ru.ru_utime), tv(ru.ru_stime));
+	printf("MEASURE status=%d wall_s=%.6f maxrss_kb=%ld user_s=%.3f sys_s=%.3f minflt=%ld\n", code, wall,
+	       ru.ru_maxrss, tv(ru.ru_utime), tv(ru.ru_stime), ru.ru_minflt);
 	return code;
 }

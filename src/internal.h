@@ -155,6 +155,7 @@ typedef enum _nd_lock_rank {
 	ND_RANK_POLICY_PROC = 51, /* policy.c: process default */
 	ND_RANK_SLAB_THREADS = 60,/* slab.c: thread record pool */
 	ND_RANK_SLAB_NODE = 61,   /* slab.c: per-node pools and metadata (then page) */
+	ND_RANK_LARGE_CACHE = 65, /* large.c: one per node, its cached runs (takes nothing) */
 	ND_RANK_PAGE_SETUP = 70,  /* page.c: reservation setup (takes topology freeze) */
 	ND_RANK_PAGE_ARENA = 71,  /* page.c: one per slot: buddy lists, descriptors */
 	ND_RANK_TOPO_SWAP = 80,   /* topology.c: replacing the live topology, freeze */
@@ -223,6 +224,7 @@ typedef enum _nd_opt {
 	ND_OPT_STATS_EXPORT,   /* string: file path the live statistics are published to */
 	ND_OPT_PERCPU_AREA,    /* size: virtual span of each CPU's per-CPU area (power of two) */
 	ND_OPT_HUGE_SPREAD,    /* bool: MADV_HUGEPAGE on spread runs with granules >= 2 MiB */
+	ND_OPT_LARGE_DECAY_MS, /* int: ms a freed large run stays cached for reuse (0: off) */
 	ND_OPT__COUNT
 } _nd_opt_t;
 
@@ -645,17 +647,29 @@ void _nd_slab_free_other(void *p, _nd_slab_hot_t *s);
 void _nd_slab_free_emptied(_nd_slab_hot_t *s);
 
 /* ======================================================================
- * src/large.c: allocations above ND_SLAB_MAX, straight from page runs.
+ * src/large.c: allocations above ND_SLAB_MAX, straight from page runs,
+ * and the cache of freed large runs (docs/malloc.md "Large blocks"): a
+ * freed node-slot run of at least the purge threshold is kept, committed,
+ * in its node's cache for NODALLOC_LARGE_DECAY_MS and reused by an
+ * allocation that wants that node (never another: freed memory keeps its
+ * node); spread runs are never cached. Decay runs on large calls (no
+ * thread). A cached run counts as committed, not in use.
  * ====================================================================== */
 
 /* A page run of size bytes aligned to align (0 or <= ND_PAGE_SIZE = page),
  * under pol (NULL = the thread's policy), want_node >= 0 first. An
  * interleave or weighted policy spreads a run of more than one granule by
- * offset (_nd_page_alloc_spread, when align allows). NULL + ENOMEM. */
+ * offset (_nd_page_alloc_spread, when align allows). Tries each node the
+ * policy allows in order: its cache, a fresh run, and if the node is full,
+ * its cache flushed and a fresh run again. NULL + ENOMEM. */
 void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int want_node);
 /* d = _nd_page_desc(p) with d->use == ND_USE_LARGE; reports (fatal) a
- * pointer that is not the run's head. */
+ * pointer that is not the run's head. Caches the run or frees it. */
 void _nd_large_free(void *p, _nd_pagedesc_t *d);
+/* calloc of a large block just allocated: zero its first bytes; a run
+ * reused from the cache is cleared whole, a fresh one only where its pages
+ * may hold old data (_nd_page_zero). Any other pointer: _nd_page_zero. */
+void _nd_large_zero(void *p, size_t bytes);
 /* realloc of a large block in place: grow into the free pages after the
  * run when the policy in force would place new memory on the run's node,
  * or give the tail back. true on success (d->user = size). */
@@ -664,6 +678,12 @@ bool _nd_large_shrink(void *p, _nd_pagedesc_t *d, size_t size);
 /* Record a new requested size after an in-place realloc. */
 void _nd_large_resize(void *p, _nd_pagedesc_t *d, size_t size);
 size_t _nd_large_usable(const void *p, const _nd_pagedesc_t *d);
+/* Free every cached run of node (-1: all nodes) now; returns their bytes
+ * (tests, trim, memory pressure). */
+size_t _nd_large_flush(int node);
+/* Bytes cached for node now, and the cache's bound for it (tests, tools). */
+size_t _nd_large_cached(int node);
+size_t _nd_large_cache_limit(int node);
 
 /* ======================================================================
  * src/table.c: distributed large tables (public API nd_table_*). The pure

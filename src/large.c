@@ -1,12 +1,318 @@
 /*
  * Large allocations (above ND_SLAB_MAX): page runs straight from the page
  * level, under the policy in force. The run head's descriptor carries
- * use = ND_USE_LARGE and user = the requested size; the run length is the
- * page level's (d->npages).
+ * use = ND_USE_LARGE and user = the requested size (plus USER_REUSED, see
+ * below); the run length is the page level's (d->npages).
+ *
+ * The cache of freed runs (docs/malloc.md "Large blocks"). The page level
+ * purges a freed run of at least the purge threshold at once, so a program
+ * that frees and allocates multi-megabyte blocks over and over paid a
+ * purge and a page fault per 4 KiB every time. A freed node-slot run of at
+ * least the purge threshold is kept instead, committed and still a run at
+ * the page level, in its node's cache:
+ *  - placement: a cached run of node N serves only an allocation whose
+ *    policy walk reaches N (the cache is consulted node by node, in the
+ *    policy's order); freed memory never changes node. Spread runs (mixed
+ *    slot) are never cached: their layout belongs to the allocation.
+ *  - fit: the smallest cached run that is large enough and aligned, whole
+ *    (usable size = the run) unless it is more than 4 times the request:
+ *    then its tail is given back (_nd_page_shrink). Giving back any excess
+ *    purges it, and the next larger request faults it in again: on the
+ *    5-25 MiB churn (bench wl_large), trimming excess above 1/8 took 2.3x
+ *    the page faults of keeping it, for 10% less peak RSS. Otherwise the
+ *    largest smaller run is grown in place when the pages after it are
+ *    free (part warm, part fresh).
+ *  - decay: a run stays at most NODALLOC_LARGE_DECAY_MS after its free.
+ *    There is no thread: every large allocation and free checks the
+ *    earliest expiry (one atomic load; a clock read if anything is cached).
+ *  - bound per node: max(64 MiB, 1/4 of the node's large bytes in use),
+ *    at most 1/16 of the node's memory, and CACHE_RUNS runs; the oldest
+ *    go first.
+ *  - pressure: when a fresh run on a node fails (node full, by whatever
+ *    rule the page level applies), that node's cache is flushed and the
+ *    node tried again before the policy falls back.
+ *  - statistics: a cached run is committed but not in use (bytes_in_use
+ *    drops on caching, rises on reuse); a reuse counts numa_hit etc. as a
+ *    fresh run does.
+ *  - calloc: a reused run holds old data, while the page level's DIRTY
+ *    flags (_nd_page_zero) say its pages are clean (big runs carry none):
+ *    the head's user has USER_REUSED until the size is next recorded, and
+ *    _nd_large_zero clears such a run whole.
+ *  - a cached run has use = ND_USE_NONE: freeing it again is reported as a
+ *    double free.
+ *
+ * Locking: one lock per node (lnode_t.lock), held only to edit that
+ * node's list; page-level calls are made without it.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "internal.h"
+
+#define CACHE_RUNS 16                  /* runs per node cache */
+#define CACHE_MIN ((uint64_t)64 << 20) /* bytes a node may always cache */
+#define USER_REUSED ((uintptr_t)1 << 63)
+
+typedef struct cached {
+	char *p;
+	uint64_t npages;
+	uint64_t due;   /* expiry: free time + delay (ns) */
+} cached_t;
+
+typedef struct lnode {
+	_nd_lock_t lock;       /* protects n, run[], bytes */
+	int n;                 /* cached runs, oldest first */
+	uint64_t bytes;        /* their bytes */
+	int64_t live;          /* atomic: pages of this node's large node-slot runs in use */
+	cached_t run[CACHE_RUNS];
+} __attribute__((aligned(ND_CACHE_LINE))) lnode_t;
+
+static lnode_t lnodes[ND_MAX_NODES];
+static int lnodes_used; /* highest node index cached or counted + 1 (atomic), for fork */
+ND_LOCK_ARRAY(lnode_lock_class, lnodes, lock, 0, &lnodes_used, ND_RANK_LARGE_CACHE);
+
+/* Set once by setup(); read without lock after ready. */
+static struct {
+	volatile int ready;     /* 0 not yet, 1 done */
+	uint64_t delay_ns;      /* 0: cache off */
+	uint64_t purge_pages;   /* runs this large are cached (the page level purges them) */
+	uintptr_t mixed_lo, mixed_hi; /* the mixed slot: never cached */
+	uint64_t due;           /* atomic: earliest expiry of any cached run, UINT64_MAX if none */
+} c = { .due = UINT64_MAX };
+
+static void setup(void)
+{
+	if (__atomic_load_n(&c.ready, __ATOMIC_ACQUIRE))
+		return;
+	/* Idempotent: racing threads store the same values. */
+	int64_t ms = _nd_opt_int(ND_OPT_LARGE_DECAY_MS);
+	if (ms < 0)
+		_nd_msg_warn("large_decay_ms: negative value %lld: freed large blocks are not cached", (long long)ms);
+	_nd_page_info_t mi;
+	if (_nd_page_info(-1, &mi) == 0) {
+		c.purge_pages = mi.purge_pages ? mi.purge_pages : 1;
+		c.mixed_lo = (uintptr_t)mi.base;
+		c.mixed_hi = (uintptr_t)mi.base + mi.slot_bytes;
+		if (ms > 0)
+			c.delay_ns = (uint64_t)(ms > INT64_MAX / 1000000 ? INT64_MAX / 1000000 : ms) * 1000000u;
+	}
+	__atomic_store_n(&c.ready, 1, __ATOMIC_RELEASE);
+}
+
+/* Node of a node-slot run at p, else -1 (mixed slot, outside). */
+static int slot_node(const void *p)
+{
+	if ((uintptr_t)p - c.mixed_lo < c.mixed_hi - c.mixed_lo)
+		return -1;
+	int n = _nd_page_node_of(p);
+	return n >= 0 && n < ND_MAX_NODES ? n : -1;
+}
+
+static void note_node(int node)
+{
+	int u = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
+	while (node + 1 > u &&
+	       !__atomic_compare_exchange_n(&lnodes_used, &u, node + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+static void live_add(int node, int64_t pages)
+{
+	if (node < 0)
+		return;
+	note_node(node);
+	__atomic_add_fetch(&lnodes[node].live, pages, __ATOMIC_RELAXED);
+}
+
+static void due_min(uint64_t t)
+{
+	uint64_t d = __atomic_load_n(&c.due, __ATOMIC_RELAXED);
+	while (t < d && !__atomic_compare_exchange_n(&c.due, &d, t, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+size_t _nd_large_cache_limit(int node)
+{
+	if (node < 0 || node >= ND_MAX_NODES)
+		return 0;
+	int64_t live = __atomic_load_n(&lnodes[node].live, __ATOMIC_RELAXED);
+	uint64_t lim = live > 0 ? ((uint64_t)live << ND_PAGE_SHIFT) / 4 : 0;
+	if (lim < CACHE_MIN)
+		lim = CACHE_MIN;
+	const _nd_topo_t *t = _nd_topo();
+	uint64_t mem = node < t->node_limit ? t->mem_total[node] : 0;
+	if (mem && lim > mem / 16)
+		lim = mem / 16;
+	return (size_t)lim;
+}
+
+size_t _nd_large_cached(int node)
+{
+	if (node < 0 || node >= ND_MAX_NODES)
+		return 0;
+	lnode_t *ln = &lnodes[node];
+	_nd_lock(&ln->lock);
+	uint64_t b = ln->bytes;
+	_nd_unlock(&ln->lock);
+	return (size_t)b;
+}
+
+/* Removes entry k of ln (lock held), keeping the order. */
+static cached_t take_entry(lnode_t *ln, int k)
+{
+	cached_t r = ln->run[k];
+	ln->n--;
+	memmove(&ln->run[k], &ln->run[k + 1], (size_t)(ln->n - k) * sizeof(cached_t));
+	ln->bytes -= r.npages << ND_PAGE_SHIFT;
+	return r;
+}
+
+/* Gives runs taken out of node's cache back to the page level (which
+ * purges them and counts them out of use: they count as in use again for
+ * that moment, since caching took them out). */
+static uint64_t release(int node, const cached_t *out, int n)
+{
+	uint64_t bytes = 0;
+	for (int i = 0; i < n; i++) {
+		uint64_t b = out[i].npages << ND_PAGE_SHIFT;
+		_nd_stats_in_use(node, (int64_t)b);
+		if (_nd_page_free(out[i].p) != 0)
+			_nd_msg_fatal("large: cached run %p is no longer a page run", (void *)out[i].p);
+		bytes += b;
+	}
+	return bytes;
+}
+
+/* Decay: free every run past its expiry. The one thread that claims the
+ * due time (resetting it) scans; runs that stay, and runs cached
+ * meanwhile, lower it again. */
+static void decay(void)
+{
+	uint64_t due = __atomic_load_n(&c.due, __ATOMIC_RELAXED);
+	if (nd_likely(due == UINT64_MAX))
+		return;
+	uint64_t now = _nd_os_now_ns();
+	if (now < due || !__atomic_compare_exchange_n(&c.due, &due, UINT64_MAX, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		return;
+	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
+	for (int node = 0; node < nn; node++) {
+		lnode_t *ln = &lnodes[node];
+		if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+			continue;
+		cached_t out[CACHE_RUNS];
+		int nout = 0;
+		uint64_t next = UINT64_MAX;
+		_nd_lock(&ln->lock);
+		for (int k = 0; k < ln->n;) {
+			if (ln->run[k].due <= now) {
+				out[nout++] = take_entry(ln, k);
+			} else {
+				if (ln->run[k].due < next)
+					next = ln->run[k].due;
+				k++;
+			}
+		}
+		_nd_unlock(&ln->lock);
+		due_min(next);
+		release(node, out, nout);
+	}
+}
+
+size_t _nd_large_flush(int node)
+{
+	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
+	uint64_t bytes = 0;
+	for (int n = node < 0 ? 0 : node; n < nn && (node < 0 || n == node); n++) {
+		lnode_t *ln = &lnodes[n];
+		if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+			continue;
+		cached_t out[CACHE_RUNS];
+		int nout = 0;
+		_nd_lock(&ln->lock);
+		while (ln->n)
+			out[nout++] = take_entry(ln, 0);
+		_nd_unlock(&ln->lock);
+		bytes += release(n, out, nout);
+	}
+	return (size_t)bytes;
+}
+
+/* Keeps a freed run of node (at least the purge threshold). false: not
+ * cached (larger than the node's bound); the caller frees it. */
+static bool cache_put(int node, char *p, uint64_t np)
+{
+	uint64_t bytes = np << ND_PAGE_SHIFT, lim = _nd_large_cache_limit(node);
+	if (bytes > lim)
+		return false;
+	lnode_t *ln = &lnodes[node];
+	uint64_t due = _nd_os_now_ns() + c.delay_ns;
+	cached_t out[CACHE_RUNS];
+	int nout = 0;
+	_nd_lock(&ln->lock);
+	while (ln->n && (ln->n == CACHE_RUNS || ln->bytes + bytes > lim))
+		out[nout++] = take_entry(ln, 0); /* the oldest */
+	ln->run[ln->n++] = (cached_t){ .p = p, .npages = np, .due = due };
+	ln->bytes += bytes;
+	_nd_unlock(&ln->lock);
+	note_node(node);
+	due_min(due);
+	_nd_stats_in_use(node, -(int64_t)bytes);
+	release(node, out, nout);
+	return true;
+}
+
+/* A cached run of node for np pages aligned to ap pages: the smallest that
+ * fits (tail given back beyond 4 times np), else the largest smaller one
+ * grown in place; NULL if none serves. */
+static void *cache_take(int node, uint64_t np, uint64_t ap)
+{
+	lnode_t *ln = &lnodes[node];
+	if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+		return NULL;
+	_nd_lock(&ln->lock);
+	int fit = -1, below = -1;
+	for (int k = 0; k < ln->n; k++) {
+		const cached_t *r = &ln->run[k];
+		if (((uintptr_t)r->p >> ND_PAGE_SHIFT) & (ap - 1))
+			continue;
+		if (r->npages >= np) {
+			if (fit < 0 || r->npages < ln->run[fit].npages)
+				fit = k;
+		} else if (below < 0 || r->npages > ln->run[below].npages) {
+			below = k;
+		}
+	}
+	int k = fit >= 0 ? fit : below;
+	if (k < 0) {
+		_nd_unlock(&ln->lock);
+		return NULL;
+	}
+	cached_t r = take_entry(ln, k);
+	_nd_unlock(&ln->lock);
+	if (r.npages < np && _nd_page_grow(r.p, np) != 0) {
+		/* put it back where its age belongs (its expiry is unchanged) */
+		_nd_lock(&ln->lock);
+		if (ln->n < CACHE_RUNS) {
+			int at = ln->n;
+			while (at > 0 && ln->run[at - 1].due > r.due)
+				at--;
+			memmove(&ln->run[at + 1], &ln->run[at], (size_t)(ln->n - at) * sizeof(cached_t));
+			ln->run[at] = r;
+			ln->n++;
+			ln->bytes += r.npages << ND_PAGE_SHIFT;
+			r.p = NULL;
+		}
+		_nd_unlock(&ln->lock);
+		if (r.p) /* the list filled meanwhile */
+			release(node, &r, 1);
+		return NULL;
+	}
+	/* In use again: the page level's grow/shrink count their own pages. */
+	_nd_stats_in_use(node, (int64_t)(r.npages << ND_PAGE_SHIFT));
+	if (r.npages > 4 * np) /* beyond that, the excess is given back */
+		_nd_page_shrink(r.p, np); /* on failure the whole run serves */
+	return r.p;
+}
 
 static bool spreads(const nd_policy_t *pol, size_t npages)
 {
@@ -14,6 +320,29 @@ static bool spreads(const nd_policy_t *pol, size_t npages)
 		return false;
 	/* one granule or less: the round-robin choice of a whole run */
 	return npages > ((size_t)1 << pol->granularity_shift);
+}
+
+/* _nd_page_alloc with each node's cache in front of it and flushed before
+ * the policy gives up on that node. *reused: the run came from the cache. */
+static void *node_run(size_t np, size_t ap, const nd_policy_t *pol, int want_node, bool *reused)
+{
+	bool cacheable = c.delay_ns && np >= c.purge_pages;
+	_nd_policy_iter_t it;
+	for (int n = _nd_policy_first_n(&it, pol, want_node, np); n >= 0; n = _nd_policy_next(&it)) {
+		void *p = NULL;
+		if (cacheable && n < ND_MAX_NODES && (p = cache_take(n, np, ap)))
+			*reused = true;
+		if (!p)
+			p = _nd_page_alloc_exact(n, np, ap);
+		if (!p && n < ND_MAX_NODES && _nd_large_flush(n))
+			p = _nd_page_alloc_exact(n, np, ap);
+		if (p) {
+			_nd_policy_count(&it, n);
+			live_add(n, (int64_t)(_nd_page_desc(p)->npages));
+			return p;
+		}
+	}
+	return NULL;
 }
 
 void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int want_node)
@@ -30,12 +359,16 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 	size_t ap = align > ND_PAGE_SIZE ? align >> ND_PAGE_SHIFT : 1;
 	if (!pol || pol->mode == ND_POLICY_DEFAULT)
 		pol = _nd_policy_current();
+	setup();
+	decay();
 	void *p;
+	bool reused = false;
 	if (want_node < 0 && ap == 1 && spreads(pol, np)) {
 		p = _nd_page_alloc_spread(np, pol);
+		if (!p && _nd_large_flush(-1)) /* spread granules may need any node */
+			p = _nd_page_alloc_spread(np, pol);
 	} else {
-		int got = -1;
-		p = _nd_page_alloc(np, ap, pol, want_node, &got);
+		p = node_run(np, ap, pol, want_node, &reused);
 	}
 	if (!p) {
 		errno = ENOMEM;
@@ -44,7 +377,7 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 	_nd_pagedesc_t *d = _nd_page_desc(p);
 	if (d) {
 		d->use = ND_USE_LARGE;
-		d->user = size;
+		d->user = size | (reused ? USER_REUSED : 0);
 	}
 	return p;
 }
@@ -53,11 +386,25 @@ void _nd_large_free(void *p, _nd_pagedesc_t *d)
 {
 	if (((uintptr_t)p & (ND_PAGE_SIZE - 1)) || d->state != ND_PG_RUN)
 		_nd_msg_fatal("free(): invalid pointer %p (inside a %llu-byte allocation, not its start)", p,
-			      (unsigned long long)d->user);
+			      (unsigned long long)(d->user & ~USER_REUSED));
+	setup();
+	uint64_t np = d->npages;
+	int node = slot_node(p);
 	d->use = ND_USE_NONE;
 	d->user = 0;
-	if (_nd_page_free(p) != 0)
+	live_add(node, -(int64_t)np);
+	if (!(node >= 0 && c.delay_ns && np >= c.purge_pages && cache_put(node, p, np)) && _nd_page_free(p) != 0)
 		_nd_msg_fatal("free(): invalid pointer %p (not the start of a page run)", p);
+	decay();
+}
+
+void _nd_large_zero(void *p, size_t bytes)
+{
+	_nd_pagedesc_t *d = _nd_page_desc(p);
+	if (d && d->use == ND_USE_LARGE && (d->user & USER_REUSED))
+		memset(p, 0, bytes);
+	else
+		_nd_page_zero(p, bytes);
 }
 
 size_t _nd_large_usable(const void *p, const _nd_pagedesc_t *d)
@@ -86,13 +433,38 @@ static bool policy_keeps_node(const void *p)
 	return node >= 0 && _nd_policy_first(&it, pol, -1) == node;
 }
 
+/* A cached run right after [p, p + np pages) of node, taken out of the
+ * cache and freed, so that the run at p can grow into it. */
+static bool drop_cached_at(int node, char *end)
+{
+	lnode_t *ln = &lnodes[node];
+	if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+		return false;
+	cached_t r = { 0 };
+	_nd_lock(&ln->lock);
+	for (int k = 0; k < ln->n; k++)
+		if (ln->run[k].p == end) {
+			r = take_entry(ln, k);
+			break;
+		}
+	_nd_unlock(&ln->lock);
+	if (!r.p)
+		return false;
+	release(node, &r, 1);
+	return true;
+}
+
 bool _nd_large_grow(void *p, _nd_pagedesc_t *d, size_t size)
 {
 	if (size > SIZE_MAX - ND_PAGE_SIZE || !policy_keeps_node(p))
 		return false;
 	size_t np = (size + ND_PAGE_SIZE - 1) >> ND_PAGE_SHIFT;
-	if (_nd_page_grow(p, np) != 0)
+	uint64_t old = d->npages;
+	int node = slot_node(p);
+	if (_nd_page_grow(p, np) != 0 &&
+	    !(node >= 0 && drop_cached_at(node, (char *)p + (old << ND_PAGE_SHIFT)) && _nd_page_grow(p, np) == 0))
 		return false;
+	live_add(node, (int64_t)(d->npages - old));
 	d->user = size;
 	return true;
 }
@@ -100,8 +472,10 @@ bool _nd_large_grow(void *p, _nd_pagedesc_t *d, size_t size)
 bool _nd_large_shrink(void *p, _nd_pagedesc_t *d, size_t size)
 {
 	size_t np = (size + ND_PAGE_SIZE - 1) >> ND_PAGE_SHIFT;
+	uint64_t old = d->npages;
 	if (np == 0 || _nd_page_shrink(p, np) != 0)
 		return false;
+	live_add(slot_node(p), -(int64_t)(old - d->npages));
 	d->user = size;
 	return true;
 }

@@ -137,7 +137,7 @@ void *nd_calloc(size_t n, size_t size)
 	if (total <= ND_SLAB_MAX)
 		memset(p, 0, total); /* slab objects are reused */
 	else
-		_nd_page_zero(p, total); /* a page run: fresh pages stay untouched */
+		_nd_large_zero(p, total); /* fresh pages stay untouched, a reused run is cleared */
 	return p;
 }
 

@@ -35,6 +35,7 @@ static const opt_row_t rows[ND_OPT__COUNT] = {
 	[ND_OPT_STATS_EXPORT] = { "stats_export", K_STR, 0, "", "publish live statistics to this file" },
 	[ND_OPT_PERCPU_AREA] = { "percpu_area", K_SIZE, 2 << 20, NULL, "virtual span of each CPU's per-CPU area, a power of two (64K-1G)" },
 	[ND_OPT_HUGE_SPREAD] = { "huge_spread", K_BOOL, 1, NULL, "ask for huge pages (MADV_HUGEPAGE) on interleaved runs with granules of 2 MiB or more" },
+	[ND_OPT_LARGE_DECAY_MS] = { "large_decay_ms", K_INT, 1000, NULL, "keep freed large runs (>= purge_threshold) this many ms for reuse; 0: return them at once" },
 };
 
 #define STR_MAX 512

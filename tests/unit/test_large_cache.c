@@ -1,0 +1,375 @@
+/*
+ * The cache of freed large runs (src/large.c): a freed run of at least the
+ * purge threshold stays committed in its node's cache and is reused, on
+ * its own node only, by the next allocation that wants that node; it is
+ * returned to the OS when it stays free past NODALLOC_LARGE_DECAY_MS, when
+ * the cache is over its bound, or when its node is full; statistics count
+ * it as committed but not in use; calloc clears a reused (dirty) run;
+ * freeing a cached run again is a double free; spread runs are never
+ * cached; NODALLOC_LARGE_DECAY_MS=0 turns the cache off.
+ *
+ * Emulated machine: node 0 has the CPUs (malloc's own memory), node 1 is
+ * CPU-less with 256 MiB, so nothing but this test's explicit allocations
+ * touches it and its counts are exact. Node 1's cache bound is
+ * 256 MiB / 16 = 16 MiB. Nodes 2 and 3 (the same) serve the pressure case.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "internal.h"
+
+#define MiB ((size_t)1 << 20)
+#define TN 1          /* node under test: memory, no CPUs */
+#define DELAY_MS 300  /* NODALLOC_LARGE_DECAY_MS of this test */
+
+static nd_stats_t st; /* large: static */
+
+static const nd_node_stats_t *node_stats(int node)
+{
+	memset(&st, 0, sizeof st);
+	st.version = ND_STATS_VERSION;
+	nd_stats_get(&st);
+	return &st.nodes[node];
+}
+#define COMMITTED(n) (node_stats(n)->bytes_committed)
+#define IN_USE(n) (node_stats(n)->bytes_in_use)
+#define HITS(n) (node_stats(n)->numa_hit)
+
+static nd_policy_t policy(const char *s)
+{
+	nd_policy_t p;
+	char err[256] = "";
+	CHECK(nd_policy_parse(s, &p, err, sizeof err) == 0, "%s: %s", s, err);
+	return p;
+}
+
+static long nonzero(const unsigned char *p, size_t n)
+{
+	long bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad += p[i] != 0;
+	return bad;
+}
+
+/* memset that the compiler cannot drop as dead before a free */
+static void fill(void *p, int c, size_t n)
+{
+	memset(p, c, n);
+	__asm__ volatile("" : : "r"(p) : "memory");
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* Freed, then allocated again: the same run, not purged (old bytes still
+ * there), counted committed all along and in use only while allocated. */
+static void reuse_and_stats(void)
+{
+	uint64_t c0 = COMMITTED(TN), u0 = IN_USE(TN);
+	unsigned char *p = nd_malloc_onnode(8 * MiB, TN);
+	CHECK(p != NULL && nd_node_of(p) == TN);
+	fill(p, 0xAA, 8 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 8 * MiB);
+	CHECK_EQ(IN_USE(TN) - u0, 8 * MiB);
+	nd_free(p);
+	CHECK_EQ(_nd_large_cached(TN), 8 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 8 * MiB); /* still committed: not purged */
+	CHECK_EQ(IN_USE(TN), u0);              /* but not in use */
+	uint64_t h0 = HITS(TN);
+	unsigned char *q = nd_malloc_onnode(8 * MiB, TN);
+	CHECK(q == p, "reuse: %p, freed %p", (void *)q, (void *)p);
+	CHECK(q && q[0] == 0xAA && q[8 * MiB - 1] == 0xAA, "the reused run was purged");
+	CHECK_EQ(HITS(TN) - h0, 1); /* counted as an allocation on its node */
+	CHECK_EQ(IN_USE(TN) - u0, 8 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 8 * MiB);
+	CHECK_EQ(_nd_large_cached(TN), 0);
+	nd_free(q);
+	CHECK_EQ(_nd_large_flush(TN), 8 * MiB);
+	CHECK_EQ(COMMITTED(TN), c0);
+	CHECK_EQ(IN_USE(TN), u0);
+}
+
+/* A cached run of node 1 never serves an allocation that wants node 0. */
+static void node_respected(void)
+{
+	_nd_large_flush(-1);
+	unsigned char *p = nd_malloc_onnode(8 * MiB, TN);
+	CHECK(p != NULL);
+	nd_free(p);
+	CHECK_EQ(_nd_large_cached(TN), 8 * MiB);
+	unsigned char *a = nd_malloc_onnode(8 * MiB, 0);
+	unsigned char *b = malloc(8 * MiB); /* local: the CPUs' node 0 */
+	nd_policy_t bind0 = policy("bind:0");
+	unsigned char *c = nd_malloc_policy(8 * MiB, &bind0);
+	CHECK(a && b && c && a != p && b != p && c != p, "node 1's run served a node-0 allocation");
+	CHECK(nd_node_of(a) == 0 && nd_node_of(b) == 0 && nd_node_of(c) == 0);
+	CHECK_EQ(_nd_large_cached(TN), 8 * MiB);
+	/* a policy whose first node is 1 takes it */
+	nd_policy_t pref1 = policy("preferred:1");
+	unsigned char *d = nd_malloc_policy(8 * MiB, &pref1);
+	CHECK(d == p, "preferred:1 got %p, node 1's cached run is %p", (void *)d, (void *)p);
+	/* node 0's freed runs go to node 0's cache, and back to node 0 */
+	nd_free(a);
+	nd_free(b);
+	nd_free(c);
+	CHECK_EQ(_nd_large_cached(0), 24 * MiB);
+	CHECK_EQ(_nd_large_cached(TN), 0);
+	unsigned char *e = nd_malloc_onnode(8 * MiB, TN);
+	CHECK(e && e != a && e != b && e != c && nd_node_of(e) == TN);
+	nd_free(d);
+	nd_free(e);
+	_nd_large_flush(-1);
+}
+
+/* calloc from a reused run: old bytes are cleared although the page level
+ * sees the run's pages as clean. */
+static void calloc_reused(void)
+{
+	_nd_large_flush(-1);
+	size_t n = 6 * MiB + 12345;
+	unsigned char *p = malloc(n);
+	CHECK(p != NULL);
+	fill(p, 0x55, n);
+	uintptr_t pa = (uintptr_t)p;
+	free(p);
+	unsigned char *z = calloc(1, n);
+	CHECK((uintptr_t)z == pa, "calloc did not reuse the run: %p, freed %#lx", (void *)z, (unsigned long)pa);
+	CHECK_EQ(nonzero(z, n), 0);
+	fill(z, 0x66, n);
+	free(z);
+	/* a run grown from a smaller cached one: old head, fresh tail */
+	z = calloc(1, n + 2 * MiB);
+	CHECK(z != NULL);
+	CHECK_EQ(nonzero(z, n + 2 * MiB), 0);
+	free(z);
+	_nd_large_flush(-1);
+}
+
+/* The bound: at most 16 MiB on node 1; the oldest runs go first, and what
+ * goes is no longer committed. */
+static void bounded(void)
+{
+	_nd_large_flush(-1);
+	CHECK_EQ(_nd_large_cache_limit(TN), 16 * MiB);
+	uint64_t c0 = COMMITTED(TN);
+	/* a run larger than the bound is never cached */
+	void *big = nd_malloc_onnode(20 * MiB, TN);
+	CHECK(big != NULL);
+	nd_free(big);
+	CHECK_EQ(_nd_large_cached(TN), 0);
+	CHECK_EQ(COMMITTED(TN), c0);
+	void *r[3];
+	for (int i = 0; i < 3; i++) {
+		r[i] = nd_malloc_onnode(6 * MiB, TN);
+		CHECK(r[i] != NULL);
+	}
+	for (int i = 0; i < 3; i++)
+		nd_free(r[i]);
+	CHECK_EQ(_nd_large_cached(TN), 12 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 12 * MiB);
+	void *q = nd_malloc_onnode(6 * MiB, TN);
+	CHECK(q == r[1] || q == r[2], "the oldest (r[0]) was to go first");
+	nd_free(q);
+	CHECK_EQ(_nd_large_cached(TN), 12 * MiB);
+	_nd_large_flush(-1);
+	CHECK_EQ(COMMITTED(TN), c0);
+}
+
+/* Decay without a thread: after the delay, the next large call returns the
+ * cached run (committed bytes and resident pages fall). */
+static void decay(void)
+{
+	_nd_large_flush(-1);
+	uint64_t c0 = COMMITTED(TN);
+	unsigned char *p = nd_malloc_onnode(8 * MiB, TN);
+	CHECK(p != NULL);
+	fill(p, 1, 8 * MiB);
+	nd_free(p);
+	void *k = nd_malloc(100 << 10); /* a large call before the delay: nothing goes */
+	nd_free(k);
+	CHECK_EQ(_nd_large_cached(TN), 8 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 8 * MiB);
+	sleep_ms(DELAY_MS + 100);
+	CHECK_EQ(_nd_large_cached(TN), 8 * MiB); /* no thread: still there */
+	k = nd_malloc(100 << 10);
+	nd_free(k);
+	CHECK_EQ(_nd_large_cached(TN), 0);
+	CHECK_EQ(COMMITTED(TN), c0);
+}
+
+/* A node full but for its cache: the cache is flushed and the node tried
+ * again, under bind (else ENOMEM) and preferred (else another node). Each
+ * on an untouched node (2, 3: 256 MiB, no CPUs), so that the layout is
+ * known: the 12 MiB run at the slot's start, a small run right after it. */
+static void pressure(void)
+{
+	static const char *const pols[] = { "bind:2", "preferred:3" };
+	for (int i = 0; i < 2; i++) {
+		int node = 2 + i;
+		nd_policy_t pol = policy(pols[i]);
+		void *p = nd_malloc_onnode(12 * MiB, node);
+		/* the cached run cannot grow into the 250 MiB below: only a
+		 * flush makes room */
+		char *wall = nd_malloc_onnode(64 << 10, node);
+		CHECK(p != NULL && wall == (char *)p + 12 * MiB, "wall %p after %p", (void *)wall, p);
+		nd_free(p);
+		CHECK_EQ(_nd_large_cached(node), 12 * MiB);
+		/* 250 MiB fit in the 256 MiB node only without the cached 12 */
+		void *big = nd_malloc_policy(250 * MiB, &pol);
+		CHECK(big != NULL && nd_node_of(big) == node, "%s: 250 MiB %s", pols[i],
+		      big ? "fell back to another node" : "failed");
+		CHECK_EQ(_nd_large_cached(node), 0);
+		nd_free(big);
+		nd_free(wall);
+		_nd_large_flush(-1);
+	}
+}
+
+/* Spread runs keep their layout to themselves: never cached. */
+static void spread_not_cached(void)
+{
+	_nd_large_flush(-1);
+	nd_policy_t il = policy("interleave:0,1@64K");
+	void *p = nd_malloc_policy(8 * MiB, &il);
+	CHECK(p != NULL);
+	nd_free(p);
+	CHECK_EQ(_nd_large_cached(0) + _nd_large_cached(TN), 0);
+}
+
+/* Threads churning blocks of 1-6 MiB on nodes 0 and 1 through the caches:
+ * every block keeps its owner's pattern (no run handed out twice), runs
+ * stay on the node asked for, and afterwards the page level's invariants
+ * hold and node 1's committed bytes come back to the start once flushed. */
+#define THREADS 4
+#define ROUNDS 150
+static void *churn(void *arg)
+{
+	uintptr_t id = (uintptr_t)arg;
+	uint64_t rng = 0x9E3779B97F4A7C15ULL * (id + 1);
+	unsigned char *keep[4] = { 0 };
+	size_t len[4] = { 0 };
+	long bad = 0;
+	for (int i = 0; i < ROUNDS; i++) {
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		int k = (int)(rng % 4), node = (int)((rng >> 8) % 2);
+		size_t n = MiB + (size_t)(rng >> 16) % (5 * MiB);
+		if (keep[k]) {
+			bad += keep[k][0] != (unsigned char)id || keep[k][len[k] - 1] != (unsigned char)id;
+			nd_free(keep[k]);
+		}
+		keep[k] = nd_malloc_onnode(n, node);
+		len[k] = n;
+		if (!keep[k] || nd_node_of(keep[k]) != node) {
+			bad++;
+			continue;
+		}
+		keep[k][0] = keep[k][n - 1] = (unsigned char)id;
+	}
+	for (int k = 0; k < 4; k++)
+		if (keep[k]) {
+			bad += keep[k][0] != (unsigned char)id || keep[k][len[k] - 1] != (unsigned char)id;
+			nd_free(keep[k]);
+		}
+	return (void *)bad;
+}
+
+static void threads(void)
+{
+	_nd_large_flush(-1);
+	uint64_t c0 = COMMITTED(TN);
+	pthread_t th[THREADS];
+	for (uintptr_t i = 0; i < THREADS; i++)
+		CHECK(pthread_create(&th[i], NULL, churn, (void *)(i + 1)) == 0);
+	long bad = 0;
+	for (int i = 0; i < THREADS; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		bad += (long)r;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(_nd_large_cached(TN) <= _nd_large_cache_limit(TN));
+	_nd_large_flush(-1);
+	CHECK_EQ(COMMITTED(TN), c0);
+	char err[256] = "";
+	CHECK(_nd_page_check(TN, err, sizeof err) == 0, "%s", err);
+	CHECK(_nd_page_check(0, err, sizeof err) == 0, "%s", err);
+}
+
+/* Freeing a cached run again is a double free (abort), in a child. */
+static void double_free(void)
+{
+	int fds[2];
+	CHECK(pipe(fds) == 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		void *p = nd_malloc_onnode(8 * MiB, TN);
+		nd_free(p);
+		nd_free(p);
+		_exit(0);
+	}
+	close(fds[1]);
+	char out[512];
+	ssize_t n = read(fds[0], out, sizeof out - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(fds[0]);
+	int s;
+	waitpid(pid, &s, 0);
+	CHECK(WIFSIGNALED(s) && WTERMSIG(s) == SIGABRT, "second free of a cached run: status %d", s);
+	CHECK(strstr(out, "already freed") != NULL, "message: %s", out);
+}
+
+/* NODALLOC_LARGE_DECAY_MS=0: a freed run goes back at once. */
+static int cache_off(void)
+{
+	uint64_t c0 = COMMITTED(TN);
+	void *p = nd_malloc_onnode(8 * MiB, TN);
+	CHECK(p != NULL);
+	nd_free(p);
+	CHECK_EQ(_nd_large_cached(TN), 0);
+	CHECK_EQ(COMMITTED(TN), c0);
+	return CHECK_DONE();
+}
+
+int main(int argc, char **argv)
+{
+	char err[256] = "";
+	CHECK(nd_topology_emulate("0: cpus=0-1 mem=2G; 1: mem=256M; 2: mem=256M; 3: mem=256M", err, sizeof err) == 0, "emulate: %s", err);
+	if (argc > 1) /* re-executed with NODALLOC_LARGE_DECAY_MS=0 */
+		return cache_off();
+	char ms[16];
+	snprintf(ms, sizeof ms, "%d", DELAY_MS);
+	_nd_opt_set("large_decay_ms", ms);
+	_nd_opt_set("purge_threshold", "1M");
+	reuse_and_stats();
+	node_respected();
+	calloc_reused();
+	bounded();
+	decay();
+	pressure();
+	spread_not_cached();
+	threads();
+	double_free();
+
+	pid_t pid = fork();
+	if (pid == 0) {
+		char *env[] = { "NODALLOC_LARGE_DECAY_MS=0", NULL };
+		execle(argv[0], argv[0], "off", (char *)NULL, env);
+		_exit(127);
+	}
+	int s;
+	waitpid(pid, &s, 0);
+	CHECK(WIFEXITED(s) && WEXITSTATUS(s) == 0, "with NODALLOC_LARGE_DECAY_MS=0: status %d", s);
+	return CHECK_DONE();
+}
