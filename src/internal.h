@@ -82,6 +82,7 @@ int _nd_os_sched_getaffinity(int tid, size_t bytes, uint64_t *mask);
 int _nd_os_sched_setaffinity(int tid, size_t bytes, const uint64_t *mask);
 int _nd_os_gettid(void);
 int _nd_os_getpid(void);
+int _nd_os_getppid(void);
 /* Whole-file read into buf (NUL-terminated, truncated to len-1 bytes).
  * Returns bytes read or a negative errno. */
 long _nd_os_read_file(const char *path, char *buf, size_t len);
@@ -108,6 +109,8 @@ unsigned _nd_os_rseq_size(void);
 void _nd_os_abort(void) __attribute__((noreturn));
 /* Shared file mapping (created and sized), for the live statistics export. */
 void *_nd_os_map_shared_file(const char *path, size_t len, int *err);
+/* Shared mapping of an open descriptor (nodactl's export, NODALLOC_STATS_EXPORT=fd:N:PID). */
+void *_nd_os_map_shared_fd(int fd, size_t len, int *err);
 int _nd_os_unlink(const char *path);
 /* Futex wait/wake on a 32-bit word (private). */
 int _nd_os_futex_wait(volatile uint32_t *addr, uint32_t val);
@@ -336,9 +339,28 @@ void _nd_stats_reserved(int node, int64_t delta);
 /* Live export (NODALLOC_STATS_EXPORT): the child of a fork stops counting
  * into the parent's file; a reader decodes a mapped export file. */
 void _nd_stats_fork_child(void);
-int _nd_stats_from_export(const void *map, size_t len, nd_stats_t *out, int *pid);
-/* Print a snapshot (e.g. another process's export) as table or JSON. */
-void _nd_stats_print_snapshot(int fd, const nd_stats_t *st, bool json);
+/* Bytes of an export (nodactl sizes the file or memfd it hands over). */
+size_t _nd_stats_export_size(void);
+/* Decodes a mapped export: counters, the exporting pid, and the
+ * process-wide peak of bytes in use (may be NULL). 0, or -1 if map is
+ * not an export of this layout (or nothing was published yet). */
+int _nd_stats_from_export(const void *map, size_t len, nd_stats_t *out, int *pid, uint64_t *peak_in_use);
+/* Who a report is about: each table and JSON object names its process. */
+typedef struct _nd_stats_label {
+	int pid, ppid;
+	char program[64];     /* comm; "" unknown */
+	int role;             /* ND_ROLE_* */
+	int root;             /* the launched program's pid (descendants) */
+	uint64_t peak_in_use; /* bytes, process-wide peak of in use */
+	uint64_t rss, rss_peak; /* bytes; 0 = unknown */
+	const char *ended;    /* how it ended ("exited with status 0"), or NULL */
+} _nd_stats_label_t;
+#define ND_ROLE_PROCESS 0    /* not started by nodactl */
+#define ND_ROLE_LAUNCHED 1   /* the program nodactl started */
+#define ND_ROLE_DESCENDANT 2 /* a process it started */
+/* Print a snapshot (e.g. another process's export) as table or JSON,
+ * headed by its label (NULL: none). */
+void _nd_stats_print_snapshot(int fd, const nd_stats_t *st, const _nd_stats_label_t *label, bool json);
 /* Print at exit if NODALLOC_STATS asks (1/yes/text: the table, json:
  * JSON; to the message descriptor). */
 void _nd_stats_at_exit(void);

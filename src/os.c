@@ -141,6 +141,11 @@ int _nd_os_getpid(void)
 	return (int)sc0(SYS_getpid);
 }
 
+int _nd_os_getppid(void)
+{
+	return (int)sc0(SYS_getppid);
+}
+
 /* glibc >= 2.35 registers rseq for every thread and publishes where. Weak,
  * so that an older libc simply means "no rseq". */
 extern const ptrdiff_t __rseq_offset __attribute__((weak));
@@ -289,6 +294,17 @@ void *_nd_os_map_shared_file(const char *path, size_t len, int *err)
 	}
 	r = sc6(SYS_mmap, 0, (long)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	_nd_os_close(fd);
+	if (r < 0 && r > -4096) {
+		if (err)
+			*err = (int)r;
+		return NULL;
+	}
+	return (void *)r;
+}
+
+void *_nd_os_map_shared_fd(int fd, size_t len, int *err)
+{
+	long r = sc6(SYS_mmap, 0, (long)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (r < 0 && r > -4096) {
 		if (err)
 			*err = (int)r;

@@ -30,7 +30,18 @@ typedef struct stat_slot {
 } __attribute__((aligned(128))) stat_slot_t;
 _Static_assert(sizeof(stat_slot_t) == 128, "one slot is two cache lines");
 
-static stat_slot_t *slots; /* [ND_MAX_NODES], set once at init */
+/* slots[0..ND_MAX_NODES) per node, then one process-wide slot: P_IN_USE
+ * (the sum of the nodes' in use) and P_PEAK (its highest value), kept on
+ * the page-run path (_nd_stats_in_use), never in malloc's fast path. */
+#define PROC_SLOT ND_MAX_NODES
+#define N_SLOTS (ND_MAX_NODES + 1)
+enum { P_IN_USE, P_PEAK };
+static stat_slot_t *slots; /* [N_SLOTS], set once at init */
+
+static uint64_t clamp(int64_t v)
+{
+	return v > 0 ? (uint64_t)v : 0;
+}
 
 /*
  * Live export (NODALLOC_STATS_EXPORT): the slots themselves live in a shared
@@ -38,7 +49,7 @@ static stat_slot_t *slots; /* [ND_MAX_NODES], set once at init */
  * reader (nodactl stat PID) sees the counters as they move. Layout: one
  * header page, then the slots.
  */
-#define EXPORT_MAGIC 0x31535441444e444eull /* "NDNDATS1" */
+#define EXPORT_MAGIC 0x32535441444e444eull /* "NDNDATS2": with the process slot */
 typedef struct export_hdr {
 	uint64_t magic;
 	uint32_t version;   /* ND_STATS_VERSION */
@@ -47,10 +58,39 @@ typedef struct export_hdr {
 	int32_t node_limit; /* nodes worth showing, from the topology */
 	uint64_t slots;     /* number of slots that follow */
 } export_hdr_t;
-#define EXPORT_SIZE (ND_PAGE_SIZE + sizeof(stat_slot_t) * ND_MAX_NODES)
+#define EXPORT_SIZE (ND_PAGE_SIZE + sizeof(stat_slot_t) * N_SLOTS)
 
 static char export_path[600];
+static bool shared;   /* slots are in an export mapping (a file or nodactl's descriptor) */
+static int root_pid;  /* NODALLOC_STATS_EXPORT=fd:N:PID: the program nodactl launched */
 static void read_slot(const stat_slot_t *s, nd_node_stats_t *o);
+
+size_t _nd_stats_export_size(void) { return EXPORT_SIZE; }
+
+/* "fd:N:PID": nodactl made descriptor N (EXPORT_SIZE bytes) for process
+ * PID and reads the figures itself when PID ends, however it ends. Only
+ * PID maps it: descendants that inherit the variable count privately. The
+ * descriptor stays open: a wrapper script that execs the real program
+ * keeps the pid, and the program maps it again (counting from zero: the
+ * figures are the last program's). Returns the descriptor, -1 (not
+ * ours) or -2 (malformed). */
+static int export_fd(const char *v)
+{
+	if (!(v[0] == 'f' && v[1] == 'd' && v[2] == ':'))
+		return -1;
+	int fd = 0, pid = 0;
+	const char *p = v + 3;
+	for (; *p >= '0' && *p <= '9' && fd < (1 << 20); p++)
+		fd = fd * 10 + (*p - '0');
+	if (*p++ != ':')
+		return -2;
+	for (; *p >= '0' && *p <= '9' && pid < (1 << 22); p++)
+		pid = pid * 10 + (*p - '0');
+	if (*p || pid <= 0)
+		return -2;
+	root_pid = pid;
+	return pid == _nd_os_getpid() ? fd : -1;
+}
 
 static int export_map(void **out)
 {
@@ -58,6 +98,37 @@ static int export_map(void **out)
 	bool on;
 	if (!*v || (_nd_opt_parse_bool(v, &on) == 0 && !on))
 		return 0;
+	int fd = export_fd(v);
+	if (fd == -2) {
+		_nd_msg_warn("NODALLOC_STATS_EXPORT: bad value '%s' (expected 1, a path, or fd:N:PID from nodactl)", v);
+		return 0;
+	}
+	if (v[0] == 'f' && v[1] == 'd' && v[2] == ':') {
+		if (fd < 0)
+			return 0; /* a descendant of the launched program */
+		int err = 0;
+		char *base = _nd_os_map_shared_fd(fd, EXPORT_SIZE, &err);
+		if (!base) {
+			_nd_msg_warn("NODALLOC_STATS_EXPORT: cannot map descriptor %d (error %d)", fd, -err);
+			return 0;
+		}
+		export_hdr_t *h = (export_hdr_t *)base;
+		/* an earlier image of this pid (exec) counted here: start over,
+		 * writing only nonzero words (untouched pages stay unallocated) */
+		__atomic_store_n(&h->magic, 0, __ATOMIC_RELAXED);
+		int64_t *w = (int64_t *)(base + ND_PAGE_SIZE);
+		for (size_t i = 0; i < sizeof(stat_slot_t) * N_SLOTS / 8; i++)
+			if (w[i])
+				w[i] = 0;
+		h->version = ND_STATS_VERSION;
+		h->slot_size = sizeof(stat_slot_t);
+		h->pid = _nd_os_getpid();
+		h->node_limit = _nd_topo() ? _nd_topo()->node_limit : 1;
+		h->slots = N_SLOTS;
+		__atomic_store_n(&h->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
+		*out = base + ND_PAGE_SIZE;
+		return 1;
+	}
 	if (_nd_opt_parse_bool(v, &on) == 0)
 		_nd_msg_format(export_path, sizeof export_path, "/dev/shm/nodalloc-%d.stats", _nd_os_getpid());
 	else
@@ -74,7 +145,7 @@ static int export_map(void **out)
 	h->slot_size = sizeof(stat_slot_t);
 	h->pid = _nd_os_getpid();
 	h->node_limit = _nd_topo() ? _nd_topo()->node_limit : 1;
-	h->slots = ND_MAX_NODES;
+	h->slots = N_SLOTS;
 	__atomic_store_n(&h->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
 	*out = base + ND_PAGE_SIZE;
 	return 1;
@@ -85,9 +156,10 @@ int _nd_stats_init(void)
 	if (slots)
 		return 0;
 	void *p = NULL;
-	if (export_map(&p) <= 0) {
+	shared = export_map(&p) > 0;
+	if (!shared) {
 		int err;
-		p = _nd_os_mmap(sizeof(stat_slot_t) * ND_MAX_NODES, true, &err);
+		p = _nd_os_mmap(sizeof(stat_slot_t) * N_SLOTS, true, &err);
 		if (!p) {
 			/* Statistics are not worth failing the allocator for. */
 			_nd_msg_warn("statistics disabled: no memory for counters (error %d)", -err);
@@ -102,25 +174,27 @@ int _nd_stats_init(void)
  * continues on a private copy (only one thread exists in the child). */
 void _nd_stats_fork_child(void)
 {
-	if (!export_path[0] || !slots)
+	if (!shared || !slots)
 		return;
 	int err;
-	stat_slot_t *p = _nd_os_mmap(sizeof(stat_slot_t) * ND_MAX_NODES, true, &err);
+	stat_slot_t *p = _nd_os_mmap(sizeof(stat_slot_t) * N_SLOTS, true, &err);
 	if (!p)
 		return; /* keep counting into the shared file rather than lose counts */
 	int limit = _nd_topo() ? _nd_topo()->node_limit : ND_MAX_NODES;
 	for (int n = 0; n < limit && n < ND_MAX_NODES; n++)
 		p[n] = slots[n];
+	p[PROC_SLOT] = slots[PROC_SLOT];
 	slots = p;
+	shared = false;
 	export_path[0] = '\0';
 }
 
 /* Reads a published export (mapped by the caller) into *out. */
-int _nd_stats_from_export(const void *map, size_t len, nd_stats_t *out, int *pid)
+int _nd_stats_from_export(const void *map, size_t len, nd_stats_t *out, int *pid, uint64_t *peak_in_use)
 {
 	const export_hdr_t *h = map;
 	if (len < EXPORT_SIZE || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != EXPORT_MAGIC ||
-	    h->version != ND_STATS_VERSION || h->slot_size != sizeof(stat_slot_t) || h->slots != ND_MAX_NODES)
+	    h->version != ND_STATS_VERSION || h->slot_size != sizeof(stat_slot_t) || h->slots != N_SLOTS)
 		return -1;
 	const stat_slot_t *src = (const stat_slot_t *)((const char *)map + ND_PAGE_SIZE);
 	int limit = h->node_limit > 0 && h->node_limit <= ND_MAX_NODES ? h->node_limit : 1;
@@ -129,6 +203,8 @@ int _nd_stats_from_export(const void *map, size_t len, nd_stats_t *out, int *pid
 	for (int n = 0; n < limit; n++)
 		read_slot(&src[n], &out->nodes[n]);
 	*pid = h->pid;
+	if (peak_in_use)
+		*peak_in_use = clamp(__atomic_load_n(&src[PROC_SLOT].b[P_PEAK], __ATOMIC_RELAXED));
 	return 0;
 }
 
@@ -176,7 +252,20 @@ static inline void add_bytes(int node, int b, int64_t delta)
 		__atomic_fetch_add(&s->b[b], delta, __ATOMIC_RELAXED);
 }
 
-void _nd_stats_in_use(int node, int64_t delta) { add_bytes(node, B_IN_USE, delta); }
+/* Per node, and the process's total and its peak (one CAS loop while the
+ * total rises past the peak: page-run allocations only). */
+void _nd_stats_in_use(int node, int64_t delta)
+{
+	add_bytes(node, B_IN_USE, delta);
+	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_RELAXED);
+	if (!s)
+		return;
+	int64_t now = __atomic_add_fetch(&s[PROC_SLOT].b[P_IN_USE], delta, __ATOMIC_RELAXED);
+	int64_t peak = __atomic_load_n(&s[PROC_SLOT].b[P_PEAK], __ATOMIC_RELAXED);
+	while (now > peak &&
+	       !__atomic_compare_exchange_n(&s[PROC_SLOT].b[P_PEAK], &peak, now, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
 void _nd_stats_committed(int node, int64_t delta) { add_bytes(node, B_COMMITTED, delta); }
 void _nd_stats_reserved(int node, int64_t delta) { add_bytes(node, B_RESERVED, delta); }
 
@@ -185,7 +274,7 @@ void _nd_stats_reset(void)
 	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_RELAXED);
 	if (!s)
 		return;
-	for (int n = 0; n < ND_MAX_NODES; n++) {
+	for (int n = 0; n < N_SLOTS; n++) {
 		/* skip untouched pages: reading them would commit nothing, but
 		 * writing would; only write nonzero words */
 		for (int c = 0; c < C__N; c++)
@@ -195,11 +284,6 @@ void _nd_stats_reset(void)
 			if (__atomic_load_n(&s[n].b[b], __ATOMIC_RELAXED))
 				__atomic_store_n(&s[n].b[b], 0, __ATOMIC_RELAXED);
 	}
-}
-
-static uint64_t clamp(int64_t v)
-{
-	return v > 0 ? (uint64_t)v : 0;
 }
 
 static void read_slot(const stat_slot_t *s, nd_node_stats_t *o)
@@ -291,11 +375,20 @@ static void ob_put(outbuf_t *o, const char *fmt, ...)
 		o->b[o->k++] = tmp[i];
 }
 
+/* The counts are page-run allocations, not pages (numastat counts pages):
+ * the table names them so; JSON keeps nd_node_stats_t's field names and
+ * says the unit. */
 static const char *const count_names[C__N] = {
 	"numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node",
 };
-static const char *const byte_names[B__N] = { "in_use_MiB", "committed_MiB", "reserved_MiB" };
-static const char *const byte_json[B__N] = { "bytes_in_use", "bytes_committed", "bytes_reserved" };
+static const char *const count_rows[C__N] = {
+	"hit_runs", "miss_runs", "foreign_runs", "interleave_runs", "local_runs", "other_runs",
+};
+/* B__N byte counters, then the derived committed - in use */
+#define R_FRAG B__N
+static const char *const byte_names[B__N + 1] = { "in_use_MiB", "committed_MiB", "reserved_MiB", "fragmented_MiB" };
+static const char *const byte_json[B__N + 1] = { "bytes_in_use", "bytes_committed", "bytes_reserved",
+						 "bytes_fragmented" };
 
 static uint64_t count_of(const nd_node_stats_t *s, int c)
 {
@@ -306,19 +399,64 @@ static uint64_t count_of(const nd_node_stats_t *s, int c)
 
 static uint64_t bytes_of(const nd_node_stats_t *s, int b)
 {
-	const uint64_t v[B__N] = { s->bytes_in_use, s->bytes_committed, s->bytes_reserved };
+	const uint64_t v[B__N + 1] = { s->bytes_in_use, s->bytes_committed, s->bytes_reserved,
+				       s->bytes_committed > s->bytes_in_use ? s->bytes_committed - s->bytes_in_use : 0 };
 	return v[b];
+}
+
+/* "12.34" MiB, two decimals rounded */
+static void mib(char *buf, size_t len, uint64_t v)
+{
+	const uint64_t m = (uint64_t)1 << 20;
+	uint64_t whole = v / m, cents = ((v % m) * 100 + m / 2) / m;
+	if (cents == 100) {
+		whole++;
+		cents = 0;
+	}
+	_nd_msg_format(buf, len, "%llu.%02llu", (unsigned long long)whole, (unsigned long long)cents);
+}
+
+static const char *role_name(int role)
+{
+	return role == ND_ROLE_LAUNCHED ? "launched" : role == ND_ROLE_DESCENDANT ? "descendant" : "process";
+}
+
+/* The heading of a labelled table: who, and the process-wide figures. */
+static void text_label(outbuf_t *o, const _nd_stats_label_t *lb)
+{
+	ob_put(o, "nodalloc statistics of pid %d (%s), parent %d", lb->pid, lb->program[0] ? lb->program : "?", lb->ppid);
+	if (lb->role == ND_ROLE_LAUNCHED)
+		ob_put(o, ", the launched program");
+	else if (lb->role == ND_ROLE_DESCENDANT)
+		ob_put(o, ", a descendant of the launched program %d", lb->root);
+	if (lb->ended)
+		ob_put(o, ", %s", lb->ended);
+	ob_put(o, "\n");
+	char a[32], b[32], c[32];
+	mib(a, sizeof a, lb->peak_in_use);
+	ob_put(o, "peak in use %s MiB", a);
+	if (lb->rss || lb->rss_peak) {
+		mib(b, sizeof b, lb->rss);
+		mib(c, sizeof c, lb->rss_peak);
+		if (lb->rss)
+			ob_put(o, ", rss %s MiB", b);
+		ob_put(o, ", peak rss %s MiB", c);
+	}
+	ob_put(o, "\n");
 }
 
 /*
  * numastat's layout: a header of right-aligned "nodeN" columns 16 wide
- * after a 16-wide label column, one row per counter (pages there, page-run
- * allocations here), then the byte rows in MiB with two decimals.
+ * after a 16-wide label column, then Total (numastat -p's), one row per
+ * counter (page-run allocations here, hence the names), then the byte
+ * rows in MiB with two decimals, fragmented = committed - in use.
  */
-static void print_text(int fd, const nd_stats_t *st, const uint8_t *online)
+static void print_text(int fd, const nd_stats_t *st, const uint8_t *online, const _nd_stats_label_t *lb)
 {
 	int lim = ND_MAX_NODES;
 	outbuf_t o = { .fd = fd };
+	if (lb)
+		text_label(&o, lb);
 	ob_put(&o, "%-16s", "");
 	for (int n = 0; n < lim; n++)
 		if (shown(st, online, n)) {
@@ -326,56 +464,111 @@ static void print_text(int fd, const nd_stats_t *st, const uint8_t *online)
 			_nd_msg_format(name, sizeof name, "node%d", n);
 			ob_put(&o, "%16s", name);
 		}
-	ob_put(&o, "\n");
+	ob_put(&o, "%16s\n", "Total");
 	for (int c = 0; c < C__N; c++) {
-		ob_put(&o, "%-16s", count_names[c]);
+		ob_put(&o, "%-16s", count_rows[c]);
+		uint64_t total = 0;
 		for (int n = 0; n < lim; n++)
 			if (shown(st, online, n)) {
 				ob_put(&o, "%16llu", (unsigned long long)count_of(&st->nodes[n], c));
+				total += count_of(&st->nodes[n], c);
 			}
-		ob_put(&o, "\n");
+		ob_put(&o, "%16llu\n", (unsigned long long)total);
 	}
-	const uint64_t mib = (uint64_t)1 << 20;
-	for (int b = 0; b < B__N; b++) {
+	for (int b = 0; b <= R_FRAG; b++) {
 		ob_put(&o, "%-16s", byte_names[b]);
+		uint64_t total = 0;
+		char num[32];
 		for (int n = 0; n < lim; n++)
 			if (shown(st, online, n)) {
 				uint64_t v = bytes_of(&st->nodes[n], b);
-				uint64_t whole = v / mib, cents = ((v % mib) * 100 + mib / 2) / mib;
-				if (cents == 100) {
-					whole++;
-					cents = 0;
-				}
-				char num[32];
-				_nd_msg_format(num, sizeof num, "%llu.%02llu", (unsigned long long)whole,
-					       (unsigned long long)cents);
+				total += v;
+				mib(num, sizeof num, v);
 				ob_put(&o, "%16s", num);
 			}
-		ob_put(&o, "\n");
+		mib(num, sizeof num, total);
+		ob_put(&o, "%16s\n", num);
 	}
 	ob_flush(&o);
 }
 
-static void print_json(int fd, const nd_stats_t *st, const uint8_t *online)
+/* A JSON string of s (the program's name: anything but NUL). */
+static void json_str(outbuf_t *o, const char *s)
+{
+	ob_put(o, "\"");
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			ob_put(o, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			ob_put(o, "\\u%04x", c);
+		else
+			ob_put(o, "%c", c);
+	}
+	ob_put(o, "\"");
+}
+
+static void json_node(outbuf_t *o, const nd_node_stats_t *s)
+{
+	ob_put(o, "{");
+	for (int c = 0; c < C__N; c++)
+		ob_put(o, "\"%s\":%llu,", count_names[c], (unsigned long long)count_of(s, c));
+	for (int b = 0; b <= R_FRAG; b++)
+		ob_put(o, "\"%s\":%llu%s", byte_json[b], (unsigned long long)bytes_of(s, b), b < R_FRAG ? "," : "}");
+}
+
+static void print_json(int fd, const nd_stats_t *st, const uint8_t *online, const _nd_stats_label_t *lb)
 {
 	int lim = ND_MAX_NODES;
 	outbuf_t o = { .fd = fd };
-	ob_put(&o, "{\"version\":%d,\"unit\":\"page-run allocations\",\"nodes\":{", ND_STATS_VERSION);
+	ob_put(&o, "{\"version\":%d,", ND_STATS_VERSION);
+	if (lb) {
+		ob_put(&o, "\"pid\":%d,\"program\":", lb->pid);
+		json_str(&o, lb->program);
+		ob_put(&o, ",\"ppid\":%d,\"role\":\"%s\",", lb->ppid, role_name(lb->role));
+		if (lb->role == ND_ROLE_DESCENDANT)
+			ob_put(&o, "\"launched\":%d,", lb->root);
+		if (lb->ended) {
+			ob_put(&o, "\"ended\":");
+			json_str(&o, lb->ended);
+			ob_put(&o, ",");
+		}
+		ob_put(&o, "\"peak_bytes_in_use\":%llu,", (unsigned long long)lb->peak_in_use);
+		if (lb->rss)
+			ob_put(&o, "\"rss_bytes\":%llu,", (unsigned long long)lb->rss);
+		if (lb->rss_peak)
+			ob_put(&o, "\"peak_rss_bytes\":%llu,", (unsigned long long)lb->rss_peak);
+	}
+	ob_put(&o, "\"unit\":\"page-run allocations\",\"nodes\":{");
 	bool first = true;
+	nd_node_stats_t total = { 0 };
 	for (int n = 0; n < lim; n++) {
 		if (!shown(st, online, n))
 			continue;
 		const nd_node_stats_t *s = &st->nodes[n];
-		ob_put(&o, "%s\"%d\":{", first ? "" : ",", n);
+		ob_put(&o, "%s\"%d\":", first ? "" : ",", n);
+		json_node(&o, s);
 		first = false;
-		for (int c = 0; c < C__N; c++)
-			ob_put(&o, "\"%s\":%llu,", count_names[c], (unsigned long long)count_of(s, c));
-		for (int b = 0; b < B__N; b++)
-			ob_put(&o, "\"%s\":%llu%s", byte_json[b], (unsigned long long)bytes_of(s, b),
-			       b + 1 < B__N ? "," : "}");
+		total.numa_hit += s->numa_hit;
+		total.numa_miss += s->numa_miss;
+		total.numa_foreign += s->numa_foreign;
+		total.interleave_hit += s->interleave_hit;
+		total.local_node += s->local_node;
+		total.other_node += s->other_node;
+		total.bytes_in_use += s->bytes_in_use;
+		total.bytes_committed += s->bytes_committed;
+		total.bytes_reserved += s->bytes_reserved;
 	}
-	ob_put(&o, "}}\n");
+	ob_put(&o, "},\"total\":");
+	json_node(&o, &total);
+	ob_put(&o, "}\n");
 	ob_flush(&o);
+}
+
+static uint64_t proc_peak(void)
+{
+	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_RELAXED);
+	return s ? clamp(__atomic_load_n(&s[PROC_SLOT].b[P_PEAK], __ATOMIC_RELAXED)) : 0;
 }
 
 /* The public printers snapshot the live counters into one static buffer
@@ -383,7 +576,7 @@ static void print_json(int fd, const nd_stats_t *st, const uint8_t *online)
 static nd_stats_t snap;
 ND_LOCK_DEFINE(snap_lock, ND_RANK_STATS_SNAP);
 
-static void print_live(int fd, bool json)
+static void print_live(int fd, bool json, const _nd_stats_label_t *lb)
 {
 	_nd_lock(&snap_lock);
 	snap.version = ND_STATS_VERSION;
@@ -391,34 +584,91 @@ static void print_live(int fd, bool json)
 	const _nd_topo_t *t = _nd_topo();
 	/* online[] covers node_limit entries only: shown() reads it below that */
 	if (json)
-		print_json(fd, &snap, t->online);
+		print_json(fd, &snap, t->online, lb);
 	else
-		print_text(fd, &snap, t->online);
+		print_text(fd, &snap, t->online, lb);
 	_nd_unlock(&snap_lock);
 }
 
 void nd_stats_print(int fd)
 {
-	print_live(fd, false);
+	print_live(fd, false, NULL);
 }
 
 void nd_stats_print_json(int fd)
 {
-	print_live(fd, true);
+	print_live(fd, true, NULL);
 }
 
-void _nd_stats_print_snapshot(int fd, const nd_stats_t *st, bool json)
+void _nd_stats_print_snapshot(int fd, const nd_stats_t *st, const _nd_stats_label_t *label, bool json)
 {
 	if (json)
-		print_json(fd, st, NULL);
+		print_json(fd, st, NULL, label);
 	else
-		print_text(fd, st, NULL);
+		print_text(fd, st, NULL, label);
+}
+
+/* "VmRSS:	  1234 kB" in /proc/self/status, in bytes (0 if absent). */
+static uint64_t status_kb(const char *status, const char *key)
+{
+	for (const char *p = status; *p; p++) {
+		if (p != status && p[-1] != '\n')
+			continue;
+		size_t k = 0;
+		while (key[k] && p[k] == key[k])
+			k++;
+		if (key[k])
+			continue;
+		p += k;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		uint64_t v = 0;
+		for (; *p >= '0' && *p <= '9'; p++)
+			v = v * 10 + (uint64_t)(*p - '0');
+		return v << 10;
+	}
+	return 0;
+}
+
+/* This process's label: pid, program, parent, role (from nodactl's
+ * fd:N:PID export value), peak in use and RSS now. */
+static void self_label(_nd_stats_label_t *lb)
+{
+	*lb = (_nd_stats_label_t){ 0 };
+	lb->pid = _nd_os_getpid();
+	lb->ppid = _nd_os_getppid();
+	/* argv[0]'s last component (comm is cut at 15 characters) */
+	char cmd[256];
+	const char *name = cmd;
+	if (_nd_os_read_file("/proc/self/cmdline", cmd, sizeof cmd) > 0 && cmd[0]) {
+		for (const char *c = cmd; *c; c++)
+			if (*c == '/' && c[1])
+				name = c + 1;
+	} else if (_nd_os_read_file("/proc/self/comm", cmd, sizeof cmd) <= 0) {
+		cmd[0] = '\0';
+	}
+	size_t k = 0;
+	for (; name[k] && name[k] != '\n' && k + 1 < sizeof lb->program; k++)
+		lb->program[k] = name[k];
+	lb->program[k] = '\0';
+	lb->root = root_pid;
+	lb->role = !root_pid ? ND_ROLE_PROCESS : lb->pid == root_pid ? ND_ROLE_LAUNCHED : ND_ROLE_DESCENDANT;
+	lb->peak_in_use = proc_peak();
+	char status[4096];
+	if (_nd_os_read_file("/proc/self/status", status, sizeof status) > 0) {
+		lb->rss = status_kb(status, "VmRSS:");
+		lb->rss_peak = status_kb(status, "VmHWM:");
+	}
 }
 
 void _nd_stats_at_exit(void)
 {
 	if (export_path[0]) /* a forked child has cleared it: only the owner unlinks */
 		_nd_os_unlink(export_path); /* readers that have it mapped keep it */
+	/* nodactl reads the launched program's figures from the export
+	 * itself, when and however it ends: it would print them twice. */
+	if (shared && root_pid == _nd_os_getpid())
+		return;
 	const char *v = _nd_opt_str(ND_OPT_STATS);
 	if (!*v)
 		return;
@@ -435,8 +685,7 @@ void _nd_stats_at_exit(void)
 		if (!on)
 			return;
 	}
-	if (json)
-		nd_stats_print_json(fd);
-	else
-		nd_stats_print(fd);
+	static _nd_stats_label_t lb; /* destructor context: keep the stack small */
+	self_label(&lb);
+	print_live(fd, json, &lb);
 }

@@ -56,11 +56,11 @@ typedef struct launch {
 	bool have_last;
 	/* the rest */
 	const char *topology, *stats;
-	bool check, export_stats, show, dry_run;
+	bool stats_children, check, export_stats, show, dry_run;
 } launch_t;
 
 enum {
-	O_GRANULARITY = 256, O_WEIGHTS, O_TOPOLOGY, O_TIER, O_STATS,
+	O_GRANULARITY = 256, O_WEIGHTS, O_TOPOLOGY, O_TIER, O_STATS, O_STATS_CHILDREN,
 	O_CHECK, O_EXPORT, O_DRY_RUN, O_VERSION, O_CPUBIND_OLD, O_SHM_ONLY,
 };
 
@@ -84,6 +84,7 @@ static const struct option long_opts[] = {
 	{ "topology", required_argument, NULL, O_TOPOLOGY },
 	{ "tier-order", no_argument, NULL, O_TIER },
 	{ "stats", optional_argument, NULL, O_STATS },
+	{ "stats-children", no_argument, NULL, O_STATS_CHILDREN },
 	{ "check", no_argument, NULL, O_CHECK },
 	{ "export", no_argument, NULL, O_EXPORT },
 	{ "dry-run", no_argument, NULL, O_DRY_RUN },
@@ -670,6 +671,11 @@ static int read_options(int argc, char **argv, raw_opt_t *raw, int *nraw, launch
 		case O_CHECK: l->check = true; break;
 		case O_EXPORT: l->export_stats = true; break;
 		case O_DRY_RUN: l->dry_run = true; break;
+		case O_STATS_CHILDREN:
+			l->stats_children = true;
+			if (!l->stats)
+				l->stats = "1";
+			break;
 		case O_STATS:
 			if (!optarg || strcmp(optarg, "text") == 0)
 				l->stats = "1";
@@ -785,11 +791,13 @@ int nodactl_launch(int argc, char **argv)
 		env_add(&env, "NODALLOC_POLICY", policy);
 	if (l.topology)
 		env_add(&env, "NODALLOC_TOPOLOGY", l.topology);
-	if (l.stats)
+	/* --stats: nodactl reports the launched program itself (collect.c);
+	 * the library prints for descendants only with --stats-children. */
+	if (l.stats_children)
 		env_add(&env, "NODALLOC_STATS", l.stats);
 	if (l.check)
 		env_add(&env, "NODALLOC_CHECK", "1");
-	if (l.export_stats)
+	if (l.export_stats && !l.stats)
 		env_add(&env, "NODALLOC_STATS_EXPORT", "1");
 
 	/* The kernel's policy and the CPU binding, applied to this process
@@ -838,6 +846,11 @@ int nodactl_launch(int argc, char **argv)
 		printf("cpu binding: %s\n", !l.bind_opt ? "inherited" : emulated ? "none (emulated topology)" : cpus);
 		for (int i = 0; i < env.n; i++)
 			printf("environment: %s=%s\n", env.e[i].name, env.e[i].value);
+		if (l.stats)
+			printf("statistics: %s of the launched program, reported by nodactl when it ends%s%s\n",
+			       strcmp(l.stats, "json") == 0 ? "JSON" : "table",
+			       l.stats_children ? "; each descendant reports its own at exit" : "; descendants: none",
+			       l.export_stats ? "; live in /dev/shm/nodalloc-PID.stats" : "");
 		if (!have_lib)
 			printf("warning: libnodalloc.so not found (set NODALLOC_LIBRARY): only the kernel policy applies\n");
 		return 0;
@@ -854,6 +867,8 @@ int nodactl_launch(int argc, char **argv)
 			path, l.bind_opt ? " and CPU binding" : "");
 	for (int i = 0; i < env.n; i++)
 		setenv(env.e[i].name, env.e[i].value, 1);
+	if (l.stats)
+		return nodactl_run_collected(argv + prog, strcmp(l.stats, "json") == 0, l.stats_children, l.export_stats);
 	execvp(argv[prog], argv + prog);
 	fprintf(stderr, "nodactl: execution of '%s': %s\n", argv[prog], strerror(errno));
 	return errno == ENOENT ? 127 : 126;

@@ -80,7 +80,7 @@ void nodactl_usage(FILE *f)
 		   "                --preferred-many=NODES | --localalloc | --weights=N=W,...]\n"
 		   "               [--granularity=SIZE] [--cpunodebind=NODES | --physcpubind=CPUS]\n"
 		   "               [--all] [--balancing] [--topology=SPEC] [--tier-order]\n"
-		   "               [--stats[=json]] [--check] [--export]\n"
+		   "               [--stats[=json]] [--stats-children] [--check] [--export]\n"
 		   "               [--dry-run | --show] [--] program [args]\n"
 		   "       nodactl --version\n");
 	fprintf(f, "NODES: 0-3,5 | all | !1 | +0-1 (relative to the allowed nodes) | same (the list before)\n");

@@ -5,4 +5,11 @@
 int nodactl_launch(int argc, char **argv); /* nodactl [options] -- program */
 int nodactl_stat(int argc, char **argv);   /* nodactl stat PID */
 void nodactl_usage(FILE *f);               /* the help text (nodactl.c) */
+/* stat.c: is pid alive (not a zombie); its label from /proc. */
+#include <stdbool.h>
+struct _nd_stats_label;
+bool nodactl_alive(int pid);
+/* collect.c: run argv as a child and report its statistics when it ends. */
+int nodactl_run_collected(char **argv, bool json, bool children, bool named);
+void nodactl_label_of(int pid, struct _nd_stats_label *lb);
 #endif

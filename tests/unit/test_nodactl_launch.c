@@ -122,7 +122,7 @@ int main(void)
 		 0);
 	CHECK(strstr(out, "live True True") != NULL, "got: %s", out);
 	CHECK_EQ(run(NODACTL " stat %d", (int)pid), 0);
-	CHECK(strstr(out, "numa_hit") != NULL && strstr(out, "node0") != NULL, "got: %s", out);
+	CHECK(strstr(out, "hit_runs") != NULL && strstr(out, "node0") != NULL, "got: %s", out);
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
 	CHECK_EQ(run(NODACTL " stat 999999999"), 1);

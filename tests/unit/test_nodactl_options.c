@@ -102,8 +102,8 @@ int main(void)
 	CHECK(!has("RAN"), "dry run ran the program: %s", out);
 	CHECK(has("program: /") && has("nodalloc policy: weighted:0=3,1=1\n"), "got: %s", out);
 	CHECK(has("kernel policy: unchanged (emulated topology)\n"), "got: %s", out);
-	CHECK(has("environment: NODALLOC_STATS=json\n") && has("environment: LD_PRELOAD=" ND_BINARY_DIR "/libnodalloc.so"),
-	      "got: %s", out);
+	CHECK(has("statistics: JSON of the launched program, reported by nodactl when it ends; descendants: none\n") &&
+	      has("environment: LD_PRELOAD=" ND_BINARY_DIR "/libnodalloc.so"), "got: %s", out);
 	CHECK_EQ(run(NODACTL " --dry-run -C 0 -i 0 -- " ND_BINARY_DIR "/vm-bin/probe_nodactl_static"), 0);
 	CHECK(has("(static: only the kernel policy and CPU binding apply)"), "got: %s", out);
 	CHECK(has("kernel policy: interleave 0\n") && has("cpu binding: 0\n"), "got: %s", out);

@@ -1,0 +1,192 @@
+/*
+ * `nodactl --stats -- program`: nodactl stays the program's parent and
+ * reports the program's statistics itself when it ends, however it ends
+ * (exit, _exit, SIGTERM, SIGKILL): the program's library counts straight
+ * into a mapping nodactl made and handed down as a descriptor
+ * (NODALLOC_STATS_EXPORT=fd:N:PID; only PID maps it, its descendants
+ * count privately). The descriptor is a memfd, or with --export the file
+ * /dev/shm/nodalloc-PID.stats (created 0600 and O_EXCL by nodactl under a
+ * temporary name, renamed without replacing before the program starts,
+ * removed by nodactl when the program has ended) so `nodactl stat PID`
+ * reads it live.
+ *
+ * Signals: SIGTERM, SIGHUP, SIGUSR1/2, and SIGINT/SIGQUIT sent with kill
+ * (not the terminal's, which reach the program directly), are passed on
+ * to the program. nodactl then ends as the program did: its exit status,
+ * or the same signal (128 + signal for those that dump core).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "nodactl.h"
+
+static volatile pid_t child;
+
+static void forward(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	/* the terminal's ^C/^\ reach the program's process group directly */
+	if ((sig == SIGINT || sig == SIGQUIT) && si && si->si_code > 0)
+		return;
+	if (child > 0)
+		kill(child, sig);
+}
+
+/* The export: a memfd, or the named file for --export. fd, or -1. */
+static int make_export(bool named, char *tmp, size_t len)
+{
+	size_t size = _nd_stats_export_size();
+	int fd;
+	if (named) {
+		snprintf(tmp, len, "/dev/shm/nodalloc-nodactl-%d.tmp", (int)getpid());
+		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+		if (fd < 0) {
+			fprintf(stderr, "nodactl: --export: %s: %s\n", tmp, strerror(errno));
+			return -1;
+		}
+	} else {
+		tmp[0] = '\0';
+		fd = memfd_create("nodalloc-stats", 0);
+		if (fd < 0) {
+			fprintf(stderr, "nodactl: --stats: memfd_create: %s\n", strerror(errno));
+			return -1;
+		}
+	}
+	if (ftruncate(fd, (off_t)size) != 0) {
+		fprintf(stderr, "nodactl: --stats: sizing the export: %s\n", strerror(errno));
+		if (tmp[0])
+			unlink(tmp);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void describe_end(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, len, "ended (status 0x%x)", status);
+}
+
+static nd_stats_t snap; /* 72 KiB: not on the stack */
+
+int nodactl_run_collected(char **argv, bool json, bool children, bool named)
+{
+	char tmp[128], path[128] = "";
+	int efd = make_export(named, tmp, sizeof tmp);
+	if (efd < 0)
+		return 1;
+	size_t size = _nd_stats_export_size();
+	void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, efd, 0);
+	if (map == MAP_FAILED) {
+		fprintf(stderr, "nodactl: --stats: mapping the export: %s\n", strerror(errno));
+		return 1;
+	}
+	int go[2];
+	if (pipe2(go, O_CLOEXEC) != 0) {
+		fprintf(stderr, "nodactl: pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	if (!children)
+		unsetenv("NODALLOC_STATS"); /* descendants stay silent */
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "nodactl: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		close(go[1]);
+		char c;
+		if (read(go[0], &c, 1) != 1) /* the parent is ready (file renamed) */
+			_exit(126);
+		char v[64];
+		snprintf(v, sizeof v, "fd:%d:%d", efd, (int)getpid());
+		setenv("NODALLOC_STATS_EXPORT", v, 1);
+		execvp(argv[0], argv);
+		fprintf(stderr, "nodactl: execution of '%s': %s\n", argv[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	child = pid;
+	close(go[0]);
+	close(efd);
+	if (named) {
+		snprintf(path, sizeof path, "/dev/shm/nodalloc-%d.stats", (int)pid);
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
+			fprintf(stderr, "nodactl: --export: %s: %s (not published)\n", path, strerror(errno));
+			unlink(tmp);
+			path[0] = '\0';
+		}
+	}
+	struct sigaction sa = { 0 };
+	sa.sa_sigaction = forward;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		sigaction(sigs[i], &sa, NULL);
+	if (write(go[1], "g", 1) != 1) {
+		/* the child is gone already: waited for below */
+	}
+	close(go[1]);
+
+	/* Ended: read its name while it is a zombie, then reap it. */
+	siginfo_t info;
+	while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) != 0 && errno == EINTR)
+		;
+	_nd_stats_label_t lb;
+	nodactl_label_of(pid, &lb);
+	int status = 0;
+	struct rusage ru = { 0 };
+	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+		;
+	child = 0;
+	char ended[96];
+	describe_end(status, ended, sizeof ended);
+	lb.ppid = (int)getpid();
+	lb.role = ND_ROLE_LAUNCHED;
+	lb.ended = ended;
+	lb.rss = 0; /* its memory is gone; the peak is the kernel's */
+	lb.rss_peak = (uint64_t)ru.ru_maxrss << 10;
+	int owner = 0;
+	int64_t fd64 = _nd_opt_int(ND_OPT_MSG_FD);
+	int out = fd64 > 0 ? (int)fd64 : 2;
+	if (_nd_stats_from_export(map, size, &snap, &owner, &lb.peak_in_use) != 0 || owner != pid)
+		dprintf(out, "nodactl: --stats: pid %d (%s) %s without publishing statistics: it did not load nodalloc "
+			"(a static or set-user-ID program?)\n", (int)pid, lb.program[0] ? lb.program : argv[0], ended);
+	else
+		_nd_stats_print_snapshot(out, &snap, &lb, json);
+	munmap(map, size);
+	if (path[0])
+		unlink(path);
+
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+	static const int core[] = { SIGQUIT, SIGILL, SIGTRAP, SIGABRT, SIGBUS, SIGFPE, SIGSEGV, SIGSYS, SIGXCPU, SIGXFSZ };
+	for (size_t i = 0; i < sizeof core / sizeof core[0]; i++)
+		if (sig == core[i])
+			return 128 + sig;
+	signal(sig, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	return 128 + sig;
+}
