@@ -6,6 +6,8 @@
  *       (node and tier order) and each CPU's memory node
  *   nodactl hardware ...            (the same, as a subcommand)
  *   nodactl stat PID|FILE [--json]  live statistics of a process (stat.c)
+ *   nodactl top [--interval=S] [--count=N]  every exporting process (top.c)
+ *   nodactl maps PID                per-node memory of any process (maps.c)
  *   nodactl [policy options] [--] program args
  *                                   run a program on nodalloc (launch.c)
  *
@@ -76,6 +78,8 @@ void nodactl_usage(FILE *f)
 	fprintf(f, "usage: nodactl [options] [command]\n");
 	fprintf(f, "       nodactl --hardware [--topology=SPEC | --sysfs=ROOT]\n");
 	fprintf(f, "       nodactl stat PID|FILE [--json] [--interval=S] [--count=N]\n");
+	fprintf(f, "       nodactl top [--interval=S] [--count=N]\n");
+	fprintf(f, "       nodactl maps PID\n");
 	fprintf(f, "       nodactl [--interleave=NODES | --membind=NODES | --preferred=NODE |\n"
 		   "                --preferred-many=NODES | --localalloc | --weights=N=W,...]\n"
 		   "               [--granularity=SIZE] [--cpunodebind=NODES | --physcpubind=CPUS]\n"
@@ -320,7 +324,7 @@ static bool wants_inspector(int argc, char **argv)
 
 /* The commands, for the mistyped-command check (the inspector's subs[]
  * and the files of their own). */
-static const char *const commands[] = { "hardware", "stat" };
+static const char *const commands[] = { "hardware", "stat", "top", "maps" };
 
 /* Levenshtein distance of two short words (longer ones: a large number). */
 static int distance(const char *a, const char *b)
@@ -382,6 +386,10 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "stat") == 0)
 		return nodactl_stat(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "top") == 0)
+		return nodactl_top(argc, argv);
+	if (argc > 1 && strcmp(argv[1], "maps") == 0)
+		return nodactl_maps(argc, argv);
 	const char *meant = mistyped_command(argc, argv);
 	if (meant) {
 		fprintf(stderr, "nodactl: unknown command '%s' (did you mean '%s'?); to run a program of that name: nodactl -- %s\n",

@@ -4,6 +4,8 @@
 #include <stdio.h>
 int nodactl_launch(int argc, char **argv); /* nodactl [options] -- program */
 int nodactl_stat(int argc, char **argv);   /* nodactl stat PID */
+int nodactl_top(int argc, char **argv);    /* nodactl top (top.c) */
+int nodactl_maps(int argc, char **argv);   /* nodactl maps PID (maps.c) */
 void nodactl_usage(FILE *f);               /* the help text (nodactl.c) */
 /* stat.c: is pid alive (not a zombie); its label from /proc. */
 #include <stdbool.h>
