@@ -24,6 +24,14 @@ file(GLOB ND_BENCH_INTERNAL CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/bench/bench_*.
 foreach(src ${ND_BENCH_INTERNAL})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src})
+  if(name STREQUAL "bench_policy")
+    # the public API through the shared library: thread-local accesses
+    # cost what they cost under LD_PRELOAD (bench/policy.sh)
+    target_compile_options(${name} PRIVATE ${ND_WARN} -fno-builtin-malloc -fno-builtin-free)
+    target_link_libraries(${name} PRIVATE nodalloc)
+    set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bench)
+    continue()
+  endif()
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include)
   target_compile_options(${name} PRIVATE ${ND_WARN})
   # whole archive: constructor and malloc override come in unnamed

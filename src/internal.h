@@ -155,8 +155,9 @@ typedef enum _nd_lock_rank {
 	ND_RANK_PERCPU = 30,      /* percpu.c: setup, alloc, free (takes page, topology) */
 	ND_RANK_INIT = 40,        /* malloc.c: the init sequence (takes everything below) */
 	ND_RANK_POLICY_POOL = 50, /* policy.c: interned policies */
-	ND_RANK_POLICY_PROC = 51, /* policy.c: process default */
-	ND_RANK_SLAB_THREADS = 60,/* slab.c: thread record pool */
+	ND_RANK_POLICY_PROC = 51, /* policy.c: process default (then thread) */
+	ND_RANK_THREAD = 55,      /* thread.c: thread records (pool, list) */
+	ND_RANK_SLAB_THREADS = 60,/* slab.c: policy heap pool, slab map creation */
 	ND_RANK_SLAB_NODE = 61,   /* slab.c: per-node pools and metadata (then page) */
 	ND_RANK_LARGE_CACHE = 65, /* large.c: one per node, its cached runs (takes nothing) */
 	ND_RANK_PAGE_SETUP = 70,  /* page.c: reservation setup (takes topology freeze) */
@@ -204,6 +205,105 @@ int _nd_lock_classes(const _nd_lock_class_t **out, int max);
 void _nd_lock_fork_prepare(void);
 void _nd_lock_fork_parent(void);
 void _nd_lock_fork_child(void);
+
+/* ======================================================================
+ * src/thread.c: the thread record. The library's only initial-exec TLS is
+ * one pointer, _nd_tls, to the calling thread's record (so the library can
+ * be dlopen'ed: static TLS has room for a pointer, not for kilobytes).
+ * Each layer keeps its per-thread state in its part of the record.
+ * ====================================================================== */
+
+struct _nd_slab_hot;
+struct nd_heap;
+/* The slab layer's key that no CPU pair ever equals (rseq's cpu_id_start
+ * always holds a real CPU number). */
+#define ND_KEY_NONE UINT64_MAX
+#define ND_SLAB_DIRECT 256 /* malloc sizes 0..ND_SLAB_DIRECT index dir[] */
+/* dir[] is offset so that every class's sizes (16k+1 .. 16m) start at an
+ * index that is a multiple of 16: changing a class's slab is a few aligned
+ * 16-byte stores. */
+#define ND_SLAB_DIR0 15
+#define ND_PCACHE 4 /* nd_malloc_policy's cache: policy objects remembered */
+
+/* Owner and synchronisation: every field belongs to the record's thread,
+ * except those marked "atomic": key, lkey and pc[].key may be set to
+ * ND_KEY_NONE by any thread (relaxed stores; thread.c's invalidation, for
+ * a process policy change), so the owner reads them with relaxed loads
+ * and re-checks after it stores a fresh one (_nd_thread_key_store). */
+typedef struct _nd_thread {
+	/* ---- slab.c: the malloc fast path (docs/malloc.md) ---- */
+	/* dir[ND_SLAB_DIR0 + size]: the resolved heap's current slab of
+	 * size's class (meaningful only while key matches) */
+	struct _nd_slab_hot *dir[ND_SLAB_DIR0 + ND_SLAB_DIRECT + 1];
+	const uint64_t *cpu64;  /* the CPU twice (rseq cpu_id_start:cpu_id, or cpu_pair) */
+	uint64_t key;           /* atomic: *cpu64 when heap was resolved, else NONE */
+	uint64_t lkey;          /* atomic: the same for lheap (nd_malloc_local) */
+	struct nd_heap *heap;   /* the thread policy's heap (dir mirrors it) */
+	struct nd_heap *lheap;  /* the CPU's memory node's heap */
+	struct nd_heap **heaps; /* [nheaps]: node heaps by wanted node */
+	int nheaps;
+	int nfast;              /* nheaps, 0 in check mode: nd_malloc_onnode's bound */
+	_Alignas(8) int32_t cpu_pair[2]; /* emulated CPU, or the CPU without rseq */
+	const nd_policy_t *hpol;/* policy heap's refills use (interned) */
+	struct _nd_pcache {     /* nd_malloc_policy: a caller's object -> heap */
+		const nd_policy_t *user; /* the caller's pointer, NULL = unused */
+		uint64_t key;            /* atomic: *cpu64 when resolved, else NONE */
+		uint64_t mode_flags;     /* user's mode and flags then (8 bytes) */
+		uint64_t bits0;          /* user's nodes.bits[0] then */
+		uint64_t w0;             /* user's weights[0..7] then (weighted) */
+		uint32_t gran;           /* user's granularity_shift then */
+		uint32_t max;            /* largest size served from the heap */
+		struct nd_heap *heap;
+		const nd_policy_t *pol;  /* interned copy (refills) */
+	} pc[ND_PCACHE];
+	unsigned pc_next;       /* next entry to replace */
+	uint64_t slow;          /* malloc slow paths taken (tests) */
+	struct nd_heap *ph[8];  /* policy heaps (bind, interleave, weighted) */
+	int nph;
+	/* ---- policy.c ---- */
+	const nd_policy_t *pol_thr; /* NULL = inherit the process's */
+	const nd_policy_t *pol_eff; /* cached effective policy */
+	uint32_t pol_gen;           /* generation pol_eff is from */
+	int il_node;                /* interleave cursor: node in turn (-1 none) */
+	int32_t il_credit[64];      /* pages each node (id mod 64) may still have */
+	uint64_t spread_cursor, spread_partials;
+	/* ---- topology.c ---- */
+	int32_t cpu_override;       /* nd_emulate_cpu, -1 = real */
+	struct _nd_rseq_abi *rseq;  /* NULL = not looked up, (void *)1 = none */
+	/* ---- percpu.c ---- */
+	int fb_cpu;
+	unsigned fb_count;
+	/* ---- thread.c ---- */
+	struct _nd_thread *pool_next; /* free records (thread lock) */
+	struct _nd_thread *all_next;  /* every record ever made (append only) */
+} _nd_thread_t;
+
+/* The shared read-only record of a thread that has none yet: every key
+ * NONE, cpu_override -1. Never written: writers call _nd_thread_self(). */
+extern const _nd_thread_t _nd_thread_boot __attribute__((visibility("hidden")));
+extern ND_TLS _nd_thread_t *_nd_tls __attribute__((visibility("hidden")));
+/* The calling thread's record, made on first use (NULL only if no memory). */
+_nd_thread_t *_nd_thread_make(void);
+static inline _nd_thread_t *_nd_thread_self(void)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (nd_likely(t != &_nd_thread_boot))
+		return t;
+	return _nd_thread_make();
+}
+/* Force every thread's slab keys to NONE (a process policy change): each
+ * thread's next allocation re-resolves. */
+void _nd_thread_invalidate_all(void);
+/* The same for one record (the thread's own policy or CPU changed). */
+void _nd_thread_invalidate(_nd_thread_t *t);
+/* Thread exit: fn(record) runs first (slab.c parks the heaps), then the
+ * record goes back to the pool and the thread's pointer to the boot one. */
+void _nd_thread_set_exit_hook(void (*fn)(_nd_thread_t *));
+/* What the thread-exit destructor does, for the calling thread (tests). */
+void _nd_thread_exit_now(void);
+/* The library is unloaded (its destructor): the thread-exit destructor is
+ * unregistered, records stay as they are. */
+void _nd_thread_fini(void);
 
 /* ======================================================================
  * src/options.c: one table drives every option. Read once from the
@@ -313,12 +413,12 @@ uint64_t _nd_topo_node_free_in(const _nd_topo_t *t, int node);
  * per-thread override set by nd_emulate_cpu() wins, and a real CPU id that
  * is not an emulated CPU is folded onto one. Always a valid index below
  * _nd_topo()->cpu_limit with cpu_node[cpu] >= 0. */
-extern ND_TLS int _nd_topo_cpu_override;
 int _nd_topo_cpu_slow(void);
 static inline int _nd_topo_cpu(void)
 {
-	if (nd_unlikely(_nd_topo_cpu_override >= 0))
-		return _nd_topo_cpu_override;
+	int o = _nd_tls->cpu_override; /* the thread record's */
+	if (nd_unlikely(o >= 0))
+		return o;
 	return _nd_topo_cpu_slow();
 }
 
@@ -376,19 +476,14 @@ int _nd_policy_init(void);
 /* The policy in force for this thread (thread, else process, else local):
  * an interned, immutable policy that stays valid for the process's life. */
 const nd_policy_t *_nd_policy_current(void);
-/* True when the effective policy's mode is local (the malloc fast path;
- * fallback order, e.g. +tier, still comes from _nd_policy_current()).
- * One TLS word against one global word: _nd_policy_local_tag equals the
- * (even) generation exactly when this thread's cached policy is local and
- * no process default change happened since. */
-extern ND_TLS uint32_t _nd_policy_local_tag;
-extern volatile uint32_t _nd_policy_gen;
-bool _nd_policy_is_local_slow(void);
-static inline bool _nd_policy_is_local(void)
-{
-	return nd_likely(_nd_policy_local_tag == __atomic_load_n(&_nd_policy_gen, __ATOMIC_RELAXED)) ||
-	       _nd_policy_is_local_slow();
-}
+/* True when the effective policy's mode is local. */
+bool _nd_policy_is_local(void);
+/* Every process default change adds 2 (even); the slab layer re-checks it
+ * after it stored a key (internal.h, thread record). */
+extern volatile uint32_t _nd_policy_gen __attribute__((visibility("hidden")));
+/* The interned (immutable, process-lifetime) copy of a valid policy; NULL
+ * with err and errno (EINVAL, ENOMEM). nd_malloc_policy's cache. */
+const nd_policy_t *_nd_policy_intern(const nd_policy_t *p, char *err, size_t errlen);
 
 /* Iterator over the nodes an allocation may use, in order. Lives on the
  * caller's stack; no allocation, no lock. */
@@ -580,26 +675,35 @@ void _nd_slab_thread_exit(void);
 /* Times this thread's malloc left the fast path (tests). */
 uint64_t _nd_slab_slow_count(void);
 
-/* ---- the malloc/free fast paths (inlined into malloc.c; docs/malloc.md).
- * slab.c owns every field; malloc.c only pops and pushes as below. */
-
-/* malloc sizes 0..ND_SLAB_DIRECT index the thread's direct table. */
-#define ND_SLAB_DIRECT 256
-/* dir[] is offset so that every class's sizes (16k+1 .. 16m) start at an
- * index that is a multiple of 16: changing a class's slab is a few aligned
- * 16-byte stores. */
-#define ND_SLAB_DIR0 15
-/* The first fields of every slab header (slab.c's slab_t starts with them). */
+/* ---- the malloc/free fast paths (docs/malloc.md). The hot structures
+ * and the one pop and push live here, used by malloc.c's inlined paths
+ * and slab.c's alike. slab.c owns every field.
+ *
+ * Owner and synchronisation of the hot fields: free, used: the owner
+ * thread of the slab's heap (or whoever took a parked heap out of its
+ * pool). start, mul: fixed while the slab exists. lim, tp: written by the
+ * owner, read by any thread's free (relaxed atomics: a stale value only
+ * sends that free to its slow path, which rechecks under the page
+ * descriptor; lim only grows while the slab lives, tp changes only when
+ * the heap is parked or adopted). */
 #define ND_SLAB_HOT_FIELDS                                                         \
 	void *free;      /* private free list (owner only) */                         \
 	char *start;     /* first object (page-aligned run) */                        \
 	uint64_t mul;    /* (size's odd part)^-1 << (15 - tz) mod 2^64: see below */  \
-	uint64_t lim;    /* objects carved; 0 in check mode: every free validates */  \
-	uintptr_t tp;    /* owner thread's pointer (%fs:0); 0 while parked */         \
+	uint64_t lim;    /* atomic: objects carved; 0 in check mode: frees validate */ \
+	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0); 0 while parked */ \
 	uint32_t used;   /* objects out; while on the full list, lowered by fbias */
 typedef struct _nd_slab_hot {
 	ND_SLAB_HOT_FIELDS
 } _nd_slab_hot_t;
+
+/* A heap starts with its current slab per class (slab.c's heap_t). */
+typedef struct _nd_heap_hot {
+	_nd_slab_hot_t *cur[ND_SLAB_CLASSES]; /* owner only; an empty slab if none */
+} _nd_heap_hot_t;
+
+/* Size -> class: _nd_slab_cls_tab[(size + 15) >> 4] for size <= ND_SLAB_MAX. */
+extern uint8_t _nd_slab_cls_tab[ND_SLAB_MAX / 16 + 1] __attribute__((visibility("hidden")));
 
 /* Page number -> slab header, for the reservation of the page level.
  * Entry 0 (any page that is not a slab's) decodes to `none`, whose lim 0
@@ -617,7 +721,7 @@ static inline _nd_slab_hot_t *_nd_slab_of(const void *p)
 {
 	_nd_slab_map_t *m = _nd_slab_map;
 	uintptr_t i = ((uintptr_t)p >> ND_PAGE_SHIFT) & m->mask;
-	return (_nd_slab_hot_t *)((char *)m + m->ent[i]);
+	return (_nd_slab_hot_t *)((char *)m + __atomic_load_n(&m->ent[i], __ATOMIC_RELAXED));
 }
 /* Index of p in s if p is an object start, else a number >= s->lim.
  * Granlund-Montgomery divisibility with the rotation folded into mul:
@@ -633,33 +737,68 @@ static inline uint64_t _nd_slab_index(const _nd_slab_hot_t *s, const void *p)
 	return (x >> 15) | (x << 49);
 }
 
-/* The calling thread's state. dir[ND_SLAB_DIR0 + size] is the current slab of size's
- * class in heap (the heap of the memory node of the CPU *cpu_src read
- * raw); a slab with free == NULL sends malloc to the slow path.
- * The fast path's one compare: *cpu64 + (uint32_t)(gen - tag) == key.
- * cpu64 points at 8 bytes whose two halves both hold the CPU (rseq's
- * cpu_id_start:cpu_id, or the fake pair), key is that word when heap was
- * chosen under a local policy (tag == gen): a carry out of the low half
- * changes the high one, so equality means "same CPU and policy local".
- * In emulation and check mode key is UINT64_MAX (cpu64 -> a zero word):
- * malloc always takes _nd_slab_malloc, which reads cpu_src. */
-typedef struct _nd_slab_tls {
-	_nd_slab_hot_t *dir[ND_SLAB_DIR0 + ND_SLAB_DIRECT + 1];
-	const uint64_t *cpu64;           /* read once per malloc: not volatile */
-	uint64_t key;
-	struct nd_heap *heap;
-	const volatile int32_t *cpu_src; /* rseq cpu_id, emulated CPU, or fake_cpu */
-	int32_t raw;                     /* *cpu_src when heap was chosen */
-	_Alignas(8) int32_t fake_cpu;    /* without rseq: the CPU, twice */
-	int32_t fake_cpu_hi;
-	struct nd_thread *thr;
-	uint64_t slow;
-} _nd_slab_tls_t;
-extern ND_TLS _nd_slab_tls_t _nd_slab_tls __attribute__((visibility("hidden")));
-extern volatile uint32_t _nd_policy_gen __attribute__((visibility("hidden")));
+/* A free object: word 0 the next free object, word 1 the marker (its slab
+ * header's address: free writes it, malloc clears it, so finding it on
+ * free means a double free). The pop: NULL when the list is empty. */
+static inline __attribute__((always_inline)) void *_nd_slab_pop(_nd_slab_hot_t *s)
+{
+	void **o = (void **)s->free;
+	if (nd_unlikely(o == NULL))
+		return NULL;
+	s->free = o[0];
+	s->used++;
+	o[1] = NULL;
+	return o;
+}
 
-/* malloc.c's fast path found size's free list empty (same CPU, local
- * policy): collect, carve or change slab in the current heap. */
+/* The owner's push of a marked object; true when s needs the slow path
+ * (now empty, or it was on the full list: the bias makes used <= 0). */
+static inline __attribute__((always_inline)) bool _nd_slab_push(_nd_slab_hot_t *s, void **o)
+{
+	o[0] = s->free;
+	s->free = o;
+	bool le0;
+	__asm__("subl $1, %0" : "+m"(s->used), "=@ccle"(le0)); /* one sub, flags reused */
+	return le0;
+}
+
+/* The free fast path up to the owner test: p is an object start of s
+ * (else 0: not a slab object, or check mode), not marked free (else 1),
+ * now marked. Returns 2 when the caller owns s, 3 when it does not. */
+static inline __attribute__((always_inline)) int _nd_slab_free_classify(_nd_slab_hot_t *s, void **o)
+{
+	if (nd_unlikely(_nd_slab_index(s, o) >= __atomic_load_n(&s->lim, __ATOMIC_RELAXED)))
+		return 0;
+	if (nd_unlikely(o[1] == (void *)s))
+		return 1;
+	o[1] = s;
+	return __atomic_load_n(&s->tp, __ATOMIC_RELAXED) == (uintptr_t)__builtin_thread_pointer() ? 2 : 3;
+}
+
+/* The malloc fast path: dir[] is valid while *cpu64 == key. */
+static inline __attribute__((always_inline)) bool _nd_slab_key_ok(const _nd_thread_t *t, const uint64_t *key)
+{
+	return *t->cpu64 == __atomic_load_n(key, __ATOMIC_RELAXED);
+}
+
+/* nd_malloc_policy's cache entry still describes the caller's object p
+ * (slab.c, _nd_slab_policy: the words that can differ on this topology). */
+static inline __attribute__((always_inline)) bool _nd_slab_pc_same(const struct _nd_pcache *e, const nd_policy_t *p)
+{
+	uint64_t mf;
+	__builtin_memcpy(&mf, &p->mode, sizeof mf);
+	if (mf != e->mode_flags || p->granularity_shift != e->gran || p->nodes.bits[0] != e->bits0)
+		return false;
+	if (nd_unlikely(p->mode == ND_POLICY_WEIGHTED)) {
+		uint64_t w;
+		__builtin_memcpy(&w, p->weights, sizeof w);
+		return w == e->w0;
+	}
+	return true;
+}
+
+/* malloc.c's fast path found size's free list empty (heap still valid):
+ * collect, carve or change slab in the current heap. */
 void *_nd_slab_refill(size_t size);
 /* Free of an object whose marker says it is free already (fatal). */
 void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s) __attribute__((noreturn));
@@ -667,6 +806,15 @@ void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s) __attribute__((noreturn));
 void _nd_slab_free_other(void *p, _nd_slab_hot_t *s);
 /* The owner's push left s empty, or s was on the full list. */
 void _nd_slab_free_emptied(_nd_slab_hot_t *s);
+/* The placement calls' slow paths (init, validation, resolution, refill). */
+void *_nd_slab_onnode(size_t size, int node);
+void *_nd_slab_local(size_t size);
+/* nd_malloc_policy's, for a size the class path serves (see docs/malloc.md). */
+void *_nd_slab_policy(size_t size, const nd_policy_t *p);
+/* The node a small block's memory is on (its slab's run), for realloc. */
+int _nd_slab_node(const _nd_pagedesc_t *d);
+/* The object's free marker is set (realloc of a freed block). */
+bool _nd_slab_freed(const void *p, const _nd_pagedesc_t *d);
 
 /* ======================================================================
  * src/large.c: allocations above ND_SLAB_MAX, straight from page runs,

@@ -21,7 +21,9 @@
 volatile int _nd_initialized;
 /* Protects the init sequence (rank: internal.h, "Lock order"). */
 ND_LOCK_DEFINE(init_lock, ND_RANK_INIT);
-static ND_TLS int tls_in_init;
+/* The thread running the init (its thread pointer), so that the init's own
+ * allocations take the bootstrap buffer: no thread-local variable needed. */
+static uintptr_t init_owner;
 
 /* ---- init ---------------------------------------------------------------- */
 
@@ -36,15 +38,15 @@ static void fork_child(void)
 
 bool _nd_init(void)
 {
-	if (tls_in_init)
+	uintptr_t me = (uintptr_t)__builtin_thread_pointer();
+	if (__atomic_load_n(&init_owner, __ATOMIC_RELAXED) == me)
 		return false; /* the init allocating: the caller uses the bootstrap */
-	tls_in_init = 1;
 	_nd_lock(&init_lock);
 	if (_nd_initialized) {
 		_nd_unlock(&init_lock);
-		tls_in_init = 0;
 		return _nd_initialized > 0;
 	}
+	__atomic_store_n(&init_owner, me, __ATOMIC_RELAXED);
 	_nd_opt_init();
 	bool ok = _nd_topo_init() == 0 && _nd_stats_init() == 0 && _nd_policy_init() == 0 &&
 		  _nd_page_init() == 0 && _nd_slab_init() == 0;
@@ -53,8 +55,8 @@ bool _nd_init(void)
 	else
 		_nd_msg_error("initialization failed: allocations will fail with ENOMEM");
 	__atomic_store_n(&_nd_initialized, ok ? 1 : -1, __ATOMIC_RELEASE);
+	__atomic_store_n(&init_owner, 0, __ATOMIC_RELAXED);
 	_nd_unlock(&init_lock);
-	tls_in_init = 0;
 	return ok;
 }
 
@@ -66,6 +68,7 @@ __attribute__((constructor)) static void nd_constructor(void)
 __attribute__((destructor)) static void nd_destructor(void)
 {
 	_nd_stats_at_exit();
+	_nd_thread_fini(); /* dlclose: no thread may call into the gone library */
 }
 
 /* Not initialized yet: run the init; false = serve from the bootstrap. */
@@ -86,23 +89,18 @@ static __attribute__((noinline)) void *malloc_large(size_t size)
 	return _nd_large_alloc(size, 0, NULL, -1);
 }
 
-/* The fast path (docs/malloc.md): the thread's current slab for size, a
- * non-empty free list, still on the CPU the heap was chosen for, policy
- * still local: pop. Everything else goes to slab.c. */
+/* The fast path (docs/malloc.md): the thread record's current slab for
+ * size; the key still matches the CPU pair (same CPU, no policy change
+ * since the heap was resolved); pop. Everything else goes to slab.c. */
 void *nd_malloc(size_t size)
 {
+	_nd_thread_t *t = _nd_tls;
 	if (nd_likely(size <= ND_SLAB_DIRECT)) {
-		_nd_slab_hot_t *s = _nd_slab_tls.dir[ND_SLAB_DIR0 + size];
-		/* same CPU and local policy, in one compare (internal.h) */
-		uint32_t d = __atomic_load_n(&_nd_policy_gen, __ATOMIC_RELAXED) - _nd_policy_local_tag;
-		if (nd_likely(*_nd_slab_tls.cpu64 + d == _nd_slab_tls.key)) {
-			void **o = s->free;
-			if (nd_likely(o != NULL)) {
-				s->free = o[0];
-				s->used++;
-				o[1] = NULL; /* the free marker */
+		_nd_slab_hot_t *s = t->dir[ND_SLAB_DIR0 + size];
+		if (nd_likely(_nd_slab_key_ok(t, &t->key))) {
+			void *o = _nd_slab_pop(s);
+			if (nd_likely(o != NULL))
 				return o;
-			}
 			return _nd_slab_refill(size);
 		}
 		return _nd_slab_malloc(size);
@@ -110,6 +108,12 @@ void *nd_malloc(size_t size)
 	if (nd_likely(size <= ND_SLAB_MAX))
 		return _nd_slab_malloc(size);
 	return malloc_large(size);
+}
+
+/* The class's current slab of a heap (the placement calls' fast paths). */
+static inline _nd_slab_hot_t *heap_slab(struct nd_heap *h, size_t size)
+{
+	return ((_nd_heap_hot_t *)(void *)h)->cur[_nd_slab_cls_tab[(size + 15) >> 4]];
 }
 
 /* Aligned allocation; align a power of two. */
@@ -188,25 +192,33 @@ static __attribute__((noinline)) void free_slow(void *p)
 void nd_free(void *p)
 {
 	_nd_slab_hot_t *s = _nd_slab_of(p);
-	void **o = p;
-	if (nd_unlikely(_nd_slab_index(s, p) >= s->lim)) {
+	switch (_nd_slab_free_classify(s, p)) {
+	case 2:
+		if (nd_unlikely(_nd_slab_push(s, p)))
+			_nd_slab_free_emptied(s);
+		return;
+	case 0:
 		free_slow(p);
 		return;
-	}
-	if (nd_unlikely(o[1] == (void *)s))
+	case 1:
 		_nd_slab_free_marked(p, s);
-	o[1] = s;
-	if (nd_unlikely(s->tp != (uintptr_t)__builtin_thread_pointer())) {
+	default:
 		_nd_slab_free_other(p, s);
-		return;
 	}
-	o[0] = s->free;
-	s->free = o;
-	/* now empty, or it was full (the full bit makes used negative) */
-	bool le0;
-	__asm__("subl $1, %0" : "+m"(s->used), "=@ccle"(le0)); /* one sub, flags reused */
-	if (nd_unlikely(le0))
-		_nd_slab_free_emptied(s);
+}
+
+static void *place_onnode(size_t size, int node);
+
+/* realloc's new block: on node (where the old one is, fallback along its
+ * list), unless a bind policy is in force, which places it itself (node
+ * first if it is in the set); node -1: by the policy. */
+static void *realloc_alloc(size_t size, int node)
+{
+	if (node < 0)
+		return nd_malloc(size);
+	if (_nd_policy_current()->mode == ND_POLICY_BIND)
+		return size > ND_SLAB_MAX ? _nd_large_alloc(size, 0, NULL, node) : nd_malloc(size);
+	return place_onnode(size, node);
 }
 
 static size_t usable(const void *p, const _nd_pagedesc_t *d)
@@ -232,6 +244,8 @@ void *nd_realloc(void *p, size_t size)
 		return NULL;
 	}
 	_nd_pagedesc_t *d = checked_desc(p, "realloc");
+	if (d && d->use == ND_USE_SLAB && _nd_slab_freed(p, d))
+		_nd_msg_fatal("realloc(): invalid pointer %p (already freed)", p);
 	size_t have = usable(p, d);
 	if (d && size <= have) {
 		/* in place: growing within the class or run, or shrinking by at
@@ -249,7 +263,14 @@ void *nd_realloc(void *p, size_t size)
 	/* a large block that grows takes the free pages after it if it can */
 	if (d && d->use == ND_USE_LARGE && size > have && _nd_large_grow(p, d, size))
 		return p;
-	void *q = nd_malloc(size);
+	/* the new block goes where the old one is (a block spread over nodes
+	 * by offset: where the policy in force puts it) */
+	int node = -1;
+	if (d && d->use == ND_USE_SLAB)
+		node = _nd_slab_node(d);
+	else if (d && d->use == ND_USE_LARGE && !(d->flags & ND_PGF_PLACED))
+		node = d->node;
+	void *q = realloc_alloc(size, node);
 	if (!q)
 		return NULL; /* p untouched, errno ENOMEM */
 	memcpy(q, p, have < size ? have : size);
@@ -277,7 +298,15 @@ static bool valid_node(int node)
 	return node >= 0 && node < t->node_limit && t->online[node];
 }
 
-void *nd_malloc_onnode(size_t size, int node)
+/* On a node known to be valid (init done). */
+static void *place_onnode(size_t size, int node)
+{
+	if (size <= ND_SLAB_MAX)
+		return _nd_slab_onnode(size, node);
+	return _nd_large_alloc(size, 0, &local_pol, node);
+}
+
+static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 {
 	if (!init_or_boot())
 		return _nd_slab_boot_alloc(size, 16);
@@ -286,18 +315,44 @@ void *nd_malloc_onnode(size_t size, int node)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (size <= ND_SLAB_MAX)
-		return _nd_slab_alloc(size, 0, NULL, node);
-	return _nd_large_alloc(size, 0, &local_pol, node);
+	return place_onnode(size, node);
 }
 
-void *nd_malloc_local(size_t size)
+/* Fast path: the thread's heap of node exists (so node is valid), pop from
+ * its current slab of size's class: the malloc pop plus an index. */
+void *nd_malloc_onnode(size_t size, int node)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (nd_likely(size <= ND_SLAB_MAX && (unsigned)node < (unsigned)t->nfast)) {
+		struct nd_heap *h = t->heaps[node];
+		if (nd_likely(h != NULL)) {
+			void *o = _nd_slab_pop(heap_slab(h, size));
+			if (nd_likely(o != NULL))
+				return o;
+		}
+	}
+	return onnode_slow(size, node);
+}
+
+static __attribute__((noinline)) void *local_slow(size_t size)
 {
 	if (!init_or_boot())
 		return _nd_slab_boot_alloc(size, 16);
 	if (size <= ND_SLAB_MAX)
-		return _nd_slab_alloc(size, 0, &local_pol, -1);
+		return _nd_slab_local(size);
 	return _nd_large_alloc(size, 0, &local_pol, -1);
+}
+
+/* Fast path: the heap of the CPU's memory node, valid while lkey matches. */
+void *nd_malloc_local(size_t size)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (nd_likely(size <= ND_SLAB_MAX && _nd_slab_key_ok(t, &t->lkey))) {
+		void *o = _nd_slab_pop(heap_slab(t->lheap, size));
+		if (nd_likely(o != NULL))
+			return o;
+	}
+	return local_slow(size);
 }
 
 /* Small requests under an explicit policy take a class; anything of more
@@ -339,12 +394,15 @@ void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t gran
 	return alloc_policy(size, &pol);
 }
 
-void *nd_malloc_policy(size_t size, const nd_policy_t *p)
+static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_t *p)
 {
 	if (!p || p->mode == ND_POLICY_DEFAULT)
 		return nd_malloc(size);
 	if (!init_or_boot())
 		return _nd_slab_boot_alloc(size, 16);
+	bool il = p->mode == ND_POLICY_INTERLEAVE || p->mode == ND_POLICY_WEIGHTED;
+	if (size <= ND_SLAB_MAX && !(il && size > ND_PAGE_SIZE))
+		return _nd_slab_policy(size, p); /* validates, caches, reports */
 	char err[200];
 	if (nd_policy_check(p, err, sizeof err) != 0) {
 		_nd_msg_error("nd_malloc_policy: %s", err);
@@ -352,6 +410,21 @@ void *nd_malloc_policy(size_t size, const nd_policy_t *p)
 		return NULL;
 	}
 	return alloc_policy(size, p);
+}
+
+/* Fast path: the thread's cache entry 0 remembers this policy object (the
+ * words that can differ, internal.h) and the heap it resolved to on this
+ * CPU; pop from that heap. */
+void *nd_malloc_policy(size_t size, const nd_policy_t *p)
+{
+	_nd_thread_t *t = _nd_tls;
+	const struct _nd_pcache *e = &t->pc[0];
+	if (nd_likely(e->user == p && size <= e->max && _nd_slab_key_ok(t, &e->key) && _nd_slab_pc_same(e, p))) {
+		void *o = _nd_slab_pop(heap_slab(e->heap, size));
+		if (nd_likely(o != NULL))
+			return o;
+	}
+	return policy_slow(size, p);
 }
 
 int nd_node_of(const void *p)

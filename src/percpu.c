@@ -432,16 +432,16 @@ void *nd_percpu_ptr(nd_percpu_t h, int cpu)
  * exact (the update is atomic), so a real CPU id is re-read only every 64
  * operations (getcpu may be a system call here); an emulated CPU (the
  * nd_emulate_cpu override) is taken every time. */
-static ND_TLS int fb_cpu;
-static ND_TLS unsigned fb_count;
-
 static inline int fallback_cpu(void)
 {
-	int c = _nd_topo_cpu_override;
+	_nd_thread_t *t = _nd_tls; /* fb_cpu, fb_count: the thread record's */
+	int c = t->cpu_override;
 	if (c < 0) {
-		if ((fb_count++ & 63) == 0)
-			fb_cpu = _nd_topo_cpu_slow();
-		c = fb_cpu;
+		if (nd_unlikely(t == &_nd_thread_boot) && !(t = _nd_thread_self()))
+			return pc.first_cpu;
+		if ((t->fb_count++ & 63) == 0)
+			t->fb_cpu = _nd_topo_cpu_slow();
+		c = t->fb_cpu;
 	}
 	if (nd_unlikely((unsigned)c >= (unsigned)pc.ncpu || !cpu_has_area(c)))
 		c = pc.first_cpu;

@@ -10,9 +10,9 @@
  *
  * Freshness: the process default lives in proc_pol; every change bumps
  * _nd_policy_gen (always even). Each thread caches its effective policy
- * with the generation it was computed at; _nd_policy_local_tag equals the
- * current generation exactly when the cached policy is local, so the malloc
- * fast path tests one TLS word against one global word.
+ * with the generation it was computed at (its thread record). A change
+ * also sets every thread's slab keys to NONE, so each thread's next malloc
+ * resolves its heap again: the malloc fast path never looks at policies.
  */
 #include <errno.h>
 
@@ -601,40 +601,39 @@ static const nd_policy_t *intern(const nd_policy_t *p)
 /* ---- thread and process policies --------------------------------------- */
 
 volatile uint32_t _nd_policy_gen = 2;      /* even; += 2 per process change */
-ND_TLS uint32_t _nd_policy_local_tag = 1;  /* odd = "ask the slow path" */
 static const nd_policy_t *volatile proc_pol; /* NULL = local */
-static ND_TLS const nd_policy_t *thr_pol;   /* NULL = inherit the process's */
-static ND_TLS const nd_policy_t *thr_eff;   /* cached effective policy */
-static ND_TLS uint32_t thr_gen;             /* generation thr_eff is from */
-
-/* Interleave cursor of this thread (shared by all interleave policies, as
- * the kernel's il_prev): the node in turn and the pages it has had. */
-static ND_TLS int il_node = -1;
-static ND_TLS uint64_t il_pages;
+/* Per thread (the thread record, internal.h): pol_thr (NULL = inherit the
+ * process's), pol_eff (cached effective policy) and pol_gen (the
+ * generation pol_eff is from); il_node/il_credit, the interleave cursor
+ * of this thread (shared by all interleave policies, as the kernel's
+ * il_prev): the node in turn and each node's credit (il_choose). */
 
 static const nd_policy_t *refresh(void)
 {
 	/* gen before proc_pol: a policy newer than gen is only re-read later. */
 	uint32_t g = __atomic_load_n(&_nd_policy_gen, __ATOMIC_ACQUIRE);
-	const nd_policy_t *e = thr_pol;
+	_nd_thread_t *t = _nd_tls;
+	const nd_policy_t *e = t->pol_thr;
 	if (!e)
 		e = __atomic_load_n(&proc_pol, __ATOMIC_ACQUIRE);
 	if (!e)
 		e = &local_policy;
-	thr_eff = e;
-	thr_gen = g;
-	_nd_policy_local_tag = e->mode == ND_POLICY_LOCAL ? g : 1;
+	if (t != &_nd_thread_boot) { /* no record yet: answer without caching */
+		t->pol_eff = e;
+		t->pol_gen = g;
+	}
 	return e;
 }
 
 const nd_policy_t *_nd_policy_current(void)
 {
-	if (nd_likely(thr_eff && thr_gen == __atomic_load_n(&_nd_policy_gen, __ATOMIC_RELAXED)))
-		return thr_eff;
+	const _nd_thread_t *t = _nd_tls;
+	if (nd_likely(t->pol_eff && t->pol_gen == __atomic_load_n(&_nd_policy_gen, __ATOMIC_RELAXED)))
+		return t->pol_eff;
 	return refresh();
 }
 
-bool _nd_policy_is_local_slow(void)
+bool _nd_policy_is_local(void)
 {
 	return _nd_policy_current()->mode == ND_POLICY_LOCAL;
 }
@@ -655,13 +654,24 @@ static const nd_policy_t *adopt(const nd_policy_t *p, char *err, size_t errlen)
 	return r;
 }
 
+const nd_policy_t *_nd_policy_intern(const nd_policy_t *p, char *err, size_t errlen)
+{
+	return adopt(p, err, errlen);
+}
+
 int nd_set_policy(const nd_policy_t *p)
 {
 	const nd_policy_t *r = NULL;
 	if (p && p->mode != ND_POLICY_DEFAULT && !(r = adopt(p, NULL, 0)))
 		return -1;
-	thr_pol = r;
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) {
+		errno = ENOMEM;
+		return -1;
+	}
+	t->pol_thr = r;
 	refresh();
+	_nd_thread_invalidate(t); /* the next malloc resolves its heap again */
 	return 0;
 }
 
@@ -671,8 +681,9 @@ int nd_get_policy(nd_policy_t *out)
 		errno = EINVAL;
 		return -1;
 	}
-	if (thr_pol)
-		*out = *thr_pol;
+	const nd_policy_t *tp = _nd_tls->pol_thr;
+	if (tp)
+		*out = *tp;
 	else {
 		zero_policy(out);
 		out->mode = ND_POLICY_DEFAULT;
@@ -687,7 +698,9 @@ static void set_proc(const nd_policy_t *r)
 {
 	_nd_lock(&proc_lock);
 	__atomic_store_n(&proc_pol, r, __ATOMIC_RELEASE);
-	__atomic_add_fetch(&_nd_policy_gen, 2, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&_nd_policy_gen, 2, __ATOMIC_SEQ_CST);
+	/* every thread's malloc resolves its heap again (internal.h) */
+	_nd_thread_invalidate_all();
 	_nd_unlock(&proc_lock);
 }
 
@@ -741,33 +754,55 @@ int _nd_policy_init(void)
 
 enum { F_NONE = 0, F_SET_ONLY = 1, F_SET_FIRST = 2 };
 
-/* The node of the interleave cursor for an allocation of npages, then the
- * cursor moves on once the node has had its quota (2^k pages, times the
- * weight): the seed's "allocation size decides when to switch". */
+/* The node for an allocation of npages under interleave or weighted: a
+ * deficit round robin over the set. The node in turn takes allocations
+ * while it has credit (pages it may still have); a node that gets the
+ * turn gains its quota (2^k pages, times its weight), one that is still
+ * in debt (a slab or run bigger than its quota) passes its turn. So for
+ * allocations of at most a quota this is the seed's rule ("the allocation
+ * size decides when to switch": 2^k single pages per node, then the next)
+ * and for bigger ones (slabs of 4-64 pages under @4K) every node's pages
+ * stay within one allocation plus one quota of its share. Credits are per
+ * thread and shared by all interleave policies (the kernel's il_prev). */
+static int64_t quota_of(const nd_policy_t *p, int n)
+{
+	uint64_t q = (uint64_t)1 << p->granularity_shift;
+	return (int64_t)(p->mode == ND_POLICY_WEIGHTED ? q * p->weights[n] : q);
+}
+
 static int il_choose(const nd_policy_t *p, uint64_t npages)
 {
-	int n = il_node;
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) /* no memory for a record: the first node */
+		return mask_next_cyclic(&p->nodes, 0);
+	int n = t->il_node;
 	if (n < 0 || !nd_nodemask_isset(&p->nodes, n)) {
 		n = mask_next_cyclic(&p->nodes, n < 0 ? 0 : n);
-		il_pages = 0;
+		t->il_credit[n & 63] = (int32_t)quota_of(p, n);
 	}
-	uint64_t quota = (uint64_t)1 << p->granularity_shift;
-	if (p->mode == ND_POLICY_WEIGHTED)
-		quota *= p->weights[n];
-	il_pages += npages ? npages : 1;
-	if (il_pages >= quota) {
-		il_node = mask_next_cyclic(&p->nodes, n + 1);
-		il_pages = 0;
-	} else {
-		il_node = n;
+	while (t->il_credit[n & 63] <= 0) {
+		n = mask_next_cyclic(&p->nodes, n + 1);
+		int64_t c = t->il_credit[n & 63] + quota_of(p, n);
+		t->il_credit[n & 63] = (int32_t)(c > INT32_MAX ? INT32_MAX : c);
 	}
+	/* debt is capped at 64 quotas: a huge run does not starve its node
+	 * for long (and the loop above stays short) */
+	int64_t lim = -64 * quota_of(p, n), c = (int64_t)t->il_credit[n & 63] - (int64_t)(npages ? npages : 1);
+	if (lim < -((int64_t)1 << 30))
+		lim = -((int64_t)1 << 30);
+	t->il_credit[n & 63] = (int32_t)(c < lim ? lim : c);
+	t->il_node = n;
 	return n;
 }
 
 void _nd_policy_reset_cursor(void)
 {
-	il_node = -1;
-	il_pages = 0;
+	_nd_thread_t *t = _nd_thread_self();
+	if (t) {
+		t->il_node = -1;
+		for (int i = 0; i < 64; i++)
+			t->il_credit[i] = 0;
+	}
 }
 
 /* Spread cursor of this thread (shared by all policies, like il_node).
@@ -784,8 +819,8 @@ void _nd_policy_reset_cursor(void)
  * runs with a partial granule. A sequence of equal runs thus balances by
  * pages within one granule per index, exactly over W runs. Granules keep
  * their alignment: only the index moves. */
-static ND_TLS uint64_t spread_cursor;
-static ND_TLS uint64_t spread_partials; /* runs with a partial granule */
+/* (spread_cursor, spread_partials: the thread record's; the latter counts
+ * runs with a partial granule.) */
 
 static uint64_t gcd_u64(uint64_t a, uint64_t b)
 {
@@ -799,8 +834,12 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b)
 
 uint64_t _nd_policy_spread_start(const nd_policy_t *pol, uint64_t full_granules, bool partial)
 {
-	uint64_t s = spread_cursor;
-	spread_cursor = s + full_granules;
+	_nd_thread_t *t = _nd_thread_self();
+	static _nd_thread_t none; /* no memory for a record: cursor 0 */
+	if (!t)
+		t = &none;
+	uint64_t s = t->spread_cursor;
+	t->spread_cursor = s + full_granules;
 	if (!partial || !pol)
 		return s;
 	uint64_t w = 0;
@@ -809,7 +848,7 @@ uint64_t _nd_policy_spread_start(const nd_policy_t *pol, uint64_t full_granules,
 	else if (pol->mode == ND_POLICY_WEIGHTED)
 		for (int n = mask_next(&pol->nodes, 0); n >= 0; n = mask_next(&pol->nodes, n + 1))
 			w += pol->weights[n];
-	uint64_t k = spread_partials++;
+	uint64_t k = t->spread_partials++;
 	uint64_t gd = w ? gcd_u64(full_granules % w, w) : 1;
 	if (gd > 1)
 		s += k / w * gd + k % w * gd / w; /* = floor(k * gd / w), no overflow */
@@ -818,8 +857,9 @@ uint64_t _nd_policy_spread_start(const nd_policy_t *pol, uint64_t full_granules,
 
 void _nd_policy_reset_spread_cursor(void)
 {
-	spread_cursor = 0;
-	spread_partials = 0;
+	_nd_thread_t *t = _nd_thread_self();
+	if (t)
+		t->spread_cursor = t->spread_partials = 0;
 }
 
 /* Points the iterator at node base's fallback list (node or tier order). */

@@ -57,8 +57,10 @@ static const uint32_t cls_size[ND_SLAB_CLASSES] = {
 	2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192,
 	10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768,
 };
-/* class of size = cls_tab[(size + 15) >> 4] (2 KiB: one load, no branch) */
-static uint8_t cls_tab[ND_SLAB_MAX / 16 + 1];
+/* class of size = cls_tab[(size + 15) >> 4] (2 KiB: one load, no branch;
+ * malloc.c's placement fast paths read it too) */
+uint8_t _nd_slab_cls_tab[ND_SLAB_MAX / 16 + 1];
+#define cls_tab _nd_slab_cls_tab
 static uint8_t cls_pages[ND_SLAB_CLASSES];  /* slab run length (power of two) */
 static uint16_t cls_cap[ND_SLAB_CLASSES];   /* objects per slab */
 static uint64_t cls_mul[ND_SLAB_CLASSES];   /* inverse of the odd part << (15 - tz) */
@@ -88,14 +90,22 @@ size_t _nd_slab_class_size(unsigned c) { return c < ND_SLAB_CLASSES ? cls_size[c
 
 struct nd_heap;
 
+/* Owner and synchronisation, per field: see the hot fields in internal.h
+ * (free, used: owner; lim, tp: atomic, written by the owner). Below:
+ * cls, cap, size, node, npages: fixed while the slab lives. carved,
+ * next/prev, fbias: owner only (relaxed atomics where free's slow path
+ * of another thread reads carved, _nd_slab_invalid). tfree: any thread
+ * (CAS). heap: atomic, changes only when a parked heap's slab moves to a
+ * running heap of the same key (absorb); a remote free that read the old
+ * heap only sets a notify bit there. hnext: the node lock. */
 typedef struct slab {
 	/* line 1: the fast paths' fields (internal.h), then the owner's */
 	ND_SLAB_HOT_FIELDS
 	uint8_t cls;
 	uint16_t cap;          /* objects in the slab */
-	uint16_t carved;       /* objects ever put on a free list (lazy carving) */
+	uint16_t carved;       /* atomic: objects ever put on a free list (lazy carving) */
 	uint32_t size;
-	struct nd_heap *heap;  /* owner heap, fixed for the slab's life */
+	struct nd_heap *heap;  /* atomic: owner heap */
 	/* line 2: written by other threads */
 	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
 	int32_t node;          /* serving node of the run */
@@ -107,25 +117,27 @@ typedef struct slab {
 _Static_assert(offsetof(slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
 	       offsetof(slab_t, used) == offsetof(_nd_slab_hot_t, used), "slab_t starts with the hot fields");
 
+/* A heap serves the allocations of one key: a node (node heaps, pol NULL:
+ * local, preferred, preferred-many, nd_malloc_onnode, whose slabs are on
+ * that node or where its list fell back), or an interned policy that
+ * restricts or spreads nodes (bind: pol + the node it wants; interleave
+ * and weighted: pol, node -1, each slab's node chosen when it is taken).
+ * Lists and cur[]: the owner. owner: atomic (free_remote reads it). */
 typedef struct nd_heap {
-	slab_t *cur[ND_SLAB_CLASSES];   /* partial list heads; &empty_slab if none */
+	slab_t *cur[ND_SLAB_CLASSES];   /* partial list heads; &empty_slab if none (_nd_heap_hot_t) */
 	slab_t *fullh[ND_SLAB_CLASSES]; /* full list heads (NULL-terminated) */
-	struct nd_thread *owner;        /* NULL while parked in the pool */
+	_nd_thread_t *owner;            /* atomic: the owner's record; NULL while parked */
 	uint64_t notify;                /* atomic: class bits, a full slab got a remote free */
-	int node;                       /* the node its allocations want */
-	struct nd_heap *pool_next;      /* pool of the node (node lock) */
+	int node;                       /* the node its allocations want; -1: the policy's */
+	const nd_policy_t *pol;         /* NULL: a node heap; else bind/interleave/weighted */
+	struct nd_heap *pool_next;      /* pool of the node, or the policy pool (their lock) */
 } heap_t;
+_Static_assert(offsetof(heap_t, cur) == offsetof(_nd_heap_hot_t, cur), "heap_t starts with cur[]");
 
-typedef struct nd_thread {
-	heap_t **heaps;                 /* [nheaps], by wanted node */
-	int nheaps;
-	struct nd_thread *pool_next;    /* thread pool (thr_lock) */
-} thr_t;
-
-/* Per node: the pool of parked heaps, the metadata bump area and the free
- * slab headers, all under one lock. Lock order: thr_lock -> node locks
- * (ascending) -> page-level locks (meta_alloc calls the page
- * level with the node lock held). */
+/* Per node: the pool of parked node heaps, the metadata bump area and the
+ * free slab headers, all under one lock. Lock order: pheap_lock -> node
+ * locks (ascending) -> page-level locks (meta_alloc calls the page level
+ * with the node lock held). */
 typedef struct node_state {
 	_nd_lock_t lock;
 	char *meta_cur, *meta_end;
@@ -137,32 +149,15 @@ typedef struct node_state {
 static node_state_t nodes[ND_MAX_NODES];
 static int nodes_used; /* highest node index used + 1 (atomic), for fork */
 ND_LOCK_ARRAY(node_lock_class, nodes, lock, 0, &nodes_used, ND_RANK_SLAB_NODE);
-ND_LOCK_DEFINE(thr_lock, ND_RANK_SLAB_THREADS); /* protects thr_pool */
-static thr_t *thr_pool;
+/* Protects ppool (parked policy heaps) and the slab map's creation. */
+ND_LOCK_DEFINE(pheap_lock, ND_RANK_SLAB_THREADS);
+static heap_t *ppool;
+static int ppool_dirty; /* atomic: a parked policy heap got a remote free */
 
 static slab_t empty_slab; /* free == NULL: the fast path falls through */
-static heap_t empty_heap = { .cur = { [0 ... ND_SLAB_CLASSES - 1] = &empty_slab }, .node = -1 };
 
 static bool check_mode;      /* NODALLOC_CHECK=1 */
-static pthread_key_t thr_key;
-static bool have_key;
-
-/* The CPU check: *T.cpu_src is rseq's cpu_id (or, in emulation, the
- * thread's override; without rseq a copy refreshed on slow paths) and
- * T.raw the value the current heap was chosen for. T.raw never equals a
- * real value before the thread is set up (and always differs in check mode,
- * so every allocation takes the validating slow path). */
-static const int32_t no_cpu = -7;
-static const uint64_t zero64;
-/* One TLS block (internal.h: malloc.c's fast path reads it): in a shared
- * library each initial-exec TLS symbol costs a GOT load, one struct costs
- * one per function. */
-ND_TLS _nd_slab_tls_t _nd_slab_tls = {
-	.dir = { [0 ... ND_SLAB_DIR0 + ND_SLAB_DIRECT] = (_nd_slab_hot_t *)&empty_slab },
-	.cpu64 = &zero64, .key = UINT64_MAX,
-	.heap = &empty_heap, .cpu_src = &no_cpu, .raw = -8,
-};
-#define T _nd_slab_tls
+static const nd_policy_t local_pol = { .mode = ND_POLICY_LOCAL };
 
 /* ---- metadata ------------------------------------------------------------ */
 
@@ -226,16 +221,17 @@ static void *meta_alloc(int node, size_t size)
 
 /* ---- the direct table and the slab map ------------------------------------ */
 
-/* T.dir mirrors T.heap's current slab of every class up to ND_SLAB_DIRECT:
- * every write of a heap's cur[] goes through set_cur. Owner only. */
-static void dir_class(unsigned c, slab_t *s)
+/* t->dir mirrors t->heap's current slab of every class up to
+ * ND_SLAB_DIRECT: every write of a heap's cur[] goes through set_cur.
+ * Owner only. */
+static void dir_class(_nd_thread_t *t, unsigned c, slab_t *s)
 {
 	unsigned lo = c ? cls_size[c - 1] + 1 : 0, hi = cls_size[c];
 	if (lo > ND_SLAB_DIRECT)
 		return;
 	if (hi > ND_SLAB_DIRECT)
 		hi = ND_SLAB_DIRECT;
-	_nd_slab_hot_t *v = (_nd_slab_hot_t *)s, **d = &T.dir[ND_SLAB_DIR0 + lo];
+	_nd_slab_hot_t *v = (_nd_slab_hot_t *)s, **d = &t->dir[ND_SLAB_DIR0 + lo];
 	unsigned n = hi - lo + 1;
 	if (n & 15) { /* class 0 (sizes 0..16): one entry in front */
 		*d++ = v;
@@ -258,15 +254,16 @@ static void dir_class(unsigned c, slab_t *s)
 static inline void set_cur(heap_t *h, unsigned c, slab_t *s)
 {
 	h->cur[c] = s;
-	if (h == T.heap)
-		dir_class(c, s);
+	_nd_thread_t *o = h->owner; /* the caller owns h: no race on it */
+	if (o && o->heap == h)
+		dir_class(o, c, s);
 }
 
-static void set_heap(heap_t *h)
+static void set_heap(_nd_thread_t *t, heap_t *h)
 {
-	T.heap = h;
+	t->heap = h;
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
-		dir_class(c, h->cur[c]);
+		dir_class(t, c, h->cur[c]);
 }
 
 /* Stamps every slab of h with tp (adoption: the new owner; parking: 0, so
@@ -276,9 +273,9 @@ static void heap_set_tp(heap_t *h, uintptr_t tp)
 {
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
 		for (slab_t *s = h->cur[c]; s && s != &empty_slab; s = s->next)
-			s->tp = tp;
+			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
 		for (slab_t *s = h->fullh[c]; s; s = s->next)
-			s->tp = tp;
+			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
 	}
 }
 
@@ -286,7 +283,7 @@ static void heap_set_tp(heap_t *h, uintptr_t tp)
  * frees take malloc.c's slow path, which finds slabs by page descriptor. */
 static _Alignas(ND_CACHE_LINE) char boot_map[sizeof(_nd_slab_map_t) + sizeof(intptr_t)];
 _nd_slab_map_t *_nd_slab_map = (_nd_slab_map_t *)boot_map;
-static int map_tried; /* under thr_lock */
+static int map_tried; /* under pheap_lock */
 
 /* The map: virtual (MAP_NORESERVE), committed a page of entries at a
  * time. Made at the slab init for the largest reservation the page level
@@ -348,7 +345,7 @@ static inline void *marker(const slab_t *s) { return (void *)s; }
 /* Every heap of a thread stamps its slabs with the thread pointer. */
 static inline bool is_owner(const slab_t *s)
 {
-	return s->tp == my_tp();
+	return __atomic_load_n(&s->tp, __ATOMIC_RELAXED) == my_tp();
 }
 
 static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
@@ -373,11 +370,11 @@ static slab_t *slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	if (got < 0)
 		got = _nd_page_node_of(p);
 	if (nd_unlikely(!__atomic_load_n(&map_tried, __ATOMIC_ACQUIRE))) {
-		_nd_lock(&thr_lock);
+		_nd_lock(&pheap_lock);
 		if (!map_tried)
 			map_create();
 		__atomic_store_n(&map_tried, 1, __ATOMIC_RELEASE);
-		_nd_unlock(&thr_lock);
+		_nd_unlock(&pheap_lock);
 	}
 	int mnode = got >= 0 && got < ND_MAX_NODES ? got : 0;
 	note_node(mnode);
@@ -398,12 +395,12 @@ static slab_t *slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	s->start = p;
 	s->size = cls_size[c];
 	s->mul = cls_mul[c];
-	s->heap = h;
+	__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
 	s->cap = cls_cap[c];
 	s->cls = (uint8_t)c;
 	s->node = got;
 	s->npages = cls_pages[c];
-	s->tp = my_tp(); /* heap_alloc runs on h's owner */
+	__atomic_store_n(&s->tp, my_tp(), __ATOMIC_RELAXED); /* heap_alloc runs on h's owner */
 	set_slab_pages(s, ND_USE_SLAB, (uintptr_t)s);
 	return s;
 }
@@ -416,7 +413,7 @@ static void slab_release(slab_t *s)
 	_nd_page_free(s->start);
 	int mnode = s->node >= 0 && s->node < ND_MAX_NODES ? s->node : 0;
 	node_state_t *ns = &nodes[mnode];
-	s->heap = NULL;
+	__atomic_store_n(&s->heap, NULL, __ATOMIC_RELAXED);
 	_nd_lock(&ns->lock);
 	s->hnext = ns->free_hdrs;
 	ns->free_hdrs = s;
@@ -442,8 +439,9 @@ static void slab_carve(slab_t *s)
 		o = (void **)((char *)o + s->size);
 	}
 	s->free = first;
-	s->carved = (uint16_t)(s->carved + n);
-	s->lim = check_mode ? 0 : s->carved;
+	uint16_t carved = (uint16_t)(s->carved + n);
+	__atomic_store_n(&s->carved, carved, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->lim, check_mode ? 0 : carved, __ATOMIC_RELAXED);
 }
 
 /* Takes the remote frees into the private list (called when that one is
@@ -598,35 +596,73 @@ static bool unpark(heap_t *h, unsigned c)
 
 static void heap_trim(heap_t *h);
 
-/* Parked heaps of a node that got remote frees since they were parked
- * (their owner is gone): trimmed by a thread of the node that is about to
- * take a new slab, so memory freed after a thread's exit goes back to the
- * page level without waiting for a thread to adopt the heap. The heaps are
- * taken out of the pool while trimmed (no lock held meanwhile). */
-static __attribute__((noinline)) void sweep_pool(int node)
+/* Moves every slab of p (a parked heap taken out of its pool) into h, the
+ * caller's running heap of the same key: memory freed into a heap whose
+ * thread exited serves the next thread that needs it. A remote free that
+ * read the old heap pointer only sets a notify bit there (harmless: the
+ * slab is found again when h trims or unparks). */
+static void heap_absorb(heap_t *h, heap_t *p)
 {
-	node_state_t *ns = &nodes[node];
-	_nd_lock(&ns->lock);
-	heap_t *list = ns->pool;
-	ns->pool = NULL;
-	__atomic_store_n(&ns->pool_dirty, 0, __ATOMIC_RELAXED);
-	_nd_unlock(&ns->lock);
-	heap_t *last = NULL;
-	for (heap_t *h = list; h; h = h->pool_next) {
-		heap_trim(h);
-		last = h;
+	uintptr_t tp = my_tp();
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		slab_t *s;
+		while ((s = p->fullh[c]) != NULL) {
+			full_unlink(p, s);
+			__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
+			if (s->free || (__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR))
+				part_insert(h, s);
+			else
+				full_push(h, s);
+		}
+		while ((s = p->cur[c]) != &empty_slab) {
+			part_unlink(p, s);
+			__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
+			part_insert(h, s);
+		}
 	}
+	__atomic_store_n(&p->notify, 0, __ATOMIC_RELAXED);
+}
+
+static inline int *pool_dirty_of(const heap_t *h)
+{
+	return h->pol ? &ppool_dirty : &nodes[h->node].pool_dirty;
+}
+
+/* The parked heaps of h's pool (its node's, or the policy pool): each is
+ * trimmed, and those of h's key are absorbed into h. Run by a thread that
+ * is about to take a new slab when remote frees reached a parked heap, or
+ * when the page level had no room. The heaps are out of the pool meanwhile
+ * (no lock held), then go back (empty ones are adopted like any other). */
+static __attribute__((noinline)) void sweep_pool(heap_t *h)
+{
+	_nd_lock_t *lk = h->pol ? &pheap_lock : &nodes[h->node].lock;
+	heap_t **pool = h->pol ? &ppool : &nodes[h->node].pool;
+	_nd_lock(lk);
+	heap_t *list = *pool;
+	*pool = NULL;
+	__atomic_store_n(pool_dirty_of(h), 0, __ATOMIC_RELAXED);
+	_nd_unlock(lk);
 	if (!list)
 		return;
-	_nd_lock(&ns->lock);
-	last->pool_next = ns->pool;
-	ns->pool = list;
-	_nd_unlock(&ns->lock);
+	heap_t *last = NULL;
+	for (heap_t *p = list; p; p = p->pool_next) {
+		heap_trim(p);
+		if (p->pol == h->pol && p->node == h->node)
+			heap_absorb(h, p);
+		last = p;
+	}
+	_nd_lock(lk);
+	last->pool_next = *pool;
+	*pool = list;
+	_nd_unlock(lk);
 }
 
 /* Pops an object of class c from heap h (owner), refilling as needed. */
 static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 {
+	bool swept = false;
 	for (;;) {
 		slab_t *s = h->cur[c];
 		if (s != &empty_slab) {
@@ -638,21 +674,27 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 				    ((char *)o[0] < s->start || (char *)o[0] >= s->start + (size_t)s->cap * s->size))
 					_nd_msg_fatal("malloc(): corrupted free list in slab %p (object %p, next %p): "
 						      "memory written after free?", (void *)s->start, (void *)o, o[0]);
-				s->free = o[0];
-				s->used++;
-				o[1] = 0;
-				return o;
+				return _nd_slab_pop((_nd_slab_hot_t *)s);
 			}
 			park_full(h, s); /* or, if remote frees came in, collect them */
 			continue;
 		}
 		if (unpark(h, c) || unpark_local(h, c))
 			continue;
-		if (__atomic_load_n(&nodes[h->node].pool_dirty, __ATOMIC_RELAXED))
-			sweep_pool(h->node);
+		if (__atomic_load_n(pool_dirty_of(h), __ATOMIC_RELAXED)) {
+			sweep_pool(h);
+			swept = true;
+			continue;
+		}
 		s = slab_new(h, c, pol);
-		if (!s)
-			return NULL;
+		if (!s) {
+			if (swept)
+				return NULL;
+			/* full: memory parked heaps got back may still serve */
+			sweep_pool(h);
+			swept = true;
+			continue;
+		}
 		part_push_front(h, s);
 	}
 }
@@ -667,7 +709,45 @@ static int heap_meta_node(int node)
 	return node;
 }
 
-static heap_t *heap_attach(thr_t *t, int node)
+/* The memory node of a CPU (an unknown CPU: node 0's memory node). */
+static int cpu_mem_node(int cpu)
+{
+	const _nd_topo_t *tp = _nd_topo();
+	int node = cpu >= 0 && cpu < tp->cpu_limit ? tp->cpu_mem_node[cpu] : -1;
+	return node >= 0 ? node : heap_meta_node(0);
+}
+
+/* A heap for key (node, pol): adopted from its pool, else new (metadata on
+ * meta_node). Stamped with the caller as owner. */
+static heap_t *heap_take(_nd_thread_t *t, int node, const nd_policy_t *pol, int meta_node)
+{
+	_nd_lock_t *lk = pol ? &pheap_lock : &nodes[node].lock;
+	heap_t **pool = pol ? &ppool : &nodes[node].pool;
+	_nd_lock(lk);
+	heap_t *h, **pp = pool;
+	while ((h = *pp) != NULL && !(h->pol == pol && h->node == node))
+		pp = &h->pool_next;
+	if (h)
+		*pp = h->pool_next;
+	_nd_unlock(lk);
+	if (!h) {
+		note_node(meta_node);
+		h = meta_alloc(meta_node, sizeof(heap_t));
+		if (!h)
+			return NULL;
+		for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+			h->cur[c] = &empty_slab;
+		h->node = node;
+		h->pol = pol;
+	}
+	h->pool_next = NULL;
+	heap_set_tp(h, my_tp());
+	__atomic_store_n(&h->owner, t, __ATOMIC_RELEASE);
+	return h;
+}
+
+/* The thread's node heap of node (made on first use). */
+static heap_t *heap_attach(_nd_thread_t *t, int node)
 {
 	if (node < 0 || node >= ND_MAX_NODES) {
 		errno = EINVAL;
@@ -684,32 +764,16 @@ static heap_t *heap_attach(thr_t *t, int node)
 			a[i] = t->heaps[i];
 		t->heaps = a; /* the old array is left (small, rare) */
 		t->nheaps = n;
+		t->nfast = check_mode ? 0 : n;
 	}
 	note_node(node);
-	node_state_t *ns = &nodes[node];
-	_nd_lock(&ns->lock);
-	heap_t *h = ns->pool;
+	heap_t *h = heap_take(t, node, NULL, heap_meta_node(node));
 	if (h)
-		ns->pool = h->pool_next;
-	_nd_unlock(&ns->lock);
-	if (!h) {
-		int mn = heap_meta_node(node);
-		note_node(mn);
-		h = meta_alloc(mn, sizeof(heap_t));
-		if (!h)
-			return NULL;
-		for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
-			h->cur[c] = &empty_slab;
-		h->node = node;
-	}
-	h->pool_next = NULL;
-	heap_set_tp(h, my_tp());
-	__atomic_store_n(&h->owner, t, __ATOMIC_RELEASE);
-	t->heaps[node] = h;
+		t->heaps[node] = h;
 	return h;
 }
 
-static inline heap_t *heap_get(thr_t *t, int node)
+static inline heap_t *heap_get(_nd_thread_t *t, int node)
 {
 	if (nd_likely(node >= 0 && node < t->nheaps && t->heaps[node]))
 		return t->heaps[node];
@@ -747,21 +811,56 @@ static void heap_trim(heap_t *h)
 	}
 }
 
-/* Thread gone: trim, then park the heap in its node's pool for adoption. */
+/* Thread gone (or a policy heap evicted): trim, then park the heap in its
+ * pool for adoption. */
 static void heap_abandon(heap_t *h)
 {
 	heap_trim(h);
 	heap_set_tp(h, 0);
 	__atomic_store_n(&h->owner, NULL, __ATOMIC_RELEASE);
-	node_state_t *ns = &nodes[h->node];
-	_nd_lock(&ns->lock);
-	h->pool_next = ns->pool;
-	ns->pool = h;
-	_nd_unlock(&ns->lock);
+	_nd_lock_t *lk = h->pol ? &pheap_lock : &nodes[h->node].lock;
+	heap_t **pool = h->pol ? &ppool : &nodes[h->node].pool;
+	_nd_lock(lk);
+	h->pool_next = *pool;
+	*pool = h;
+	_nd_unlock(lk);
 }
 
-static void thread_release(thr_t *t)
+/* The thread's heap for a policy that restricts or spreads nodes (bind:
+ * node = the node it wants; interleave/weighted: node -1). At most 8 per
+ * thread: the oldest other than the current one is parked to make room
+ * (the caches that pointed at it are forgotten). */
+static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 {
+	for (int i = 0; i < t->nph; i++)
+		if (t->ph[i]->pol == pol && t->ph[i]->node == node)
+			return t->ph[i];
+	int nmax = (int)(sizeof t->ph / sizeof t->ph[0]);
+	if (t->nph == nmax) {
+		int v = t->ph[0] == t->heap ? 1 : 0;
+		heap_t *old = t->ph[v];
+		for (int i = 0; i < ND_PCACHE; i++)
+			if (t->pc[i].heap == (struct nd_heap *)old) {
+				t->pc[i].user = NULL;
+				__atomic_store_n(&t->pc[i].key, ND_KEY_NONE, __ATOMIC_RELAXED);
+			}
+		for (int i = v; i + 1 < t->nph; i++)
+			t->ph[i] = t->ph[i + 1];
+		t->nph--;
+		heap_abandon(old);
+	}
+	int mn = node >= 0 ? heap_meta_node(node) : cpu_mem_node(_nd_topo_cpu());
+	heap_t *h = heap_take(t, node, pol, mn);
+	if (h)
+		t->ph[t->nph++] = h;
+	return h;
+}
+
+/* The thread-exit hook (thread.c): every heap is parked. */
+static void thread_exit_hook(_nd_thread_t *t)
+{
+	t->heap = NULL;
+	t->lheap = NULL;
 	for (int i = 0; i < t->nheaps; i++) {
 		heap_t *h = t->heaps[i];
 		if (h) {
@@ -769,134 +868,142 @@ static void thread_release(thr_t *t)
 			heap_abandon(h);
 		}
 	}
-	_nd_lock(&thr_lock);
-	t->pool_next = thr_pool;
-	thr_pool = t;
-	_nd_unlock(&thr_lock);
+	for (int i = 0; i < t->nph; i++)
+		heap_abandon(t->ph[i]);
+	t->nph = 0;
 }
 
 void _nd_slab_thread_exit(void)
 {
-	thr_t *t = T.thr;
-	set_heap(&empty_heap);
-	T.raw = -8;
-	T.key = UINT64_MAX;
-	T.thr = NULL;
-	if (t) {
-		if (have_key)
-			pthread_setspecific(thr_key, NULL);
-		thread_release(t);
-	}
+	_nd_thread_exit_now();
 }
 
-static void thr_destructor(void *arg)
+/* ---- resolution: which heap an allocation uses ----------------------------- */
+
+/* Points t->cpu64 at the CPU pair the fast path compares (rseq's, or the
+ * record's own for an emulated CPU or without rseq) and returns it. */
+static uint64_t cpu_pair(_nd_thread_t *t)
 {
-	thr_t *t = arg;
-	if (t == T.thr) {
-		_nd_slab_thread_exit();
-		return;
+	if (t->cpu_override >= 0) {
+		t->cpu_pair[0] = t->cpu_pair[1] = t->cpu_override;
+		t->cpu64 = (const uint64_t *)(void *)t->cpu_pair;
+	} else {
+		struct _nd_rseq_abi *r = _nd_os_rseq_area();
+		if (r && (int32_t)__atomic_load_n(&r->cpu_id, __ATOMIC_RELAXED) >= 0) {
+			t->cpu64 = (const uint64_t *)(void *)&r->cpu_id_start;
+		} else {
+			/* without rseq: the CPU as read now, refreshed every 32
+			 * slow paths (malloc_slow) */
+			t->cpu_pair[0] = t->cpu_pair[1] = _nd_topo_cpu();
+			t->cpu64 = (const uint64_t *)(void *)t->cpu_pair;
+		}
 	}
-	if (t)
-		thread_release(t);
+	return __atomic_load_n(t->cpu64, __ATOMIC_RELAXED);
 }
 
-static thr_t *thread_get(void)
+/* Stores the key of a heap chosen under policy generation g: if the
+ * generation moved meanwhile, NONE (thread.c's invalidation may have
+ * passed this record before the store). */
+static void key_store(uint64_t *key, uint64_t v, uint32_t g)
 {
-	thr_t *t = T.thr;
-	if (nd_likely(t))
-		return t;
-	_nd_lock(&thr_lock);
-	t = thr_pool;
-	if (t)
-		thr_pool = t->pool_next;
-	_nd_unlock(&thr_lock);
-	if (!t) {
-		int n = heap_meta_node(0);
-		const _nd_topo_t *tp = _nd_topo();
-		int cpu = _nd_topo_cpu();
-		if (cpu >= 0 && cpu < tp->cpu_limit && tp->cpu_mem_node[cpu] >= 0)
-			n = tp->cpu_mem_node[cpu];
-		note_node(n);
-		t = meta_alloc(n, sizeof(thr_t));
-		if (!t) {
+	if (check_mode)
+		return; /* every allocation validates: keys stay NONE */
+	__atomic_store_n(key, v, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&_nd_policy_gen, __ATOMIC_SEQ_CST) != g)
+		__atomic_store_n(key, ND_KEY_NONE, __ATOMIC_RELAXED);
+}
+
+/* The heap an allocation under pol (interned, or the local one) uses on
+ * cpu. Interleave/weighted: the policy heap (the node is chosen per slab);
+ * bind: the policy heap of the node it wants; the others: a node heap. */
+static heap_t *heap_for(_nd_thread_t *t, const nd_policy_t *pol, int cpu)
+{
+	_nd_policy_iter_t it;
+	switch (pol->mode) {
+	case ND_POLICY_INTERLEAVE:
+	case ND_POLICY_WEIGHTED:
+		return pheap_get(t, pol, -1);
+	case ND_POLICY_BIND: {
+		int n = _nd_policy_first(&it, pol, -1);
+		if (n < 0) {
 			errno = ENOMEM;
 			return NULL;
 		}
+		return pheap_get(t, pol, n);
 	}
-	t->pool_next = NULL;
-	T.thr = t;
-	if (have_key)
-		pthread_setspecific(thr_key, t);
-	/* Where the CPU number comes from, once per thread. */
-	if (_nd_topo()->emulated) {
-		T.cpu_src = &_nd_topo_cpu_override;
-		T.cpu64 = &zero64;
-	} else {
-		struct _nd_rseq_abi *r = _nd_os_rseq_area();
-		if (r && (int32_t)r->cpu_id >= 0) {
-			T.cpu_src = (const volatile int32_t *)&r->cpu_id;
-			T.cpu64 = (const uint64_t *)(void *)&r->cpu_id_start;
-		} else {
-			T.cpu_src = &T.fake_cpu;
-			T.cpu64 = (const uint64_t *)(void *)&T.fake_cpu;
+	case ND_POLICY_PREFERRED:
+	case ND_POLICY_PREFERRED_MANY: {
+		int n = _nd_policy_first(&it, pol, -1);
+		if (n < 0) {
+			errno = ENOMEM;
+			return NULL;
 		}
+		return heap_get(t, n);
 	}
-	return t;
+	default:
+		return heap_get(t, cpu_mem_node(cpu));
+	}
 }
 
-/* ---- allocation entry points --------------------------------------------- */
-
-/* The heap of the current CPU's memory node; refreshes the CPU check. */
-static heap_t *local_heap(thr_t *t)
+/* The thread policy's heap, resolved again (policy or CPU changed): the
+ * direct table follows it, key says for which CPU pair. */
+static heap_t *resolve(_nd_thread_t *t)
 {
-	/* still on the CPU the current heap was chosen for (never in check
-	 * mode: T.raw is then a value no CPU source holds) */
-	if (nd_likely(T.heap != &empty_heap && *T.cpu_src == T.raw))
-		return T.heap;
-	int32_t raw = *T.cpu_src;
+	uint32_t g = __atomic_load_n(&_nd_policy_gen, __ATOMIC_SEQ_CST);
+	const nd_policy_t *pol = _nd_policy_current();
+	uint64_t pair = cpu_pair(t);
 	int cpu = _nd_topo_cpu();
-	if (T.cpu_src == &T.fake_cpu)
-		T.fake_cpu = T.fake_cpu_hi = raw = cpu;
-	const _nd_topo_t *tp = _nd_topo();
-	int node = cpu >= 0 && cpu < tp->cpu_limit ? tp->cpu_mem_node[cpu] : -1;
-	if (node < 0)
-		node = heap_meta_node(0);
-	heap_t *h = heap_get(t, node);
-	if (h) {
-		if (h != T.heap)
-			set_heap(h);
-		T.raw = check_mode ? -8 : raw;
-		T.key = check_mode || T.cpu64 == &zero64 ? UINT64_MAX : (uint64_t)(uint32_t)raw << 32 | (uint32_t)raw;
+	heap_t *h = heap_for(t, pol, cpu);
+	if (!h)
+		return NULL;
+	if (h != t->heap)
+		set_heap(t, h);
+	t->hpol = pol;
+	if (pol->mode == ND_POLICY_LOCAL && !check_mode) {
+		t->lheap = h;
+		__atomic_store_n(&t->lkey, pair, __ATOMIC_RELAXED);
+	}
+	key_store(&t->key, pair, g);
+	return h;
+}
+
+/* The heap of the current CPU's memory node (nd_malloc_local). */
+static heap_t *local_heap(_nd_thread_t *t)
+{
+	uint64_t pair = cpu_pair(t);
+	heap_t *h = heap_get(t, cpu_mem_node(_nd_topo_cpu()));
+	if (h && !check_mode) {
+		t->lheap = h;
+		__atomic_store_n(&t->lkey, pair, __ATOMIC_RELAXED);
 	}
 	return h;
 }
 
+/* One object of class c: node >= 0: that node's heap (refills fall back
+ * along its list, under pol or local); else pol (NULL = the thread's). */
 static void *alloc_class(unsigned c, const nd_policy_t *pol, int node)
 {
-	thr_t *t = thread_get();
-	if (!t)
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) {
+		errno = ENOMEM;
 		return NULL;
+	}
 	heap_t *h;
 	if (node >= 0) {
-		/* explicit node: fallback along that node's list */
 		h = heap_get(t, node);
-	} else if (!pol && _nd_policy_is_local()) {
+		if (!pol)
+			pol = &local_pol;
+	} else if (!pol || pol->mode == ND_POLICY_DEFAULT) {
+		h = _nd_slab_key_ok(t, &t->key) ? t->heap : resolve(t);
+		pol = t->hpol;
+	} else if (pol->mode == ND_POLICY_LOCAL) {
 		h = local_heap(t);
 	} else {
-		if (!pol)
-			pol = _nd_policy_current();
-		if (pol->mode == ND_POLICY_LOCAL || pol->mode == ND_POLICY_DEFAULT) {
-			h = local_heap(t);
-		} else {
-			_nd_policy_iter_t it;
-			node = _nd_policy_first(&it, pol, -1);
-			if (node < 0) {
-				errno = ENOMEM;
-				return NULL;
-			}
-			/* the refill forces this node: the cursor moves once */
-			h = heap_get(t, node);
-		}
+		const nd_policy_t *ip = _nd_policy_intern(pol, NULL, 0);
+		if (!ip)
+			return NULL;
+		pol = ip;
+		h = heap_for(t, pol, _nd_topo_cpu());
 	}
 	if (!h)
 		return NULL;
@@ -905,9 +1012,6 @@ static void *alloc_class(unsigned c, const nd_policy_t *pol, int node)
 		errno = ENOMEM;
 	return p;
 }
-
-/* The local policy object used for explicit-node refills. */
-static const nd_policy_t local_pol = { .mode = ND_POLICY_LOCAL };
 
 /* ---- bootstrap buffer ------------------------------------------------------
  * Allocations made while the library initializes on the same thread (the
@@ -949,45 +1053,44 @@ size_t _nd_slab_boot_size(const void *p)
 	return *(const size_t *)((const char *)p - 16);
 }
 
-uint64_t _nd_slab_slow_count(void) { return T.slow; }
+uint64_t _nd_slab_slow_count(void) { return _nd_tls->slow; }
 
-/* Everything but a pop: first call (init), thread setup, CPU change,
- * non-local policy, check mode, empty free list. */
+/* Without rseq the CPU pair is the record's copy: look at the CPU again
+ * every 32 slow paths. */
+static inline void count_slow(_nd_thread_t *t)
+{
+	if ((++t->slow & 31) == 0 && nd_unlikely(t->cpu64 == (const uint64_t *)(void *)t->cpu_pair) &&
+	    t->cpu_override < 0)
+		_nd_thread_invalidate(t);
+}
+
+/* Everything but a pop: first call (init), thread setup, CPU or policy
+ * change, check mode. */
 static __attribute__((noinline)) void *malloc_slow(size_t size)
 {
-	T.slow++;
-	/* without rseq: look at the CPU again every 32 slow paths */
-	if (nd_unlikely(T.cpu_src == &T.fake_cpu) && (T.slow & 31) == 0) {
-		T.raw = -8;
-		T.key = UINT64_MAX;
-	}
 	if (nd_unlikely(__atomic_load_n(&_nd_initialized, __ATOMIC_ACQUIRE) <= 0) && !_nd_ensure_init())
 		return _nd_slab_boot_alloc(size, 16);
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	count_slow(t);
 	return alloc_class(class_of(size), NULL, -1);
 }
 
-/* Sizes above ND_SLAB_DIRECT, and malloc.c's fast path when it missed:
- * if only the free list ran dry (same CPU, local policy), refill from the
- * current heap without the thread/policy/CPU lookups of malloc_slow. */
+/* Sizes above ND_SLAB_DIRECT, and malloc.c's fast path when the key
+ * missed: while the key holds, pop or refill from the current heap. */
 void *_nd_slab_malloc(size_t size)
 {
-	heap_t *h = T.heap;
-	unsigned c = class_of(size);
-	if (nd_likely(*T.cpu_src == T.raw && h != &empty_heap &&
-		      _nd_policy_local_tag == __atomic_load_n(&_nd_policy_gen, __ATOMIC_RELAXED))) {
-		slab_t *s = h->cur[c];
-		void **o = s->free;
-		if (nd_likely(o != NULL)) {
-			s->free = o[0];
-			s->used++;
-			o[1] = 0;
+	_nd_thread_t *t = _nd_tls;
+	if (nd_likely(_nd_slab_key_ok(t, &t->key))) {
+		unsigned c = class_of(size);
+		void *o = _nd_slab_pop((_nd_slab_hot_t *)t->heap->cur[c]);
+		if (nd_likely(o != NULL))
 			return o;
-		}
-		/* without rseq: look at the CPU again every 32 slow paths */
-		if (nd_unlikely(T.cpu_src == &T.fake_cpu) && ((T.slow + 1) & 31) == 0)
-			return malloc_slow(size);
-		T.slow++;
-		o = heap_alloc(h, c, NULL);
+		count_slow(t);
+		o = heap_alloc(t->heap, c, t->hpol);
 		if (!o)
 			errno = ENOMEM;
 		return o;
@@ -997,11 +1100,109 @@ void *_nd_slab_malloc(size_t size)
 
 void *_nd_slab_refill(size_t size)
 {
-	/* without rseq: look at the CPU again every 32 slow paths */
-	if (nd_unlikely(T.cpu_src == &T.fake_cpu) && ((T.slow + 1) & 31) == 0)
-		return malloc_slow(size);
-	T.slow++;
-	void *o = heap_alloc(T.heap, class_of(size), NULL);
+	_nd_thread_t *t = _nd_tls; /* the key matched: a real record */
+	count_slow(t);
+	void *o = heap_alloc(t->heap, class_of(size), t->hpol);
+	if (!o)
+		errno = ENOMEM;
+	return o;
+}
+
+/* ---- placement calls' slow paths (malloc.c has the fast paths) ---------- */
+
+void *_nd_slab_onnode(size_t size, int node)
+{
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	count_slow(t);
+	return alloc_class(class_of(size), &local_pol, node);
+}
+
+void *_nd_slab_local(size_t size)
+{
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	count_slow(t);
+	return alloc_class(class_of(size), &local_pol, -1);
+}
+
+/* nd_malloc_policy's cache: an entry remembers a caller's policy object
+ * by its address and the words that can differ between valid policies on
+ * this topology (mode and flags, granularity, the first 64 nodes' bits,
+ * the first 8 weights), with the heap that policy resolved to on the CPU
+ * of key. Only topologies of at most 64 nodes (8 for weighted) are cached;
+ * a caller that changes bits above them in a cached object is not seen. */
+static bool pc_cacheable(const nd_policy_t *p)
+{
+	int nl = _nd_topo()->node_limit;
+	return nl <= 64 && (p->mode != ND_POLICY_WEIGHTED || nl <= 8);
+}
+
+static void pc_fill(struct _nd_pcache *e, const nd_policy_t *p)
+{
+	memcpy(&e->mode_flags, &p->mode, sizeof e->mode_flags);
+	e->bits0 = p->nodes.bits[0];
+	e->w0 = 0;
+	if (p->mode == ND_POLICY_WEIGHTED)
+		memcpy(&e->w0, p->weights, sizeof e->w0);
+	e->gran = p->granularity_shift;
+	bool il = p->mode == ND_POLICY_INTERLEAVE || p->mode == ND_POLICY_WEIGHTED;
+	e->max = il ? (uint32_t)ND_PAGE_SIZE : (uint32_t)ND_SLAB_MAX;
+}
+
+void *_nd_slab_policy(size_t size, const nd_policy_t *p)
+{
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	count_slow(t);
+	struct _nd_pcache *e = NULL;
+	for (int i = 0; i < ND_PCACHE && !e; i++)
+		if (t->pc[i].user == p && _nd_slab_pc_same(&t->pc[i], p))
+			e = &t->pc[i];
+	if (!e) {
+		char err[200];
+		const nd_policy_t *ip = _nd_policy_intern(p, err, sizeof err);
+		if (!ip) {
+			_nd_msg_error("nd_malloc_policy: %s", err);
+			return NULL; /* errno EINVAL or ENOMEM */
+		}
+		e = &t->pc[t->pc_next++ % ND_PCACHE];
+		e->user = pc_cacheable(p) ? p : NULL;
+		e->pol = ip;
+		e->heap = NULL;
+		__atomic_store_n(&e->key, ND_KEY_NONE, __ATOMIC_RELAXED);
+		pc_fill(e, p);
+	}
+	if (e != &t->pc[0]) { /* the fast path looks at entry 0 only */
+		struct _nd_pcache x = *e;
+		*e = t->pc[0];
+		t->pc[0] = x;
+		e = &t->pc[0];
+	}
+	if (size > e->max) {
+		errno = EINVAL; /* the caller sends these to the large path */
+		return NULL;
+	}
+	heap_t *h = (heap_t *)e->heap;
+	if (!h || !_nd_slab_key_ok(t, &e->key)) {
+		uint64_t pair = cpu_pair(t);
+		h = heap_for(t, e->pol, _nd_topo_cpu());
+		if (!h)
+			return NULL;
+		e->heap = h;
+		if (!check_mode && e->user)
+			__atomic_store_n(&e->key, pair, __ATOMIC_RELAXED);
+	}
+	void *o = heap_alloc(h, class_of(size), e->pol);
 	if (!o)
 		errno = ENOMEM;
 	return o;
@@ -1089,7 +1290,7 @@ static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
  * slab: everything needed from the header is read before. */
 static __attribute__((noinline)) void free_remote(slab_t *s, void **o)
 {
-	heap_t *h = s->heap;
+	heap_t *h = __atomic_load_n(&s->heap, __ATOMIC_RELAXED);
 	uint64_t bit = (uint64_t)1 << s->cls;
 	uintptr_t old = __atomic_load_n(&s->tfree, __ATOMIC_RELAXED), nv;
 	do {
@@ -1099,10 +1300,10 @@ static __attribute__((noinline)) void free_remote(slab_t *s, void **o)
 	} while (!__atomic_compare_exchange_n(&s->tfree, &old, nv, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 	if (old & NOTIFY)
 		__atomic_fetch_or(&h->notify, bit, __ATOMIC_RELEASE);
-	/* parked heap: a thread of its node will trim it */
+	/* parked heap: a thread of its pool will trim and absorb it */
 	if (nd_unlikely(__atomic_load_n(&h->owner, __ATOMIC_RELAXED) == NULL) &&
-	    !__atomic_load_n(&nodes[h->node].pool_dirty, __ATOMIC_RELAXED))
-		__atomic_store_n(&nodes[h->node].pool_dirty, 1, __ATOMIC_RELAXED);
+	    !__atomic_load_n(pool_dirty_of(h), __ATOMIC_RELAXED))
+		__atomic_store_n(pool_dirty_of(h), 1, __ATOMIC_RELAXED);
 }
 
 /* The marker says "already free", or check mode: validate, then free. */
@@ -1113,10 +1314,7 @@ static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 		double_free(o, s);
 	o[1] = marker(s);
 	if (owner) {
-		o[0] = s->free;
-		s->free = o;
-		s->used--;
-		if ((int32_t)s->used <= 0)
+		if (_nd_slab_push((_nd_slab_hot_t *)s, o))
 			free_local_slow(s->heap, s);
 		return;
 	}
@@ -1137,7 +1335,7 @@ static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedes
 	slab_t *s = (slab_t *)d->user;
 	void **o = p;
 	/* not the start of an object, or never handed out: one test */
-	if (nd_unlikely(obj_index(s, (uintptr_t)((char *)p - s->start)) >= s->carved))
+	if (nd_unlikely(obj_index(s, (uintptr_t)((char *)p - s->start)) >= __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))
 		bad_free(p, s, _nd_slab_invalid(p, d));
 	if (nd_unlikely((o[1] == marker(s)) | check_mode)) {
 		free_checked(s, o);
@@ -1145,11 +1343,7 @@ static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedes
 	}
 	o[1] = marker(s);
 	if (nd_likely(is_owner(s))) {
-		o[0] = s->free;
-		s->free = o;
-		uint32_t u = s->used - 1;
-		s->used = u;
-		if (nd_unlikely((int32_t)u <= 0)) /* now empty, or it was full */
+		if (nd_unlikely(_nd_slab_push((_nd_slab_hot_t *)s, o))) /* now empty, or it was full */
 			free_local_slow(s->heap, s);
 		return;
 	}
@@ -1182,13 +1376,24 @@ const char *_nd_slab_invalid(const void *p, const _nd_pagedesc_t *d)
 {
 	const slab_t *s = (const slab_t *)d->user;
 	uintptr_t off = (uintptr_t)((const char *)p - s->start);
-	if (nd_likely(obj_index(s, off) < s->carved))
+	uint16_t carved = __atomic_load_n(&s->carved, __ATOMIC_RELAXED);
+	if (nd_likely(obj_index(s, off) < carved))
 		return NULL;
 	if (off % s->size != 0)
 		return "not the start of an object";
-	if (off / s->size >= s->carved)
+	if (off / s->size >= carved)
 		return "never allocated";
 	return NULL;
+}
+
+bool _nd_slab_freed(const void *p, const _nd_pagedesc_t *d)
+{
+	return ((void *const *)p)[1] == (void *)d->user;
+}
+
+int _nd_slab_node(const _nd_pagedesc_t *d)
+{
+	return ((const slab_t *)d->user)->node;
 }
 
 size_t _nd_slab_usable(const void *p, const _nd_pagedesc_t *d)
@@ -1226,8 +1431,7 @@ int _nd_slab_init(void)
 	check_mode = _nd_opt_int(ND_OPT_CHECK) != 0;
 	if (!__atomic_load_n(&map_tried, __ATOMIC_ACQUIRE) && map_make(MAP_MAX_PAGES, true))
 		__atomic_store_n(&map_tried, 1, __ATOMIC_RELEASE);
-	if (!have_key && pthread_key_create(&thr_key, thr_destructor) == 0)
-		have_key = true;
+	_nd_thread_set_exit_hook(thread_exit_hook);
 	return 0;
 }
 

@@ -16,7 +16,8 @@
 #define FREE_CACHE_NS 10000000ull /* MemFree is re-read at most every 10 ms */
 #define FILE_BUF 8192
 
-ND_TLS int _nd_topo_cpu_override = -1;
+/* The per-thread CPU override (nd_emulate_cpu) and rseq area live in the
+ * thread record (internal.h): cpu_override, rseq. */
 
 typedef struct topo_impl {
 	_nd_topo_t pub; /* first: &pub is what callers see */
@@ -1369,21 +1370,23 @@ uint64_t _nd_topo_node_free(int node)
 
 /* ---- current CPU --------------------------------------------------------- */
 
-/* The thread's rseq area: NULL = not looked up yet, (void *)1 = none. */
-static ND_TLS struct _nd_rseq_abi *tls_rseq;
+/* The thread's rseq area (its record's rseq): NULL = not looked up yet,
+ * (void *)1 = none. Without a record yet: looked up every time. */
 
 /* Out of line: rseq unknown or absent, an id beyond the dense prefix, or a
  * real CPU that the emulated topology does not have. */
 __attribute__((noinline)) static int cpu_slower(void)
 {
-	struct _nd_rseq_abi *r = tls_rseq;
+	_nd_thread_t *th = _nd_tls;
+	struct _nd_rseq_abi *r = th->rseq;
 	if (!r) {
 		r = _nd_os_rseq_area();
-		tls_rseq = r ? r : (struct _nd_rseq_abi *)1;
+		if (th != &_nd_thread_boot)
+			th->rseq = r ? r : (struct _nd_rseq_abi *)1;
 	}
 	uint32_t c = (uintptr_t)r > 1 ? __atomic_load_n(&r->cpu_id, __ATOMIC_RELAXED) : UINT32_MAX;
-	if (c == (uint32_t)-2) /* RSEQ_CPU_ID_REGISTRATION_FAILED: for good */
-		tls_rseq = (struct _nd_rseq_abi *)1;
+	if (c == (uint32_t)-2 && th != &_nd_thread_boot) /* RSEQ_CPU_ID_REGISTRATION_FAILED: for good */
+		th->rseq = (struct _nd_rseq_abi *)1;
 	if (c >= MAX_CPUS) { /* -1 not registered yet, -2 failed, or none */
 		unsigned cpu = 0, node = 0;
 		if (_nd_os_getcpu(&cpu, &node) == 0)
@@ -1403,7 +1406,7 @@ __attribute__((noinline)) static int cpu_slower(void)
 
 int _nd_topo_cpu_slow(void)
 {
-	struct _nd_rseq_abi *r = tls_rseq;
+	struct _nd_rseq_abi *r = _nd_tls->rseq;
 	if (nd_likely((uintptr_t)r > 1)) {
 		uint32_t c = __atomic_load_n(&r->cpu_id, __ATOMIC_RELAXED);
 		if (nd_likely(c < (uint32_t)__atomic_load_n(&fast_dense_limit, __ATOMIC_RELAXED)))
@@ -1506,8 +1509,12 @@ int nd_topology_emulate(const char *spec, char *err, size_t errlen)
 void nd_emulate_cpu(int cpu)
 {
 	const _nd_topo_t *t = pt();
+	_nd_thread_t *th = _nd_thread_self();
+	if (!th)
+		return;
 	if (cpu < 0) {
-		_nd_topo_cpu_override = -1;
+		th->cpu_override = -1;
+		_nd_thread_invalidate(th); /* the slab layer re-reads the CPU */
 		return;
 	}
 	if (!t->emulated) {
@@ -1518,5 +1525,6 @@ void nd_emulate_cpu(int cpu)
 		_nd_msg_warn("nd_emulate_cpu(%d) ignored: no such CPU in the emulated topology", cpu);
 		return;
 	}
-	_nd_topo_cpu_override = cpu;
+	th->cpu_override = cpu;
+	_nd_thread_invalidate(th);
 }

@@ -117,7 +117,7 @@ int main(int argc, char **argv)
 	/* the registry holds every lock, sorted by rank */
 	const _nd_lock_class_t *cls[64];
 	int n = _nd_lock_classes(cls, 64);
-	const char *want[] = { "init_lock", "pc_lock", "pool_lock", "proc_lock", "thr_lock", "nodes[].lock",
+	const char *want[] = { "init_lock", "pc_lock", "pool_lock", "proc_lock", "thread_lock", "pheap_lock", "nodes[].lock",
 			       "g.lock", "&g.arenas[].lock", "snap_lock", "fmt_lock", "swap_lock" };
 	for (unsigned w = 0; w < sizeof want / sizeof want[0]; w++) {
 		int found = 0;

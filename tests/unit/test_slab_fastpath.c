@@ -109,7 +109,11 @@ static void policy_check(void)
 	char err[200];
 	CHECK(nd_policy_parse("bind:0", &pol, err, sizeof err) == 0, "%s", err);
 	CHECK(nd_set_policy(&pol) == 0);
-	CHECK(slow_of(8) == 8, "thread policy bind: every malloc takes the policy path");
+	CHECK(slow_of(8) >= 1, "thread policy bind: the next malloc resolves the heap again");
+	fast = 0;
+	for (int r = 0; r < 20; r++)
+		fast += slow_of(8) == 0;
+	CHECK(fast >= 15, "thread policy bind: fast path held in %d of 20 runs", fast);
 	CHECK(nd_set_policy(NULL) == 0);
 	slow_of(8);
 	fast = 0;
@@ -118,7 +122,11 @@ static void policy_check(void)
 	CHECK(fast >= 15, "back to local: fast path held in %d of 20 runs", fast);
 
 	CHECK(nd_set_default_policy(&pol) == 0);
-	CHECK(slow_of(8) == 8, "process policy bind: every malloc takes the policy path");
+	CHECK(slow_of(8) >= 1, "process policy bind: the next malloc resolves the heap again");
+	fast = 0;
+	for (int r = 0; r < 20; r++)
+		fast += slow_of(8) == 0;
+	CHECK(fast >= 15, "process policy bind: fast path held in %d of 20 runs", fast);
 	CHECK(nd_set_default_policy(NULL) == 0);
 	slow_of(8);
 	fast = 0;

@@ -71,7 +71,7 @@ int main(void)
 	snprintf(fd, sizeof fd, "%d", pipefd[1]);
 	CHECK(_nd_opt_set("msg_fd", fd) == 0);
 	nd_emulate_cpu(0);
-	CHECK_EQ(_nd_topo_cpu_override, -1);
+	CHECK_EQ(_nd_tls->cpu_override, -1);
 	drain();
 	CHECK(strstr(msgs, "nodalloc: warning: nd_emulate_cpu(0) ignored: the topology is not emulated") != NULL, "got: %s", msgs);
 

@@ -1,0 +1,157 @@
+/*
+ * The thread record (internal.h, "src/thread.c"): every layer's
+ * per-thread state in one block per thread, reached through the library's
+ * only initial-exec TLS variable, one pointer. Kilobytes of initial-exec
+ * TLS make dlopen fail ("cannot allocate memory in static TLS block"); a
+ * pointer fits in the surplus glibc keeps for such libraries.
+ *
+ * Records are carved from mmap'd chunks, never unmapped (another thread
+ * may still store NONE into a key of a record whose thread has exited),
+ * pooled at thread exit and reused. A thread without a record points at
+ * the read-only boot record: readers need no test, writers go through
+ * _nd_thread_self(), which makes the record.
+ */
+#include <pthread.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const uint64_t zero64;
+
+#define BOOT_INIT                                                              \
+	{ .cpu64 = &zero64, .key = ND_KEY_NONE, .lkey = ND_KEY_NONE, .il_node = -1, \
+	  .cpu_override = -1, .pc = { [0 ... ND_PCACHE - 1] = { .key = ND_KEY_NONE } } }
+
+const _nd_thread_t _nd_thread_boot = BOOT_INIT;
+ND_TLS _nd_thread_t *_nd_tls = (_nd_thread_t *)&_nd_thread_boot;
+
+/* Protects pool, all, chunk carving and the key's creation. Taken with at
+ * most the policy locks held (internal.h, "Lock order"). */
+ND_LOCK_DEFINE(thread_lock, ND_RANK_THREAD);
+static _nd_thread_t *pool;  /* records of exited threads */
+static _nd_thread_t *all;   /* every record (append only, never freed) */
+static char *chunk_cur, *chunk_end;
+static pthread_key_t key;
+static bool have_key;
+static void (*exit_hook)(_nd_thread_t *);
+
+#define CHUNK_BYTES ((size_t)64 << 10)
+
+static void destructor(void *arg);
+
+/* A fresh record's state (also for a pooled one, except the slab layer's
+ * heap array, which it keeps: its entries are NULL after the exit hook). */
+static void reset(_nd_thread_t *t)
+{
+	struct nd_heap **heaps = t->heaps;
+	int nheaps = t->nheaps;
+	_nd_thread_t *all_next = t->all_next;
+	static const _nd_thread_t init = BOOT_INIT;
+	*t = init;
+	t->heaps = heaps;
+	t->nheaps = nheaps;
+	t->all_next = all_next;
+}
+
+_nd_thread_t *_nd_thread_make(void)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (t != &_nd_thread_boot)
+		return t;
+	_nd_lock(&thread_lock);
+	if (!have_key && pthread_key_create(&key, destructor) == 0)
+		have_key = true;
+	t = pool;
+	if (t) {
+		pool = t->pool_next;
+	} else {
+		size_t sz = ND_ALIGN_UP(sizeof(_nd_thread_t), ND_CACHE_LINE);
+		if ((size_t)(chunk_end - chunk_cur) < sz) {
+			int err;
+			char *c = _nd_os_mmap(CHUNK_BYTES, false, &err);
+			if (c) {
+				chunk_cur = c;
+				chunk_end = c + CHUNK_BYTES;
+			}
+		}
+		if ((size_t)(chunk_end - chunk_cur) >= sz) {
+			t = (_nd_thread_t *)(void *)chunk_cur;
+			chunk_cur += sz;
+			memset(t, 0, sizeof *t);
+			t->all_next = all;
+			__atomic_store_n(&all, t, __ATOMIC_RELEASE);
+		}
+	}
+	_nd_unlock(&thread_lock);
+	if (!t)
+		return NULL;
+	reset(t);
+	_nd_tls = t;
+	if (have_key)
+		pthread_setspecific(key, t);
+	return t;
+}
+
+void _nd_thread_invalidate(_nd_thread_t *t)
+{
+	if (t == &_nd_thread_boot)
+		return;
+	__atomic_store_n(&t->key, ND_KEY_NONE, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->lkey, ND_KEY_NONE, __ATOMIC_RELAXED);
+	for (int i = 0; i < ND_PCACHE; i++)
+		__atomic_store_n(&t->pc[i].key, ND_KEY_NONE, __ATOMIC_RELAXED);
+}
+
+/* The caller bumped the policy generation before (seq_cst); a thread
+ * storing a key re-reads the generation after its store (slab.c), so
+ * either it sees the new generation or this store lands after its own. */
+void _nd_thread_invalidate_all(void)
+{
+	_nd_lock(&thread_lock);
+	for (_nd_thread_t *t = all; t; t = t->all_next)
+		__atomic_store_n(&t->key, ND_KEY_NONE, __ATOMIC_SEQ_CST);
+	_nd_unlock(&thread_lock);
+}
+
+void _nd_thread_set_exit_hook(void (*fn)(_nd_thread_t *))
+{
+	exit_hook = fn;
+}
+
+static void release(_nd_thread_t *t)
+{
+	if (exit_hook)
+		exit_hook(t);
+	if (_nd_tls == t)
+		_nd_tls = (_nd_thread_t *)&_nd_thread_boot;
+	_nd_lock(&thread_lock);
+	t->pool_next = pool;
+	pool = t;
+	_nd_unlock(&thread_lock);
+}
+
+/* pthread key destructor (not a TLS destructor, which may call calloc):
+ * a malloc after it makes a new record and sets the key again, and glibc
+ * then runs this once more. */
+static void destructor(void *arg)
+{
+	if (arg)
+		release(arg);
+}
+
+void _nd_thread_fini(void)
+{
+	/* dlclose: no destructor may point into the unmapped library */
+	if (have_key && pthread_key_delete(key) == 0)
+		have_key = false;
+}
+
+void _nd_thread_exit_now(void)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (t == &_nd_thread_boot)
+		return;
+	if (have_key)
+		pthread_setspecific(key, NULL);
+	release(t);
+}
