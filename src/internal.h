@@ -328,6 +328,7 @@ typedef enum _nd_opt {
 	ND_OPT_PERCPU_AREA,    /* size: virtual span of each CPU's per-CPU area (power of two) */
 	ND_OPT_HUGE_SPREAD,    /* bool: MADV_HUGEPAGE on spread runs with granules >= 2 MiB */
 	ND_OPT_LARGE_DECAY_MS, /* int: ms a freed large run stays cached for reuse (0: off) */
+	ND_OPT_ABORT_ON_CONFIG_ERROR, /* bool: a bad option name or value is fatal */
 	ND_OPT__COUNT
 } _nd_opt_t;
 
@@ -342,6 +343,12 @@ int _nd_opt_parse_bool(const char *s, bool *out);
 int _nd_opt_parse_size(const char *s, uint64_t *out); /* 4096, 64K, 2M, 1G */
 /* Override an option programmatically before init (tests, nodactl). */
 int _nd_opt_set(const char *name, const char *value);
+/* A bad configuration value found by another layer (a policy, a topology
+ * spec): warned about, or fatal under NODALLOC_ABORT_ON_CONFIG_ERROR=1. */
+void _nd_opt_config_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Every option with its value and where it came from (NODALLOC_VERBOSE=1
+ * prints this at start), one line each, to fd. */
+void _nd_opt_print(int fd);
 
 /* ======================================================================
  * src/topology.c: nodes, CPUs, distances, fallback lists, CPU -> memory

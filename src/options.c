@@ -1,8 +1,11 @@
 /*
  * Options: one table drives them all. Each row names an option, its kind,
  * default and help; the environment (NODALLOC_<NAME>, name case-insensitive)
- * and _nd_opt_set() fill the values. Unknown NODALLOC_* variables and bad
- * values are reported by name and leave the default in force.
+ * and _nd_opt_set() fill the values. Unknown NODALLOC_* variables (with
+ * the nearest known name) and bad values are reported by name, spelled as
+ * users type them (NODALLOC_PURGE_THRESHOLD), and leave the default in
+ * force; NODALLOC_ABORT_ON_CONFIG_ERROR=1 makes them fatal instead.
+ * NODALLOC_VERBOSE=1 lists every option, its value and its source.
  *
  * Values are read once, at init, before any thread of ours exists; after
  * that the table is read-only, so readers take no lock.
@@ -35,14 +38,19 @@ static const opt_row_t rows[ND_OPT__COUNT] = {
 	[ND_OPT_STATS_EXPORT] = { "stats_export", K_STR, 0, "", "publish live statistics to this file" },
 	[ND_OPT_PERCPU_AREA] = { "percpu_area", K_SIZE, 2 << 20, NULL, "virtual span of each CPU's per-CPU area, a power of two (64K-1G)" },
 	[ND_OPT_HUGE_SPREAD] = { "huge_spread", K_BOOL, 1, NULL, "ask for huge pages (MADV_HUGEPAGE) on interleaved runs with granules of 2 MiB or more" },
+	[ND_OPT_ABORT_ON_CONFIG_ERROR] = { "abort_on_config_error", K_BOOL, 0, NULL, "a bad option name or value is fatal (abort) instead of a warning" },
 	[ND_OPT_LARGE_DECAY_MS] = { "large_decay_ms", K_INT, 1000, NULL, "keep freed large runs (>= purge_threshold) this many ms for reuse; 0: return them at once" },
 };
 
 #define STR_MAX 512
 
+enum { SRC_DEFAULT, SRC_ENV, SRC_PROGRAM };
+static const char *const src_names[] = { "default", "environment", "set by the program" };
+
 static struct {
 	int64_t ival;
 	bool user;
+	unsigned char src;
 	char sval[STR_MAX];
 } vals[ND_OPT__COUNT];
 
@@ -66,6 +74,33 @@ static bool name_eq(const char *name, const char *s, size_t len)
 			return false;
 	}
 	return i == len && name[i] == '\0';
+}
+
+/* "NODALLOC_PURGE_THRESHOLD": the variable of row i, as users type it. */
+static const char *env_name(int i, char *buf, size_t len)
+{
+	static const char prefix[] = "NODALLOC_";
+	size_t k = 0;
+	for (; prefix[k] && k + 1 < len; k++)
+		buf[k] = prefix[k];
+	for (const char *n = rows[i].name; *n && k + 1 < len; n++, k++)
+		buf[k] = (*n >= 'a' && *n <= 'z') ? (char)(*n - 'a' + 'A') : *n;
+	buf[k] = '\0';
+	return buf;
+}
+
+static bool abort_on_error(void);
+
+void _nd_opt_config_error(const char *fmt, ...)
+{
+	char buf[700];
+	va_list ap;
+	va_start(ap, fmt);
+	_nd_msg_vformat(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	if (abort_on_error())
+		_nd_msg_fatal("%s (NODALLOC_ABORT_ON_CONFIG_ERROR=1)", buf);
+	_nd_msg_warn("%s", buf);
 }
 
 int _nd_opt_parse_bool(const char *s, bool *out)
@@ -140,15 +175,18 @@ static int parse_int(const char *s, int64_t *out)
 	return 0;
 }
 
-/* Store value for row i; on a bad value warn by name and keep the old one. */
-static int set_row(int i, const char *value, const char *origin)
+/* Store value for row i; on a bad value report it by name and keep the
+ * old one. origin: "" (environment) or " (set by the program)". */
+static int set_row(int i, const char *value, const char *origin, int src)
 {
 	const opt_row_t *r = &rows[i];
+	char name[64];
+	env_name(i, name, sizeof name);
 	switch (r->kind) {
 	case K_BOOL: {
 		bool b;
 		if (_nd_opt_parse_bool(value, &b) != 0) {
-			_nd_msg_warn("%s%s: bad value '%s' (expected 1/0, yes/no, on/off)", origin, r->name, value);
+			_nd_opt_config_error("%s%s: bad value '%s' (expected 1/0, yes/no, on/off)", name, origin, value);
 			return -1;
 		}
 		vals[i].ival = b;
@@ -157,7 +195,8 @@ static int set_row(int i, const char *value, const char *origin)
 	case K_SIZE: {
 		uint64_t v;
 		if (_nd_opt_parse_size(value, &v) != 0 || v > INT64_MAX) {
-			_nd_msg_warn("%s%s: bad size '%s' (expected a number with optional K, M, G or T)", origin, r->name, value);
+			_nd_opt_config_error("%s%s: bad size '%s' (expected a number with optional K, M, G or T)", name, origin,
+					     value);
 			return -1;
 		}
 		vals[i].ival = (int64_t)v;
@@ -166,7 +205,7 @@ static int set_row(int i, const char *value, const char *origin)
 	case K_INT: {
 		int64_t v;
 		if (parse_int(value, &v) != 0) {
-			_nd_msg_warn("%s%s: bad number '%s'", origin, r->name, value);
+			_nd_opt_config_error("%s%s: bad number '%s'", name, origin, value);
 			return -1;
 		}
 		vals[i].ival = v;
@@ -177,7 +216,7 @@ static int set_row(int i, const char *value, const char *origin)
 		while (value[n])
 			n++;
 		if (n >= STR_MAX) {
-			_nd_msg_warn("%s%s: value longer than %d characters", origin, r->name, STR_MAX - 1);
+			_nd_opt_config_error("%s%s: value longer than %d characters", name, origin, STR_MAX - 1);
 			return -1;
 		}
 		for (size_t k = 0; k <= n; k++)
@@ -186,6 +225,7 @@ static int set_row(int i, const char *value, const char *origin)
 	}
 	}
 	vals[i].user = true;
+	vals[i].src = (unsigned char)src;
 	return 0;
 }
 
@@ -194,6 +234,7 @@ static void set_defaults(void)
 	for (int i = 0; i < ND_OPT__COUNT; i++) {
 		vals[i].ival = rows[i].def;
 		vals[i].user = false;
+		vals[i].src = SRC_DEFAULT;
 		const char *d = rows[i].def_str ? rows[i].def_str : "";
 		size_t k = 0;
 		for (; d[k] && k < STR_MAX - 1; k++)
@@ -220,38 +261,122 @@ static void ensure_defaults(void)
 	}
 }
 
-void _nd_opt_init(void)
+/* The environment's NODALLOC_* entries, one at a time: name (without the
+ * prefix, len chars) and value. Returns the next position, or NULL. */
+static char **next_env(char **e, const char **name, size_t *len, const char **value)
 {
-	if (opt_state == 2)
-		return;
-	ensure_defaults();
 	static const char prefix[] = "NODALLOC_";
-	for (char **e = environ; e && *e; e++) {
+	for (; e && *e; e++) {
 		const char *s = *e;
 		size_t k = 0;
 		while (prefix[k] && lower(s[k]) == lower(prefix[k]))
 			k++;
 		if (prefix[k])
 			continue;
-		const char *name = s + k;
-		size_t len = 0;
-		while (name[len] && name[len] != '=')
-			len++;
-		if (name[len] != '=')
+		const char *n = s + k;
+		size_t l = 0;
+		while (n[l] && n[l] != '=')
+			l++;
+		if (n[l] != '=')
 			continue;
+		*name = n;
+		*len = l;
+		*value = n + l + 1;
+		return e + 1;
+	}
+	return NULL;
+}
+
+/* NODALLOC_ABORT_ON_CONFIG_ERROR, read first: it governs the errors of
+ * every other variable, wherever it stands in the environment. */
+static bool abort_on_error(void)
+{
+	if (opt_state == 2 || vals[ND_OPT_ABORT_ON_CONFIG_ERROR].user)
+		return vals[ND_OPT_ABORT_ON_CONFIG_ERROR].ival != 0;
+	const char *name, *value;
+	size_t len;
+	for (char **e = environ; (e = next_env(e, &name, &len, &value));) {
+		bool on;
+		if (name_eq(rows[ND_OPT_ABORT_ON_CONFIG_ERROR].name, name, len))
+			return _nd_opt_parse_bool(value, &on) == 0 && on;
+	}
+	return false;
+}
+
+/* Edit distance of a typed name (case-insensitive, '-' = '_') and a row's. */
+static int distance(const char *typed, size_t tl, const char *name)
+{
+	enum { MAXL = 40 };
+	size_t nl = 0;
+	while (name[nl])
+		nl++;
+	if (tl >= MAXL || nl >= MAXL)
+		return MAXL;
+	int d[MAXL + 1][MAXL + 1];
+	for (size_t a = 0; a <= tl; a++)
+		d[a][0] = (int)a;
+	for (size_t b = 0; b <= nl; b++)
+		d[0][b] = (int)b;
+	for (size_t a = 1; a <= tl; a++)
+		for (size_t b = 1; b <= nl; b++) {
+			char c = lower(typed[a - 1]);
+			if (c == '-')
+				c = '_';
+			int best = d[a - 1][b - 1] + (c != name[b - 1]);
+			if (d[a - 1][b] + 1 < best)
+				best = d[a - 1][b] + 1;
+			if (d[a][b - 1] + 1 < best)
+				best = d[a][b - 1] + 1;
+			d[a][b] = best;
+		}
+	return d[tl][nl];
+}
+
+/* "unknown option NODALLOC_PURGE_TRESHOLD (ignored; did you mean
+ * NODALLOC_PURGE_THRESHOLD?)": the nearest name within a third of its
+ * length (at least 2 edits). */
+static void unknown(const char *typed, size_t len, const char *how)
+{
+	int best = -1, bd = 0;
+	for (int i = 0; i < ND_OPT__COUNT; i++) {
+		int d = distance(typed, len, rows[i].name);
+		if (best < 0 || d < bd) {
+			best = i;
+			bd = d;
+		}
+	}
+	char name[64];
+	int limit = (int)len / 3 > 2 ? (int)len / 3 : 2;
+	if (best >= 0 && bd <= limit)
+		_nd_opt_config_error("unknown option %s%.*s (%s; did you mean %s?)", how, (int)len, typed,
+				     "ignored", env_name(best, name, sizeof name));
+	else
+		_nd_opt_config_error("unknown option %s%.*s (ignored)", how, (int)len, typed);
+}
+
+void _nd_opt_init(void)
+{
+	if (opt_state == 2)
+		return;
+	ensure_defaults();
+	const char *name, *value;
+	size_t len;
+	for (char **e = environ; (e = next_env(e, &name, &len, &value));) {
 		int i = find_row(name, len);
 		if (i < 0 && name_eq("library", name, len))
 			continue; /* nodactl's: the library it preloads */
 		if (i < 0) {
-			_nd_msg_warn("unknown option NODALLOC_%.*s (ignored)", (int)len, name);
+			unknown(name, len, "NODALLOC_");
 			continue;
 		}
 		/* Values set programmatically before init win over the environment. */
 		if (vals[i].user)
 			continue;
-		set_row(i, name + len + 1, "NODALLOC_");
+		set_row(i, value, "", SRC_ENV);
 	}
 	opt_state = 2;
+	if (vals[ND_OPT_VERBOSE].ival)
+		_nd_opt_print((int)(vals[ND_OPT_MSG_FD].ival > 0 ? vals[ND_OPT_MSG_FD].ival : 2));
 }
 
 int _nd_opt_set(const char *name, const char *value)
@@ -262,10 +387,43 @@ int _nd_opt_set(const char *name, const char *value)
 		len++;
 	int i = find_row(name, len);
 	if (i < 0) {
-		_nd_msg_warn("unknown option '%s'", name);
+		unknown(name, len, "");
 		return -1;
 	}
-	return set_row(i, value, "option ");
+	return set_row(i, value, " (set by the program)", SRC_PROGRAM);
+}
+
+/* One line per option: "nodalloc: option NODALLOC_PURGE_THRESHOLD=1M
+ * (default): free runs this large are returned to the OS". */
+void _nd_opt_print(int fd)
+{
+	ensure_defaults();
+	for (int i = 0; i < ND_OPT__COUNT; i++) {
+		char name[64], val[64], line[STR_MAX + 300];
+		const char *v = val;
+		int64_t x = vals[i].ival;
+		switch (rows[i].kind) {
+		case K_STR: v = vals[i].sval; break;
+		case K_BOOL: v = x ? "1" : "0"; break;
+		case K_INT: _nd_msg_format(val, sizeof val, "%lld", (long long)x); break;
+		case K_SIZE: {
+			static const char units[] = "KMGT";
+			int u = -1;
+			while (u < 3 && x && (x & 1023) == 0) {
+				x >>= 10;
+				u++;
+			}
+			if (u >= 0)
+				_nd_msg_format(val, sizeof val, "%lld%c", (long long)x, units[u]);
+			else
+				_nd_msg_format(val, sizeof val, "%lld", (long long)x);
+			break;
+		}
+		}
+		_nd_msg_format(line, sizeof line, "nodalloc: option %s=%s (%s): %s\n", env_name(i, name, sizeof name), v,
+			       src_names[vals[i].src], rows[i].help);
+		_nd_msg_out(fd, line);
+	}
 }
 
 const char *_nd_opt_str(_nd_opt_t o)

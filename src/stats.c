@@ -100,7 +100,7 @@ static int export_map(void **out)
 		return 0;
 	int fd = export_fd(v);
 	if (fd == -2) {
-		_nd_msg_warn("NODALLOC_STATS_EXPORT: bad value '%s' (expected 1, a path, or fd:N:PID from nodactl)", v);
+		_nd_opt_config_error("NODALLOC_STATS_EXPORT: bad value '%s' (expected 1, a path, or fd:N:PID from nodactl)", v);
 		return 0;
 	}
 	if (v[0] == 'f' && v[1] == 'd' && v[2] == ':') {
@@ -679,7 +679,7 @@ void _nd_stats_at_exit(void)
 	bool text = (v[0] == 't' && v[1] == 'e' && v[2] == 'x' && v[3] == 't' && v[4] == '\0');
 	if (!json && !text) {
 		if (_nd_opt_parse_bool(v, &on) != 0) {
-			_nd_msg_warn("NODALLOC_STATS: unknown value '%s' (expected 1, text or json)", v);
+			_nd_opt_config_error("NODALLOC_STATS: unknown value '%s' (expected 1, text or json)", v);
 			return;
 		}
 		if (!on)

@@ -45,16 +45,21 @@ int main(void)
 	CHECK_EQ(_nd_opt_int(ND_OPT_PURGE_THRESHOLD), 2 << 20);
 	CHECK(_nd_opt_set("purge-threshold", "lots") != 0);
 	drain();
-	CHECK(strstr(msgs, "nodalloc: warning: option purge_threshold: bad size 'lots'") != NULL, "got: %s", msgs);
+	CHECK(strstr(msgs, "nodalloc: warning: NODALLOC_PURGE_THRESHOLD (set by the program): bad size 'lots'") != NULL,
+	      "got: %s", msgs);
 	CHECK_EQ(_nd_opt_int(ND_OPT_PURGE_THRESHOLD), 2 << 20); /* kept */
 
 	CHECK(_nd_opt_set("check", "perhaps") != 0);
 	drain();
-	CHECK(strstr(msgs, "check: bad value 'perhaps'") != NULL, "got: %s", msgs);
+	CHECK(strstr(msgs, "NODALLOC_CHECK (set by the program): bad value 'perhaps'") != NULL, "got: %s", msgs);
 
 	CHECK(_nd_opt_set("no_such_option", "1") != 0);
 	drain();
-	CHECK(strstr(msgs, "unknown option 'no_such_option'") != NULL, "got: %s", msgs);
+	CHECK(strstr(msgs, "unknown option no_such_option (ignored)") != NULL, "got: %s", msgs);
+	CHECK(_nd_opt_set("purge_treshold", "1") != 0);
+	drain();
+	CHECK(strstr(msgs, "unknown option purge_treshold (ignored; did you mean NODALLOC_PURGE_THRESHOLD?)") != NULL,
+	      "got: %s", msgs);
 
 	CHECK(_nd_opt_set("policy", "interleave:0-1@2M") == 0);
 	CHECK_STR(_nd_opt_str(ND_OPT_POLICY), "interleave:0-1@2M");
