@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Draws the benchmark charts from the text results run.sh wrote:
 #   bash bench/charts.sh <results-dir> [real|bootstrap]
-# ratios_time.txt, ratios_rss.txt -> time.png, rss.png (nodalloc / peer per
+# ratios_time.txt, ratios_cpu.txt, ratios_rss.txt -> time.png, cpu.png, rss.png (nodalloc / peer per
 # workload, clustered bars); mops.txt -> throughput.png (every allocator,
 # million pairs per second); instructions.txt -> instructions.png (nodalloc
 # / peer instructions per malloc/free pair). Needs gnuplot (gnuplot-nox).
@@ -12,7 +12,7 @@ NOTE=""
 [ "$STATE" = bootstrap ] && NOTE="\n(PLACEHOLDER: libnodalloc.so was still the glibc-forwarding bootstrap)"
 command -v gnuplot >/dev/null || { echo "charts.sh: gnuplot is not installed" >&2; exit 1; }
 cd "$DIR" || exit 1
-rm -f time.png rss.png throughput.png instructions.png # never leave stale charts
+rm -f time.png cpu.png rss.png throughput.png instructions.png # never leave stale charts
 # a series with no value at all (an allocator that failed) only draws a
 # warning; keep real errors
 gnuplot() { command gnuplot "$@" 2> >(grep -v -e 'Skipping data file with no valid points' -e '^ *$' >&2); }
@@ -62,6 +62,7 @@ EOF
 
 R="nodalloc / peer  (below 1 = nodalloc better)"
 clustered ratios_time.txt time.png "Wall time of the measured loop, nodalloc / peer (median)" "$R" 1
+clustered ratios_cpu.txt cpu.png "CPU time (user + system), nodalloc / peer (median)" "$R" 1
 clustered ratios_rss.txt rss.png "Peak RSS, nodalloc / peer (median)" "$R" 1
 clustered mops.txt throughput.png "Throughput (median)" "million malloc/free pairs per second (higher is better)" 0
 

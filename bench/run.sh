@@ -17,6 +17,11 @@
 #   BENCH_ONLY="a b"    only these allocators (names as below)
 #   BENCH_NODALLOC=lib  the library measured as "nodalloc" (default <builddir>/libnodalloc.so)
 #   BENCH_TIMEOUT=120   seconds before one run is killed and counted as failed
+#   BENCH_WL="a b"      only these workloads (names as below; the instruction
+#                       count runs only with `small`)
+#   BENCH_BASELINE=lib  also measure this libnodalloc.so (e.g. built from an
+#                       older commit) as "baseline", with its own ratios to
+#                       the peers: a change's before/after in one run
 set -u
 
 usage() { echo "usage: bash bench/run.sh <builddir>" >&2; exit 2; }
@@ -34,7 +39,7 @@ TIMEOUT=${BENCH_TIMEOUT:-120}
 case $TIMEOUT in '' | *[!0-9]* | 0) echo "run.sh: bad BENCH_TIMEOUT '$TIMEOUT': expected seconds > 0" >&2; exit 2 ;; esac
 LIBDIR=/usr/lib/x86_64-linux-gnu
 MEASURE=$BIN/nd_measure
-for f in "$MEASURE" "$BIN/wl_small" "$BIN/wl_prodcons" "$BIN/wl_larson" "$BIN/wl_footprint" "$BIN/wl_probe"; do
+for f in "$MEASURE" "$BIN"/wl_{small,prodcons,larson,footprint,large,threads,xfree,probe}; do
 	[ -x "$f" ] || { echo "run.sh: $f is missing: build first (cmake --build $BUILD)" >&2; exit 2; }
 done
 mkdir -p "$RESULTS"
@@ -57,6 +62,10 @@ declare -A PRELOAD=(
 # node switch on migration, remote frees to another node) are exercised on
 # a one-node machine. Shown next to the others, not used in ratios/targets.
 declare -A ENVS=([nodalloc-2n]="NODALLOC_TOPOLOGY=0:cpus=0,mem=8G;1:cpus=1,mem=8G")
+if [ -n "${BENCH_BASELINE:-}" ]; then
+	[ -r "$BENCH_BASELINE" ] || { echo "run.sh: BENCH_BASELINE '$BENCH_BASELINE' not found" >&2; exit 2; }
+	PRELOAD[baseline]=$BENCH_BASELINE
+fi
 ALLOCS=()
 for a in ${BENCH_ONLY:-${ALL_NAMES[*]}}; do
 	# the 2-node variant only means something on the real allocator and
@@ -72,19 +81,30 @@ done
 have() { local x; for x in "${ALLOCS[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 PEERS=()
 for a in "${ALLOCS[@]}"; do [ "$a" != nodalloc ] && PEERS+=("$a"); done
+[ -n "${BENCH_BASELINE:-}" ] && ALLOCS+=(baseline) # not a peer: ratios of its own
 WANT_2N=${WANT_2N:-0}
 
 # ---- workloads: name and command line (op counts fixed: deterministic) ----
+# (docs/benchmarks.md describes each; issue 11 added large, threads, xfree2/4)
+WL_NAMES=(small prodcons larson footprint large threads xfree2 xfree4)
 if [ "$QUICK" = 1 ]; then
-	WL_NAMES=(small prodcons larson footprint)
 	declare -A WL=([small]="wl_small 1000000" [prodcons]="wl_prodcons 1 200000"
-		[larson]="wl_larson 2 2 50000" [footprint]="wl_footprint 50000")
+		[larson]="wl_larson 2 2 50000" [footprint]="wl_footprint 50000"
+		[large]="wl_large 30 4" [threads]="wl_threads 4 4 2000"
+		[xfree2]="wl_xfree 2 100000" [xfree4]="wl_xfree 4 50000")
 	CG_N=100000
 else
-	WL_NAMES=(small prodcons larson footprint)
 	declare -A WL=([small]="wl_small 20000000" [prodcons]="wl_prodcons 1 8000000"
-		[larson]="wl_larson 2 8 500000" [footprint]="wl_footprint 300000")
+		[larson]="wl_larson 2 8 500000" [footprint]="wl_footprint 300000"
+		[large]="wl_large 200" [threads]="wl_threads 4 50 20000"
+		[xfree2]="wl_xfree 2 2000000" [xfree4]="wl_xfree 4 1000000")
 	CG_N=500000
+fi
+if [ -n "${BENCH_WL:-}" ]; then
+	for w in $BENCH_WL; do
+		[ -n "${WL[$w]+set}" ] || { echo "run.sh: bad workload '$w' in BENCH_WL: expected one of ${WL_NAMES[*]}" >&2; exit 2; }
+	done
+	WL_NAMES=($BENCH_WL)
 fi
 
 # key=value from a line
@@ -122,7 +142,7 @@ say ""
 
 # ---- timed runs ------------------------------------------------------------
 RAW=$TMP/raw.txt
-echo "# workload allocator rep time_s wall_s maxrss_kb mops status" >"$RAW"
+echo "# workload allocator rep time_s wall_s maxrss_kb mops status cpu_s" >"$RAW"
 echo "running ${#WL_NAMES[@]} workloads x ${#ALLOCS[@]} allocators x $REPS repetitions ..."
 for ((rep = 1; rep <= REPS; rep++)); do
 	for w in "${WL_NAMES[@]}"; do
@@ -144,10 +164,11 @@ for ((rep = 1; rep <= REPS; rep++)); do
 			if [ $st -ne 0 ] || [ -z "$r" ]; then
 				echo "  FAILED: $w under $a (status $st):" | tee -a "$OUT"
 				tail -n 5 "$TMP/err" | sed 's/^/    /' | tee -a "$OUT"
-				echo "$w $a $rep - - - - FAIL$st" >>"$RAW"
+				echo "$w $a $rep - - - - FAIL$st -" >>"$RAW"
 				continue
 			fi
-			echo "$w $a $rep $(echo "$r" | kv time_s) $(echo "$m" | kv wall_s) $(echo "$m" | kv maxrss_kb) $(echo "$r" | kv mops) ok" >>"$RAW"
+			cpu=$(awk -v u="$(echo "$m" | kv user_s)" -v s="$(echo "$m" | kv sys_s)" 'BEGIN {printf "%.3f", u + s}')
+			echo "$w $a $rep $(echo "$r" | kv time_s) $(echo "$m" | kv wall_s) $(echo "$m" | kv maxrss_kb) $(echo "$r" | kv mops) ok $cpu" >>"$RAW"
 			[ "$w" = footprint ] && echo "$a $rep $(echo "$r" | sed 's/.*mops=[^ ]* //')" >>"$TMP/footprint_phases"
 		done
 	done
@@ -161,10 +182,11 @@ least() { awk -v w="$1" -v a="$2" -v c="$3" '$1 == w && $2 == a && $8 == "ok" {p
 # ratio x/y with 2 decimals, "-" if either is missing
 ratio() { awk -v x="$1" -v y="$2" 'BEGIN {if (x == "-" || y == "-" || y + 0 == 0) print "-"; else printf "%.2f\n", x / y}'; }
 
-declare -A TIME RSS MOPS BEST
+declare -A TIME RSS MOPS BEST CPU
 for w in "${WL_NAMES[@]}"; do
 	for a in "${ALLOCS[@]}"; do
 		TIME[$w,$a]=$(med "$w" "$a" 4)
+		CPU[$w,$a]=$(med "$w" "$a" 9)
 		BEST[$w,$a]=$(least "$w" "$a" 4)
 		RSS[$w,$a]=$(med "$w" "$a" 6)
 		MOPS[$w,$a]=$(med "$w" "$a" 7)
@@ -179,13 +201,14 @@ for w in "${WL_NAMES[@]}"; do
 done
 
 say "== Median per workload (time = the workload's measured loop, best = its fastest repetition;"
+say "   cpu = user + system time of the whole process: less sensitive to a loaded machine;"
 say "   peak RSS of the process)"
 for w in "${WL_NAMES[@]}"; do
 	say ""
 	say "$w: $(set -- ${WL[$w]}; echo "$*")"
-	say "$(printf '  %-12s %10s %10s %10s %12s' allocator time_s best_s Mops/s peak_RSS_MiB)"
+	say "$(printf '  %-12s %10s %10s %10s %10s %12s' allocator time_s best_s cpu_s Mops/s peak_RSS_MiB)"
 	for a in "${ALLOCS[@]}"; do
-		say "$(printf '  %-12s %10s %10s %10s %12s' "$(lab "$a")" "${TIME[$w,$a]}" "${BEST[$w,$a]}" "${MOPS[$w,$a]}" \
+		say "$(printf '  %-12s %10s %10s %10s %10s %12s' "$(lab "$a")" "${TIME[$w,$a]}" "${BEST[$w,$a]}" "${CPU[$w,$a]}" "${MOPS[$w,$a]}" \
 			"$(awk -v r="${RSS[$w,$a]}" 'BEGIN {if (r == "-") print "-"; else printf "%.1f", r / 1024}')")"
 	done
 done
@@ -198,39 +221,42 @@ if [ -s "$TMP/footprint_phases" ]; then
 	done
 fi
 
+# one table of ratios nodalloc / peer: every workload, every peer, no row
+# left out; also written to $3 for the charts (if given)
+ratio_table() { # title array-name [file [subject]]
+	local -n V=$2
+	local w p r line dat s=${4:-nodalloc}
+	say "$1:"
+	say "$hdr"
+	[ -n "${3:-}" ] && echo "workload ${PEERS[*]}" >"$3"
+	for w in "${WL_NAMES[@]}"; do
+		line="$(printf '  %-12s' "$w")"
+		dat="$w"
+		for p in "${PEERS[@]}"; do
+			r=$(ratio "${V[$w,$s]}" "${V[$w,$p]}")
+			line+="$(printf ' %9s' "$r")"
+			dat+=" $r"
+		done
+		say "$line"
+		[ -n "${3:-}" ] && echo "$dat" >>"$3"
+	done
+	return 0
+}
 if have nodalloc && [ ${#PEERS[@]} -gt 0 ]; then
 	say ""
-	say "== Ratios nodalloc / peer (below 1.00: nodalloc is faster / smaller)"
+	say "== Ratios nodalloc / peer, medians of the same run (below 1.00: nodalloc is faster / smaller)"
 	hdr="$(printf '  %-12s' workload)"
 	for p in "${PEERS[@]}"; do hdr+="$(printf ' %9s' "$p")"; done
-	say "time:"
-	say "$hdr"
-	echo "workload ${PEERS[*]}" >"$TMP/ratios_time.txt"
-	echo "workload ${PEERS[*]}" >"$TMP/ratios_rss.txt"
-	for w in "${WL_NAMES[@]}"; do
-		line="$(printf '  %-12s' "$w")"
-		dat="$w"
-		for p in "${PEERS[@]}"; do
-			r=$(ratio "${TIME[$w,nodalloc]}" "${TIME[$w,$p]}")
-			line+="$(printf ' %9s' "$r")"
-			dat+=" $r"
-		done
-		say "$line"
-		echo "$dat" >>"$TMP/ratios_time.txt"
-	done
-	say "peak RSS:"
-	say "$hdr"
-	for w in "${WL_NAMES[@]}"; do
-		line="$(printf '  %-12s' "$w")"
-		dat="$w"
-		for p in "${PEERS[@]}"; do
-			r=$(ratio "${RSS[$w,nodalloc]}" "${RSS[$w,$p]}")
-			line+="$(printf ' %9s' "$r")"
-			dat+=" $r"
-		done
-		say "$line"
-		echo "$dat" >>"$TMP/ratios_rss.txt"
-	done
+	ratio_table "time (the workload's loop)" TIME "$TMP/ratios_time.txt"
+	ratio_table "cpu (user + system of the process)" CPU "$TMP/ratios_cpu.txt"
+	ratio_table "peak RSS" RSS "$TMP/ratios_rss.txt"
+	if have baseline; then
+		say ""
+		say "== Ratios baseline ($BENCH_BASELINE) / peer, same run"
+		ratio_table "time (the workload's loop)" TIME "" baseline
+		ratio_table "cpu (user + system of the process)" CPU "" baseline
+		ratio_table "peak RSS" RSS "" baseline
+	fi
 fi
 
 # ---- instructions per malloc/free pair (callgrind) -------------------------
@@ -263,7 +289,10 @@ cg_total() { # allocator iterations [null]
 # per-iteration difference of field k between the N and 2N runs
 perit() { awk -v a="$1" -v b="$2" -v k="$3" -v n="$CG_N" 'BEGIN {split(a, x, " "); split(b, y, " ");
 	if (x[k] == "-" || y[k] == "-" || x[k] == "" || y[k] == "") print "-"; else printf "%.1f", (y[k] - x[k]) / n}'; }
-if command -v valgrind >/dev/null; then
+if [[ " ${WL_NAMES[*]} " != *" small "* ]]; then
+	say ""
+	say "== Instructions per pair: skipped (BENCH_WL without small)"
+elif command -v valgrind >/dev/null; then
 	say ""
 	say "== Instructions per malloc/free pair (callgrind, wl_small, (I(2N) - I(N)) / N, N = $CG_N, minus the null loop;"
 	say "   malloc, free: inclusive instructions per call of the functions so named, when callgrind names them)"
@@ -310,6 +339,41 @@ if have nodalloc && have mimalloc; then
 		say "  $(verdict "$r" 1.1 0)  peak RSS $w <= 1.1 x mimalloc: ${RSS[$w,nodalloc]} KiB vs ${RSS[$w,mimalloc]} KiB (ratio $r)"
 	done
 fi
+# ---- targets of issue 11 ----------------------------------------------------
+# footprint's RSS after freeing everything, median over the repetitions (KiB)
+end_rss() { grep "^$1 " "$TMP/footprint_phases" 2>/dev/null | sed -n 's/.*rss_end_kb=\([0-9]*\).*/\1/p' | median; }
+if have nodalloc && [ ${#PEERS[@]} -gt 0 ]; then
+	say ""
+	say "== Targets (issue 11), medians of the same run$([ "$ND_STATE" = bootstrap ] && echo ' -- BOOTSTRAP: these judge glibc, not nodalloc')"
+	target_time() { # workload peer
+		have "$2" || return 0
+		local r
+		r=$(ratio "${TIME[$1,nodalloc]}" "${TIME[$1,$2]}")
+		say "  $(verdict "$r" 1 0)  time $1 <= $2: ${TIME[$1,nodalloc]} s vs ${TIME[$1,$2]} s (ratio $r; cpu ratio $(ratio "${CPU[$1,nodalloc]}" "${CPU[$1,$2]}"))"
+	}
+	target_time small mimalloc
+	target_time larson tcmalloc
+	target_time xfree2 tcmalloc
+	target_time xfree4 tcmalloc
+	target_time footprint glibc
+	nd_end=$(end_rss nodalloc)
+	low=nodalloc
+	for p in "${PEERS[@]}"; do
+		e=$(end_rss "$p")
+		[ "$e" != - ] && [ "$nd_end" != - ] && awk -v a="$e" -v b="$nd_end" 'BEGIN {exit !(a < b)}' && low=$p
+	done
+	say "  $([ "$nd_end" = - ] && echo 'N/A ' || { [ "$low" = nodalloc ] && echo PASS || echo MISS; })  footprint end RSS the lowest: nodalloc $nd_end KiB$(for p in "${PEERS[@]}"; do printf ', %s %s' "$p" "$(end_rss "$p")"; done)"
+	for w in "${WL_NAMES[@]}"; do
+		best=- bp=-
+		for p in "${PEERS[@]}"; do
+			v=${RSS[$w,$p]}
+			[ "$v" = - ] && continue
+			if [ "$best" = - ] || [ "$v" -lt "$best" ]; then best=$v bp=$p; fi
+		done
+		r=$(ratio "${RSS[$w,nodalloc]}" "$best")
+		say "  $(verdict "$r" 1.1 0)  peak RSS $w <= 1.1 x the best peer ($bp): ${RSS[$w,nodalloc]} KiB vs $best KiB (ratio $r)"
+	done
+fi
 nfail=$(grep -c ' FAIL' "$RAW")
 if [ "$nfail" -gt 0 ]; then
 	say ""
@@ -332,7 +396,7 @@ done
 # ---- files and charts ----------------------------------------------------------
 cp "$OUT" "$RESULTS/latest.txt"
 cp "$RAW" "$RESULTS/raw.txt"
-for f in mops.txt ratios_time.txt ratios_rss.txt instructions.txt; do
+for f in mops.txt ratios_time.txt ratios_cpu.txt ratios_rss.txt instructions.txt; do
 	rm -f "$RESULTS/$f" # never leave a stale table next to fresh ones
 	[ -f "$TMP/$f" ] && cp "$TMP/$f" "$RESULTS/$f"
 done

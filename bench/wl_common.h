@@ -43,6 +43,18 @@ static inline size_t wl_range(uint64_t *s, size_t lo, size_t hi)
 	return lo + (size_t)((wl_rand(s) >> 11) % (hi - lo + 1));
 }
 
+/* A size from three tiers: small_pct% of 16..256 B, mid_pct% of
+ * 257..2048 B, the rest 2049..big_max B. */
+static inline size_t wl_tier_size(uint64_t *s, unsigned small_pct, unsigned mid_pct, size_t big_max)
+{
+	unsigned r = (unsigned)(wl_rand(s) % 100);
+	if (r < small_pct)
+		return wl_range(s, 16, 256);
+	if (r < small_pct + mid_pct)
+		return wl_range(s, 257, 2048);
+	return wl_range(s, 2049, big_max);
+}
+
 /* Parses a positive count argument; exits with a message naming it. */
 static inline long wl_arg(int argc, char **argv, int i, long dflt, const char *what)
 {
@@ -80,7 +92,7 @@ static inline long wl_rss_kb(void)
 
 static inline void wl_result(const char *name, int threads, long ops, double t, const char *extra)
 {
-	printf("RESULT workload=%s threads=%d ops=%ld time_s=%.6f mops=%.3f%s%s\n", name, threads,
+	printf("RESULT workload=%s threads=%d ops=%ld time_s=%.6f mops=%.4g%s%s\n", name, threads,
 	       ops, t, t > 0 ? (double)ops / t / 1e6 : 0.0, extra && *extra ? " " : "",
 	       extra ? extra : "");
 	fflush(stdout);

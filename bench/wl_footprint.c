@@ -16,12 +16,7 @@
 
 static size_t size_mix(uint64_t *rng)
 {
-	unsigned r = (unsigned)(wl_rand(rng) % 100);
-	if (r < 85)
-		return wl_range(rng, 16, 256);
-	if (r < 99)
-		return wl_range(rng, 257, 2048);
-	return wl_range(rng, 2049, 65536);
+	return wl_tier_size(rng, 85, 14, 65536);
 }
 
 int main(int argc, char **argv)
