@@ -79,6 +79,8 @@ for a in ${BENCH_ONLY:-${ALL_NAMES[*]}}; do
 	ALLOCS+=("$a")
 done
 have() { local x; for x in "${ALLOCS[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
+# workload $1 is part of this run
+inwl() { [[ " ${WL_NAMES[*]} " == *" $1 "* ]]; }
 PEERS=()
 for a in "${ALLOCS[@]}"; do [ "$a" != nodalloc ] && PEERS+=("$a"); done
 [ -n "${BENCH_BASELINE:-}" ] && ALLOCS+=(baseline) # not a peer: ratios of its own
@@ -289,7 +291,7 @@ cg_total() { # allocator iterations [null]
 # per-iteration difference of field k between the N and 2N runs
 perit() { awk -v a="$1" -v b="$2" -v k="$3" -v n="$CG_N" 'BEGIN {split(a, x, " "); split(b, y, " ");
 	if (x[k] == "-" || y[k] == "-" || x[k] == "" || y[k] == "") print "-"; else printf "%.1f", (y[k] - x[k]) / n}'; }
-if [[ " ${WL_NAMES[*]} " != *" small "* ]]; then
+if ! inwl small; then
 	say ""
 	say "== Instructions per pair: skipped (BENCH_WL without small)"
 elif command -v valgrind >/dev/null; then
@@ -331,6 +333,7 @@ if have nodalloc && have mimalloc; then
 	r=$(ratio "${INSN[nodalloc]:--}" "${INSN[mimalloc]:--}")
 	say "  $(verdict "$r" 1 1)  instructions per malloc/free pair < mimalloc: ${INSN[nodalloc]:--} vs ${INSN[mimalloc]:--} (ratio $r)"
 	for w in small prodcons larson; do
+		inwl "$w" || continue
 		r=$(ratio "${TIME[$w,nodalloc]}" "${TIME[$w,mimalloc]}")
 		say "  $(verdict "$r" 1 0)  wall time $w <= mimalloc: ${TIME[$w,nodalloc]} s vs ${TIME[$w,mimalloc]} s (ratio $r; best-of ratio $(ratio "${BEST[$w,nodalloc]}" "${BEST[$w,mimalloc]}"))"
 	done
@@ -346,7 +349,7 @@ if have nodalloc && [ ${#PEERS[@]} -gt 0 ]; then
 	say ""
 	say "== Targets (issue 11), medians of the same run$([ "$ND_STATE" = bootstrap ] && echo ' -- BOOTSTRAP: these judge glibc, not nodalloc')"
 	target_time() { # workload peer
-		have "$2" || return 0
+		have "$2" && inwl "$1" || return 0
 		local r
 		r=$(ratio "${TIME[$1,nodalloc]}" "${TIME[$1,$2]}")
 		say "  $(verdict "$r" 1 0)  time $1 <= $2: ${TIME[$1,nodalloc]} s vs ${TIME[$1,$2]} s (ratio $r; cpu ratio $(ratio "${CPU[$1,nodalloc]}" "${CPU[$1,$2]}"))"
@@ -356,13 +359,15 @@ if have nodalloc && [ ${#PEERS[@]} -gt 0 ]; then
 	target_time xfree2 tcmalloc
 	target_time xfree4 tcmalloc
 	target_time footprint glibc
-	nd_end=$(end_rss nodalloc)
-	low=nodalloc
-	for p in "${PEERS[@]}"; do
-		e=$(end_rss "$p")
-		[ "$e" != - ] && [ "$nd_end" != - ] && awk -v a="$e" -v b="$nd_end" 'BEGIN {exit !(a < b)}' && low=$p
-	done
-	say "  $([ "$nd_end" = - ] && echo 'N/A ' || { [ "$low" = nodalloc ] && echo PASS || echo MISS; })  footprint end RSS the lowest: nodalloc $nd_end KiB$(for p in "${PEERS[@]}"; do printf ', %s %s' "$p" "$(end_rss "$p")"; done)"
+	if inwl footprint; then
+		nd_end=$(end_rss nodalloc)
+		low=nodalloc
+		for p in "${PEERS[@]}"; do
+			e=$(end_rss "$p")
+			[ "$e" != - ] && [ "$nd_end" != - ] && awk -v a="$e" -v b="$nd_end" 'BEGIN {exit !(a < b)}' && low=$p
+		done
+		say "  $([ "$nd_end" = - ] && echo 'N/A ' || { [ "$low" = nodalloc ] && echo PASS || echo MISS; })  footprint end RSS the lowest: nodalloc $nd_end KiB$(for p in "${PEERS[@]}"; do printf ', %s %s' "$p" "$(end_rss "$p")"; done)"
+	fi
 	for w in "${WL_NAMES[@]}"; do
 		best=- bp=-
 		for p in "${PEERS[@]}"; do
