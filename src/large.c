@@ -13,7 +13,10 @@
  *  - placement: a cached run of node N serves only an allocation whose
  *    policy walk reaches N (the cache is consulted node by node, in the
  *    policy's order); freed memory never changes node. Spread runs (mixed
- *    slot) are never cached: their layout belongs to the allocation.
+ *    slot) are never cached: their layout belongs to the allocation; and
+ *    a spread allocation flushes every cache first, since the page level
+ *    places its granules and would move one off its node for a node that
+ *    cached runs made short.
  *  - fit: the smallest cached run that is large enough and aligned, whole
  *    (usable size = the run) unless it is more than 4 times the request:
  *    then its tail is given back (_nd_page_shrink). Giving back any excess
@@ -364,9 +367,14 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 	void *p;
 	bool reused = false;
 	if (want_node < 0 && ap == 1 && spreads(pol, np)) {
+		/* The page level places each granule itself, falling back per
+		 * granule when a node is short (its watermark check counts the
+		 * whole run): cached runs must not push a granule off its node,
+		 * so they go first. Spread allocations are rare next to the churn
+		 * the cache is for. */
+		if (__atomic_load_n(&c.due, __ATOMIC_RELAXED) != UINT64_MAX)
+			_nd_large_flush(-1);
 		p = _nd_page_alloc_spread(np, pol);
-		if (!p && _nd_large_flush(-1)) /* spread granules may need any node */
-			p = _nd_page_alloc_spread(np, pol);
 	} else {
 		p = node_run(np, ap, pol, want_node, &reused);
 	}
