@@ -1,18 +1,40 @@
 # Thin wrapper over CMake. The two commands of the README:
 #   make demo   build everything and run a real program under nodalloc
 #   make test   install what the tests need (apt), build, run every test
+#
+# make test builds three trees and runs:
+#   $(BUILD)        gcc, RelWithDebInfo: every test (unit, integration, VMs)
+#   $(CLANG_BUILD)  clang: every test but the VMs (they test placement, which
+#                   the compiler does not change, and cost ~65 s a run)
+#   $(DEBUG_BUILD)  gcc, -O0 with ND_DEBUG (ND_ASSERT on): the unit tests
+# and reports every tree's failures before failing.
 BUILD ?= build
+CLANG_BUILD ?= build-clang
+DEBUG_BUILD ?= build-debug
 JOBS ?= $(shell nproc)
 
-.PHONY: all build demo test deps bench clean install vm-report
+.PHONY: all build build-clang build-debug demo test deps bench clean install vm-report
 
 all: build
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
+$(CLANG_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(CLANG_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
+
+$(DEBUG_BUILD)/CMakeCache.txt:
+	cmake -S . -B $(DEBUG_BUILD) -DCMAKE_BUILD_TYPE=Debug -DND_DEBUG=ON
+
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
+
+build-clang: $(CLANG_BUILD)/CMakeCache.txt
+	cmake --build $(CLANG_BUILD) -j $(JOBS)
+
+build-debug: $(DEBUG_BUILD)/CMakeCache.txt
+	cmake --build $(DEBUG_BUILD) -j $(JOBS)
 
 deps:
 	bash scripts/install-deps.sh
@@ -20,8 +42,17 @@ deps:
 demo: build
 	bash scripts/demo.sh $(BUILD)
 
-test: deps build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+test: deps build build-clang build-debug
+	@st=0; \
+	echo "== gcc ($(BUILD)): all tests"; \
+	(cd $(BUILD) && ctest --output-on-failure -j $(JOBS)) || st=1; \
+	echo "== clang ($(CLANG_BUILD)): all tests but the VMs"; \
+	(cd $(CLANG_BUILD) && ctest --output-on-failure -j $(JOBS) -LE vm) || st=1; \
+	echo "== gcc -O0 ND_DEBUG ($(DEBUG_BUILD)): unit tests"; \
+	(cd $(DEBUG_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit) || st=1; \
+	if [ $$st = 0 ]; then echo "make test: all three builds passed"; \
+	else echo "make test: FAILED (see above)"; fi; \
+	exit $$st
 
 bench: deps build
 	bash bench/run.sh $(BUILD)
@@ -34,4 +65,4 @@ install: build
 	cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(CLANG_BUILD) $(DEBUG_BUILD)

@@ -3,7 +3,7 @@
 # Idempotent and quiet when everything is there.
 set -u
 pkgs=(
-  build-essential cmake pkg-config    # build, install test
+  build-essential cmake pkg-config clang  # build (gcc and clang), install test
   python3 sqlite3 redis-server redis-tools   # real programs under LD_PRELOAD
   qemu-system-x86 busybox-static cpio  # the NUMA VM test bed
   libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 valgrind gnuplot-nox  # benchmarks

@@ -13,7 +13,7 @@ endforeach()
 # C++ new/delete through nodalloc's malloc, the library linked (no preload).
 add_executable(nd_cxx_new ${CMAKE_SOURCE_DIR}/tests/integration/cxx_new.cpp)
 set_target_properties(nd_cxx_new PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
-target_compile_options(nd_cxx_new PRIVATE -Wall -Wextra)
+target_compile_options(nd_cxx_new PRIVATE -Wall -Wextra ${ND_TEST_FLAGS})
 # --no-as-needed: linked for its malloc even where the program names only nd_node_of
 target_link_options(nd_cxx_new PRIVATE -Wl,--no-as-needed)
 target_link_libraries(nd_cxx_new PRIVATE nodalloc)

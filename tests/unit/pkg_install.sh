@@ -234,7 +234,8 @@ for variant in feature flags; do
 	link=$(cat "$b/CMakeFiles/app_static.dir/link.txt")
 	case $link in
 	*"--whole-archive $libdir/libnodalloc.a "*"--no-whole-archive"* | \
-		*"--push-state,--whole-archive $libdir/libnodalloc.a "*"--pop-state"*) ;;
+		*"--push-state,--whole-archive $libdir/libnodalloc.a "*"--pop-state"* | \
+		*"-Xlinker --push-state -Xlinker --whole-archive $libdir/libnodalloc.a "*"--pop-state"*) ;;
 	*) fail "nodalloc::static ($variant) is not linked with --whole-archive: $link" ;;
 	esac
 	grep -q "$libdir/libnodalloc.so" "$b/CMakeFiles/app_shared.dir/link.txt" ||
