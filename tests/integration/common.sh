@@ -29,3 +29,52 @@ no_nodalloc_errors() {
     echo "FAIL: nodalloc reported:"; grep "nodalloc:" "$1" | head; exit 1
   fi
 }
+
+# Proof that nodalloc, not a bundled allocator, served a program (Debian's
+# redis-server, for one, carries its own jemalloc). Run the program with
+# "${ND_STATS[@]}" in its environment and fd 9 appended to a file: each
+# process of the library prints its statistics there at exit, as JSON
+# (NODALLOC_STATS=json on NODALLOC_MSG_FD; messages land there too).
+ND_STATS=(NODALLOC_STATS=json NODALLOC_MSG_FD=9)
+
+# served_by_nodalloc PROGRAM FILE MIN_BYTES: the statistics in FILE of a
+# process named PROGRAM show at least MIN_BYTES in use at its peak, in
+# page runs nodalloc handed out (numa_hit > 0).
+served_by_nodalloc() {
+  no_nodalloc_errors "$2"
+  local r
+  if r=$(/usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+prog, path, need = sys.argv[1], sys.argv[2], int(sys.argv[3])
+text = open(path, errors="replace").read()
+dec, best, i = json.JSONDecoder(), None, text.find('{"version"')
+while i >= 0:
+    try:
+        s, _ = dec.raw_decode(text, i)
+        if s.get("program") == prog and (best is None or s["peak_bytes_in_use"] > best["peak_bytes_in_use"]):
+            best = s
+    except ValueError:
+        pass
+    i = text.find('{"version"', i + 1)
+if best is None:
+    print("no statistics of a process named %s" % prog)
+    sys.exit(1)
+print("peak %.1f MiB in use, %d page runs (numa_hit)" % (best["peak_bytes_in_use"] / 2**20, best["total"]["numa_hit"]))
+sys.exit(0 if best["peak_bytes_in_use"] >= need and best["total"]["numa_hit"] > 0 else 1)
+PY
+  ); then
+    echo "ok: nodalloc served $1: $r"
+  else
+    echo "FAIL: nodalloc did not serve $1 (expected a peak of at least $3 bytes in use): $r"
+    exit 1
+  fi
+}
+
+# free_port: a TCP port on 127.0.0.1 nobody listens on (0 if none)
+free_port() {
+  local p
+  for p in $(seq $((20000 + $$ % 20000)) $((20100 + $$ % 20000))); do
+    (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
+  done
+  echo 0
+}

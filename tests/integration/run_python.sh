@@ -8,10 +8,12 @@ PY=/usr/bin/python3
 "$PY" -c 'pass' 2>/dev/null || need python3
 
 "$PY" "$HERE/workload.py" >"$WORK/plain.out" 2>&1 || { echo "FAIL: python3 without nodalloc failed"; cat "$WORK/plain.out"; exit 1; }
-LD_PRELOAD="$LIB" "$PY" "$HERE/workload.py" >"$WORK/nd.out" 2>"$WORK/nd.err" || {
+env "${ND_STATS[@]}" LD_PRELOAD="$LIB" "$PY" "$HERE/workload.py" >"$WORK/nd.out" 2>"$WORK/nd.err" 9>>"$WORK/stats" || {
   echo "FAIL: python3 under nodalloc exited with $?"; tail -20 "$WORK/nd.err"; exit 1; }
 no_nodalloc_errors "$WORK/nd.err"
 same_output "python3 workload.py" "$WORK/plain.out" "$WORK/nd.out"
+# the workload's lists, dicts and json text: well over 8 MiB in nodalloc's page runs
+served_by_nodalloc "$(basename "$PY")" "$WORK/stats" $((8 << 20))
 
 # The same under an emulated 3-node machine (one node memoryless), under an
 # interleave policy (small objects round robin over two nodes' heaps), and

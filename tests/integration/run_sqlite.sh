@@ -28,7 +28,7 @@ need sqlite3
 } >"$WORK/script.sql"
 
 sqlite3 "$WORK/plain.db" <"$WORK/script.sql" >"$WORK/plain.out" 2>&1 || { echo "FAIL: sqlite3 without nodalloc failed"; tail "$WORK/plain.out"; exit 1; }
-LD_PRELOAD="$LIB" sqlite3 "$WORK/nd.db" <"$WORK/script.sql" >"$WORK/nd.out" 2>"$WORK/nd.err" || {
+env "${ND_STATS[@]}" LD_PRELOAD="$LIB" sqlite3 "$WORK/nd.db" <"$WORK/script.sql" >"$WORK/nd.out" 2>"$WORK/nd.err" 9>>"$WORK/stats" || {
   echo "FAIL: sqlite3 under nodalloc exited with $?"; tail "$WORK/nd.err"; exit 1; }
 no_nodalloc_errors "$WORK/nd.err"
 same_output "sqlite3 ($(grep -c INSERT "$WORK/script.sql") inserts)" "$WORK/plain.out" "$WORK/nd.out"
@@ -36,3 +36,5 @@ same_output "sqlite3 ($(grep -c INSERT "$WORK/script.sql") inserts)" "$WORK/plai
 sqlite3 "$WORK/plain.db" .dump >"$WORK/plain.dump"
 LD_PRELOAD="$LIB" sqlite3 "$WORK/nd.db" .dump >"$WORK/nd.dump" 2>>"$WORK/nd.err"
 same_output "sqlite3 .dump" "$WORK/plain.dump" "$WORK/nd.dump"
+# its page cache and the VACUUM copy (the library alone: about 0.5 MiB)
+served_by_nodalloc sqlite3 "$WORK/stats" $((2 << 20))
