@@ -390,6 +390,7 @@ say "load average at end: $(cut -d' ' -f1-3 /proc/loadavg) (2-core machine share
 # ---- standalone benchmarks of internal layers (bench/bench_*.c) -----------
 for b in "$BIN"/bench_*; do
 	[ -x "$b" ] || continue
+	[ "${b##*/}" = bench_policy ] && continue # driven by bench/policy.sh below
 	say ""
 	say "== $(basename "$b") (standalone, linked with the static library)"
 	timeout 300 "$b" >"$TMP/sb.out" 2>&1
@@ -397,6 +398,11 @@ for b in "$BIN"/bench_*; do
 	sed 's/^/  /' "$TMP/sb.out" | tee -a "$OUT"
 	[ $st -ne 0 ] && say "  ($(basename "$b") exited with status $st)"
 done
+if [ -x "$BIN/bench_policy" ] && [ -r "$HERE/policy.sh" ] && command -v valgrind >/dev/null; then
+	say ""
+	say "== bench/policy.sh: instructions per pair of every policy and placement call (callgrind)"
+	bash "$HERE/policy.sh" "$BUILD" 2>&1 | sed 's/^/  /' | tee -a "$OUT"
+fi
 
 # ---- files and charts ----------------------------------------------------------
 cp "$OUT" "$RESULTS/latest.txt"

@@ -308,6 +308,8 @@ static void *cache_take(int node, uint64_t np, uint64_t ap)
 		_nd_unlock(&ln->lock);
 		if (r.p) /* the list filled meanwhile */
 			release(node, &r, 1);
+		else /* a decay pass may have run while it was out */
+			due_min(r.due);
 		return NULL;
 	}
 	/* In use again: the page level's grow/shrink count their own pages. */
