@@ -304,11 +304,37 @@ static uint64_t give_tail(arena_t *a, uint64_t i, unsigned k, uint64_t d, uint64
 	return td;
 }
 
-static void purge_pages(void *p, size_t len, int advice)
+/*
+ * Returns [p, p+len) of slot a to the OS. The caller then marks the pages
+ * clean, and clean pages are trusted to read as zero (_nd_page_zero:
+ * calloc, tables), so this must make them zero whatever the kernel says:
+ * when madvise is refused (EINVAL on mlock'ed pages, EAGAIN, ...) the
+ * range gets a fresh mapping (node slot: bound to its node again; mixed
+ * run: no policy), and if even that fails (vm.max_map_count) it is zeroed
+ * by hand and stays resident (still counted as purged: the next run that
+ * takes it counts it as fresh). Returns true when the range kept its old
+ * mapping (and so its memory policy).
+ */
+static bool purge_pages(const arena_t *a, void *p, size_t len, int advice)
 {
 	int r = _nd_os_madvise(p, len, advice);
-	if (r < 0 && !__atomic_exchange_n(&warned_purge, 1, __ATOMIC_RELAXED))
-		_nd_msg_warn("page: madvise(%p, %zu) failed (errno %d); memory stays committed", p, len, -r);
+	if (r == 0)
+		return true;
+	int e = _nd_os_mmap_fixed(p, len, true);
+	if (e < 0)
+		e = _nd_os_mmap_fixed(p, len, true);
+	if (e == 0) {
+		if (g.bind && !a->mixed && bind_range(p, len, a->node) < 0 &&
+		    !__atomic_exchange_n(&warned_mbind, 1, __ATOMIC_RELAXED))
+			_nd_msg_warn("page: node %d: a purged range could not be bound again; placement left to the kernel",
+				     a->node);
+		return false;
+	}
+	memset(p, 0, len);
+	if (!__atomic_exchange_n(&warned_purge, 1, __ATOMIC_RELAXED))
+		_nd_msg_warn("page: madvise(%p, %zu) failed (errno %d) and so did a fresh mapping (errno %d); "
+			     "memory zeroed and kept resident", p, len, -r, -e);
+	return true;
 }
 
 /* Purges every dirty free block of a node slot, then merges what became
@@ -322,7 +348,7 @@ static uint64_t purge_slot(arena_t *a)
 			_nd_pagedesc_t *d = &a->desc[i];
 			if (!d->npages)
 				continue;
-			purge_pages(page_addr(a, i), (size_t)1 << (o + ND_PAGE_SHIFT), g.advice);
+			purge_pages(a, page_addr(a, i), (size_t)1 << (o + ND_PAGE_SHIFT), g.advice);
 			clear_dirty(a, i, 1ull << o);
 			purged += d->npages;
 			a->dirty_free -= d->npages;
@@ -873,7 +899,7 @@ void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t
 static void give_back(arena_t *a, uint64_t i, uint64_t n, bool big)
 {
 	if (big) {
-		purge_pages(page_addr(a, i), (size_t)n << ND_PAGE_SHIFT, g.advice);
+		purge_pages(a, page_addr(a, i), (size_t)n << ND_PAGE_SHIFT, g.advice);
 		committed_add(a, -(int64_t)n);
 		_nd_lock(&a->lock);
 	}
@@ -914,8 +940,7 @@ int _nd_page_free(void *p)
 			 * run gets a fresh mapping instead (spread_fresh): also
 			 * frees its page tables, drops policy and advice. */
 			if (n < HUGE_PAGES || spread_fresh(p, n, false) < 0) {
-				purge_pages(p, (size_t)n << ND_PAGE_SHIFT, MADV_DONTNEED);
-				if (g.bind)
+				if (purge_pages(a, p, (size_t)n << ND_PAGE_SHIFT, MADV_DONTNEED) && g.bind)
 					_nd_os_mbind(p, (size_t)n << ND_PAGE_SHIFT, ND_MPOL_DEFAULT, NULL, 0, 0);
 			}
 			spread_release(a, i, n);
