@@ -89,6 +89,10 @@ long _nd_os_read_file(const char *path, char *buf, size_t len);
 /* Write all of buf to fd (retries short writes). */
 int _nd_os_write(int fd, const char *buf, size_t len);
 int _nd_os_open(const char *path, int flags, int mode);
+/* Bytes of address space RLIMIT_AS still allows (UINT64_MAX: no limit). */
+uint64_t _nd_os_as_room(void);
+/* read(2): bytes read (0 at the end) or -errno; EINTR retried. */
+long _nd_os_read(int fd, void *buf, size_t len);
 int _nd_os_close(int fd);
 /* Directory listing: calls fn(name, arg) for each entry. */
 int _nd_os_list_dir(const char *path, void (*fn)(const char *name, void *arg), void *arg);
@@ -162,6 +166,7 @@ typedef enum _nd_lock_rank {
 	ND_RANK_LARGE_CACHE = 65, /* large.c: one per node, its cached runs (takes nothing) */
 	ND_RANK_PAGE_SETUP = 70,  /* page.c: reservation setup (takes topology freeze) */
 	ND_RANK_PAGE_ARENA = 71,  /* page.c: one per slot: buddy lists, descriptors */
+	ND_RANK_PAGE_WMARK = 72,  /* page.c: reading the kernel's watermarks (trylock) */
 	ND_RANK_TOPO_SWAP = 80,   /* topology.c: replacing the live topology, freeze */
 } _nd_lock_rank_t;
 
@@ -415,6 +420,15 @@ void _nd_topo_account(int node, int64_t bytes);
 uint64_t _nd_topo_node_free(int node);
 /* The same for any built topology (nodactl). */
 uint64_t _nd_topo_node_free_in(const _nd_topo_t *t, int node);
+/* What each node can still give user pages (movable allocations) before
+ * the kernel's low watermark, read now from /proc/zoneinfo (tens of us):
+ * per zone of the node, free pages plus half its file cache, minus the
+ * low watermark, its boost and the zone's lowmem reserve (protection)
+ * against movable allocations; zones that cannot serve count 0.
+ * avail[0..max) in bytes. 0, or -1 when it does not apply (emulated
+ * topology, a sysfs root other than /sys: its nodes are not the
+ * kernel's) or zoneinfo cannot be read. docs/arenas.md. */
+int _nd_topo_node_avail(uint64_t *avail, int max);
 
 /* Current CPU: rseq cpu_id (one TLS load), else getcpu; in emulation the
  * per-thread override set by nd_emulate_cpu() wins, and a real CPU id that
@@ -583,6 +597,7 @@ typedef struct _nd_pagedesc {
  * when it frees a run; the layer clears those it set on other pages. */
 #define ND_PGF_DIRTY 0x01  /* page.c: page counted as committed */
 #define ND_PGF_PLACED 0x02 /* page.c: mixed-slot page, node is valid */
+#define ND_PGF_KIL 0x04    /* page.c: mixed-slot run head, interleaved by the kernel */
 
 int _nd_page_init(void);
 /* A run of npages on exactly node (no fallback, no statistics); aligned to

@@ -330,3 +330,32 @@ int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve)
 	long r = sc6(SYS_mmap, (long)p, (long)len, PROT_READ | PROT_WRITE, flags, -1, 0);
 	return r < 0 && r > -4096 ? (int)r : 0;
 }
+
+/* read(2) of up to len bytes (EINTR retried): bytes read, 0 at the end,
+ * or -errno. For files read in pieces (/proc/zoneinfo grows with CPUs). */
+long _nd_os_read(int fd, void *buf, size_t len)
+{
+	long r;
+	do
+		r = sc3(SYS_read, fd, buf, len);
+	while (r == -4);
+	return r;
+}
+
+/* Address space still allowed under RLIMIT_AS: the soft limit minus the
+ * process's size now (/proc/self/statm, first field). UINT64_MAX when
+ * unlimited or unknown. */
+uint64_t _nd_os_as_room(void)
+{
+	struct { uint64_t cur, max; } lim;
+	if (sc4(SYS_prlimit64, 0, 9 /* RLIMIT_AS */, 0, &lim) < 0 || lim.cur == UINT64_MAX)
+		return UINT64_MAX;
+	char buf[128];
+	if (_nd_os_read_file("/proc/self/statm", buf, sizeof buf) <= 0)
+		return UINT64_MAX;
+	uint64_t pages = 0;
+	for (const char *s = buf; *s >= '0' && *s <= '9'; s++)
+		pages = pages * 10 + (uint64_t)(*s - '0');
+	uint64_t used = pages << ND_PAGE_SHIFT;
+	return used >= lim.cur ? 0 : lim.cur - used;
+}

@@ -63,12 +63,18 @@ typedef struct arena {
 	uint64_t used;       /* pages in runs served by this node (node and mixed slots) */
 	uint64_t cap;        /* hard capacity in pages (emulated memory size) */
 	uint64_t committed;  /* pages this node has counted in _nd_stats_committed */
-	uint64_t watermark;  /* bytes the kernel keeps free on the node */
+	uint64_t floor;      /* no zoneinfo: bytes kept free (max(MemTotal/64, 32 MiB)) */
+	/* Headroom (atomics, written under wm.lock): what the node could
+	 * still give at the last /proc/zoneinfo read, and `committed` at the
+	 * last two reads (see room_ok). */
+	uint64_t wm_avail;   /* pages */
+	uint64_t wm_c_last, wm_c_prev;
 } __attribute__((aligned(ND_CACHE_LINE))) arena_t;
 
 static struct {
 	_nd_lock_t lock;      /* setup; taken first at fork */
 	volatile int ready;
+	int failed;           /* setup failed (reported once, never retried) */
 	uintptr_t base;       /* reservation start (0 before setup) */
 	uintptr_t total;      /* bytes of all slots (0 before setup) */
 	unsigned slot_shift;
@@ -82,7 +88,7 @@ static struct {
 	size_t arenas_bytes;
 	bool bind;            /* real topology: mbind slots and granules */
 	bool strict;          /* MPOL_BIND (else MPOL_PREFERRED) */
-	bool check_free;      /* real + strict: watermark check before committing */
+	bool check_free;      /* real topology: headroom check before committing */
 	bool huge_spread;     /* MADV_HUGEPAGE on spreads with granules >= 2 MiB */
 	int advice;           /* MADV_DONTNEED or MADV_FREE */
 	uint64_t purge_pages; /* runs of at least this many pages are purged on free */
@@ -383,9 +389,102 @@ static void cap_give(arena_t *na, uint64_t n)
 	_nd_topo_account(na->node, -(int64_t)(n << ND_PAGE_SHIFT));
 }
 
-/* Charges n pages to node na: hard capacity, and on a strict real node
- * the watermark for check_bytes of fresh memory (0: no check). */
-static bool cap_take(arena_t *na, uint64_t n, uint64_t check_bytes)
+/* ---- headroom: the kernel's watermarks (docs/arenas.md) -------------------
+ *
+ * On a real node a run that may commit fresh pages must leave the node
+ * above the kernel's low watermark, or a bound VMA's fault ends in the OOM
+ * killer instead of a fallback or ENOMEM. What a node can still give
+ * (_nd_topo_node_avail: free + half the file cache - low watermark, boost
+ * and lowmem reserve, per zone) is read from /proc/zoneinfo for all nodes
+ * at once, and between reads estimated as
+ *     avail(last read) - (committed now - committed at the read before)
+ * The older baseline makes the estimate also pay for runs handed out just
+ * before the last read and not yet touched then (a read does not see
+ * them). The estimate only errs low for this process's own pages, so a
+ * read is redone when 10 ms have passed (other processes), and when the
+ * estimate says no while the node's committed count moved since the read
+ * before (up to twice: the second without the double count); a node that
+ * stays full costs no read per refused run until the next 10 ms. A run
+ * passes with need + WM_SLACK to spare: other threads' runs in flight,
+ * page tables. Without zoneinfo (a sysfs root other than /sys), MemFree
+ * against max(MemTotal/64, 32 MiB), the earlier rule.
+ */
+#define WM_SLACK_PAGES ((uint64_t)4 << (20 - ND_PAGE_SHIFT))  /* 4 MiB */
+#define WM_REREAD_NS 10000000ull
+
+static struct {
+	_nd_lock_t lock; /* one reader at a time; a periodic re-read skips when busy */
+	uint64_t stamp;  /* ns of the last read (atomic) */
+	int mode;        /* 0 not tried, 1 zoneinfo, -1 MemFree rule */
+} wm = { .lock = ND_LOCK_INIT };
+ND_LOCK_FIELD(wm_lock_class, wm.lock, ND_RANK_PAGE_WMARK);
+
+static int64_t wm_estimate(const arena_t *na)
+{
+	int64_t c = (int64_t)__atomic_load_n(&na->committed, __ATOMIC_RELAXED);
+	int64_t base = (int64_t)__atomic_load_n(&na->wm_c_prev, __ATOMIC_RELAXED);
+	return (int64_t)__atomic_load_n(&na->wm_avail, __ATOMIC_RELAXED) - (c - base);
+}
+
+/* Re-reads every node's headroom. wait: after another thread's read if
+ * one is under way (its result is as fresh); else skip it then. */
+static void wm_read(uint64_t now, bool wait)
+{
+	if (wait)
+		_nd_lock(&wm.lock);
+	else if (!_nd_trylock(&wm.lock))
+		return;
+	if (wait && wm.mode != 0 && __atomic_load_n(&wm.stamp, __ATOMIC_RELAXED) >= now) {
+		_nd_unlock(&wm.lock); /* read by another thread meanwhile */
+		return;
+	}
+	uint64_t avail[g.node_limit];
+	if (_nd_topo_node_avail(avail, g.node_limit) < 0) {
+		wm.mode = -1;
+	} else {
+		wm.mode = 1;
+		for (int n = 0; n < g.node_limit; n++) {
+			arena_t *a = &g.arenas[n];
+			uint64_t c = __atomic_load_n(&a->committed, __ATOMIC_RELAXED);
+			__atomic_store_n(&a->wm_c_prev, __atomic_load_n(&a->wm_c_last, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+			__atomic_store_n(&a->wm_c_last, c, __ATOMIC_RELAXED);
+			__atomic_store_n(&a->wm_avail, avail[n] >> ND_PAGE_SHIFT, __ATOMIC_RELAXED);
+		}
+	}
+	__atomic_store_n(&wm.stamp, now, __ATOMIC_RELEASE);
+	_nd_unlock(&wm.lock);
+}
+
+/* May node na commit need more fresh pages? */
+static bool room_ok(arena_t *na, uint64_t need)
+{
+	uint64_t now = _nd_os_now_ns();
+	if (wm.mode == 0)
+		wm_read(now, true);
+	else if (now - __atomic_load_n(&wm.stamp, __ATOMIC_ACQUIRE) >= WM_REREAD_NS)
+		wm_read(now, false);
+	if (wm.mode < 0) {
+		uint64_t f = _nd_topo_node_free(na->node);
+		return f == UINT64_MAX || f >= (need << ND_PAGE_SHIFT) + na->floor;
+	}
+	int64_t want = (int64_t)(need + WM_SLACK_PAGES);
+	int64_t est = wm_estimate(na);
+	uint64_t c_last = __atomic_load_n(&na->wm_c_last, __ATOMIC_RELAXED);
+	if (est < want && (__atomic_load_n(&na->committed, __ATOMIC_RELAXED) != c_last ||
+			   __atomic_load_n(&na->wm_c_prev, __ATOMIC_RELAXED) != c_last)) {
+		wm_read(now, true);
+		est = wm_estimate(na);
+		if (est < want) { /* the older baseline may still hold runs touched since: once more */
+			wm_read(_nd_os_now_ns(), true);
+			est = wm_estimate(na);
+		}
+	}
+	return est >= want;
+}
+
+/* Charges n pages to node na: hard capacity, and on a real node the
+ * headroom for check_pages fresh pages (0: no check). */
+static bool cap_take(arena_t *na, uint64_t n, uint64_t check_pages)
 {
 	if (!na->usable)
 		return false;
@@ -395,18 +494,12 @@ static bool cap_take(arena_t *na, uint64_t n, uint64_t check_bytes)
 		return false;
 	}
 	_nd_topo_account(na->node, (int64_t)(n << ND_PAGE_SHIFT));
-	if (check_bytes && g.check_free) {
-		/* MemFree, re-read by the topology at most every 10 ms: a burst
-		 * inside that window is not seen (docs/arenas.md). */
-		uint64_t f = _nd_topo_node_free(na->node);
-		if (f != UINT64_MAX && f < check_bytes + na->watermark) {
-			cap_give(na, n);
-			return false;
-		}
+	if (check_pages && g.check_free && !room_ok(na, check_pages)) {
+		cap_give(na, n);
+		return false;
 	}
 	return true;
 }
-
 
 /* ---- setup (g.lock held) ---- ---------------------------------- */
 
@@ -416,14 +509,24 @@ static unsigned slot_shift_wanted(const _nd_topo_t *t)
 	unsigned shift;
 	if (opt > 0) {
 		shift = ceil_log2((uint64_t)opt);
-		if (shift < SLOT_SHIFT_MIN)
+		if (shift < SLOT_SHIFT_MIN) {
+			_nd_msg_warn("option arena_reserve (NODALLOC_ARENA_RESERVE): %lld bytes is below the minimum slot of "
+				     "%d MiB; using %d MiB (no allocation can be larger)",
+				     (long long)opt, 1 << (SLOT_SHIFT_MIN - 20), 1 << (SLOT_SHIFT_MIN - 20));
 			shift = SLOT_SHIFT_MIN;
+		}
 	} else {
-		uint64_t m = 0;
+		/* 2x the largest node, and the mixed slot must hold one spread
+		 * run over all of them (16 x 256 MiB: a 512 MiB slot refused
+		 * interleave:all of 60% of the machine as too large) */
+		uint64_t m = 0, sum = 0;
 		for (int n = 0; n < t->node_limit; n++)
-			if (t->has_mem[n] && t->mem_total[n] > m)
-				m = t->mem_total[n];
-		shift = ceil_log2(m ? 2 * m : 1);
+			if (t->has_mem[n]) {
+				sum += t->mem_total[n];
+				if (t->mem_total[n] > m)
+					m = t->mem_total[n];
+			}
+		shift = ceil_log2(2 * m > sum ? 2 * m : sum ? sum : 1);
 		if (shift < SLOT_SHIFT_DEFAULT_MIN)
 			shift = SLOT_SHIFT_DEFAULT_MIN;
 	}
@@ -491,8 +594,14 @@ static int setup_locked(void)
 			_nd_os_munmap(res, total);
 		}
 		if (shift <= SLOT_SHIFT_MIN) {
-			_nd_msg_error("page: cannot reserve %d slots of %zu MiB (errno %d)", nslots,
-				      ((size_t)1 << shift) >> 20, -err);
+			uint64_t room = _nd_os_as_room();
+			if (room != UINT64_MAX)
+				_nd_msg_error("initialization failed: cannot reserve %d arena slots of %zu MiB (errno %d; "
+					      "the address space limit, ulimit -v, leaves %llu MiB); every allocation fails with ENOMEM",
+					      nslots, ((size_t)1 << shift) >> 20, -err, (unsigned long long)(room >> 20));
+			else
+				_nd_msg_error("initialization failed: cannot reserve %d arena slots of %zu MiB (errno %d); "
+					      "every allocation fails with ENOMEM", nslots, ((size_t)1 << shift) >> 20, -err);
 			return -1;
 		}
 		shift--;
@@ -523,7 +632,7 @@ static int setup_locked(void)
 	g.arenas = arenas;
 	g.arenas_bytes = ab;
 	g.bind = !t->emulated;
-	g.check_free = g.bind && g.strict;
+	g.check_free = g.bind;
 	uint64_t slot_pages = 1ull << g.order_max;
 	for (int s = 0; s < nslots; s++) {
 		arena_t *a = &arenas[s];
@@ -541,9 +650,9 @@ static int setup_locked(void)
 		if (!a->mixed) {
 			if (t->emulated)
 				a->cap = t->mem_total[s] >> ND_PAGE_SHIFT;
-			a->watermark = t->mem_total[s] / 64;
-			if (a->watermark < ((uint64_t)32 << 20))
-				a->watermark = (uint64_t)32 << 20;
+			a->floor = t->mem_total[s] / 64;
+			if (a->floor < ((uint64_t)32 << 20))
+				a->floor = (uint64_t)32 << 20;
 			if (g.bind) {
 				int r = bind_range(a->base, (size_t)1 << shift, s);
 				if (r == -22 /* EINVAL: node not allowed */) {
@@ -570,10 +679,14 @@ static int setup_locked(void)
 
 static bool setup_slow(void)
 {
+	if (__atomic_load_n(&g.failed, __ATOMIC_RELAXED))
+		return false; /* reported once; no retry per malloc */
 	_nd_lock(&g.lock);
-	bool ok = g.ready || setup_locked() == 0;
+	bool ok = g.ready || (!g.failed && setup_locked() == 0);
 	if (ok)
 		__atomic_store_n(&g.ready, 1, __ATOMIC_RELEASE);
+	else
+		__atomic_store_n(&g.failed, 1, __ATOMIC_RELAXED);
 	_nd_unlock(&g.lock);
 	return ok;
 }
@@ -614,7 +727,7 @@ static void *node_alloc(int node, uint64_t n, uint64_t align)
 	if (!a->usable || k > g.order_max)
 		return NULL;
 	bool maybe_fresh = __atomic_load_n(&a->dirty_free, __ATOMIC_RELAXED) < n;
-	if (!cap_take(a, n, maybe_fresh ? n << ND_PAGE_SHIFT : 0))
+	if (!cap_take(a, n, maybe_fresh ? n : 0))
 		return NULL;
 	_nd_lock(&a->lock);
 	uint64_t d;
@@ -671,6 +784,18 @@ void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
 	return p;
 }
 
+/* A run no slot can hold: ENOMEM, and once a warning naming the cause. */
+static void *too_big(size_t npages)
+{
+	static int warned;
+	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		_nd_msg_warn("an allocation of %zu MiB is larger than an arena slot (%zu MiB, from NODALLOC_ARENA_RESERVE "
+			     "or the address space limit); it and any like it fail with ENOMEM",
+			     npages >> (20 - ND_PAGE_SHIFT), ((size_t)1 << g.slot_shift) >> 20);
+	errno = ENOMEM;
+	return NULL;
+}
+
 void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, int want_node, int *got_node)
 {
 	if (got_node)
@@ -681,6 +806,8 @@ void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, 
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (ceil_log2(npages > align_pages ? npages : align_pages) > g.order_max)
+		return too_big(npages);
 	_nd_policy_iter_t it;
 	for (int n = _nd_policy_first_n(&it, pol, want_node, npages); n >= 0; n = _nd_policy_next(&it)) {
 		void *p = node_alloc(n, npages, align_pages);
@@ -748,11 +875,51 @@ static int spread_fresh(void *p, uint64_t npages, bool huge)
 	return r;
 }
 
+/* A spread run's pages per node: committed (mixed pages are committed
+ * while placed, purged on free) and in use. */
+static void placed_flush(const uint64_t *placed, int L)
+{
+	for (int n = 0; n < L; n++) {
+		committed_add(&g.arenas[n], (int64_t)placed[n]);
+		stats_bytes(_nd_stats_in_use, n, (int64_t)placed[n]);
+	}
+}
+
 static void mixed_give_back(arena_t *m, uint32_t i, uint64_t n)
 {
 	_nd_lock(&m->lock);
 	give_range(m, i, n, false, true);
 	_nd_unlock(&m->lock);
+}
+
+/*
+ * Page-granule interleave (the default 4 KiB granule) is left to the
+ * kernel: one mbind(MPOL_INTERLEAVE) over the run instead of one per page.
+ * Binding page by page made one VMA per page: 257 MiB of 1 MiB runs over
+ * two nodes reached vm.max_map_count (65,530), then mbind failed and
+ * pthread_create with it. The kernel puts page p of an anonymous mapping
+ * on the set's node number (p's address >> 12) mod |set|, ascending, which
+ * is _nd_policy_node_for_granule(pol, address >> 12): the descriptors,
+ * statistics and headroom checks say exactly what the kernel will do.
+ * Neighbouring runs with the same set share one VMA (equal policies
+ * merge), and a freed run keeps its policy (and MADV_NOHUGEPAGE) so the
+ * VMA stays whole: the mapping count does not grow with the workload.
+ * Only on real nodes, plain interleave, every node of the set usable (the
+ * kernel would drop a memoryless one and count differently), no granule
+ * falling back (else: stretch by stretch, as before).
+ */
+static bool kernel_interleave_ok(const nd_policy_t *pol)
+{
+	if (!g.bind || pol->mode != ND_POLICY_INTERLEAVE)
+		return false;
+	for (int w = 0; w < ND_MAX_NODES / 64; w++) {
+		for (uint64_t b = pol->nodes.bits[w]; b; b &= b - 1) {
+			int n = w * 64 + __builtin_ctzll(b);
+			if (n >= g.node_limit || !g.arenas[n].usable)
+				return false;
+		}
+	}
+	return true;
 }
 
 /* fixed: the run's first granule has index first; else the index comes
@@ -778,10 +945,8 @@ static void *alloc_spread(size_t npages, const nd_policy_t *pol, bool fixed, uin
 	/* Granules aligned to their size (up to 2 MiB): huge pages stay possible. */
 	uint64_t align = gp < (ND_HUGE_SIZE >> ND_PAGE_SHIFT) ? gp : (ND_HUGE_SIZE >> ND_PAGE_SHIFT);
 	unsigned k = ceil_log2(npages > align ? npages : align);
-	if (k > g.order_max) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (k > g.order_max)
+		return too_big(npages);
 	_nd_lock(&m->lock);
 	uint64_t d;
 	uint32_t i = take_block(m, k, &d);
@@ -792,47 +957,64 @@ static void *alloc_spread(size_t npages, const nd_policy_t *pol, bool fixed, uin
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* The cursor moves by the whole granules only: the node left with a
-	 * partial one starts the next run (docs/policy.md). */
-	uint64_t g0 = fixed ? first : _nd_policy_spread_start(pol, (uint64_t)npages >> gs, (npages & (gp - 1)) != 0);
-	if (npages >= HUGE_PAGES)
+	/* Page-granule interleave on real nodes is the kernel's own (see
+	 * kernel_interleave_ok): page p goes to the set's node number
+	 * (p's address >> 12) mod |set|, so granule indexes follow the
+	 * address. Otherwise the cursor moves by the whole granules only: the
+	 * node left with a partial one starts the next run (docs/policy.md). */
+	bool kil = !fixed && gs == 0 && kernel_interleave_ok(pol);
+	uint64_t g0 = kil ? (uintptr_t)page_addr(m, i) >> ND_PAGE_SHIFT
+		: fixed ? first : _nd_policy_spread_start(pol, (uint64_t)npages >> gs, (npages & (gp - 1)) != 0);
+	if (npages >= HUGE_PAGES && !kil)
 		spread_fresh(page_addr(m, i), npages, g.huge_spread && gs >= ND_HUGE_SHIFT - ND_PAGE_SHIFT);
 	/* Place every granule: its node by offset, else that node's fallback
-	 * under the policy. The pages are ours (limbo): no lock. A node's
-	 * watermark is checked once per spread, for the whole run. */
+	 * under the policy. The pages are ours (limbo): no lock. Headroom:
+	 * each node is checked for its own share of the run (a node that has
+	 * room for its share takes it, whatever the run's size), and checked
+	 * again, for its share plus what it took over, whenever a granule
+	 * falls back to it. This run's pages are counted as committed only at
+	 * the end, so the checks see the node as it was plus share[n]. */
 	uint64_t ngran = (npages + gp - 1) >> gs;
-	uint64_t checked[ND_MAX_NODES / 64] = { 0 };
-#define SPREAD_TAKE(n)                                                                                  \
-	((n) >= 0 && (n) < g.node_limit &&                                                              \
-	 cap_take(&g.arenas[n], c, (checked[(n) / 64] >> ((n) % 64) & 1) ? 0 : npages << ND_PAGE_SHIFT) && \
-	 (checked[(n) / 64] |= 1ull << ((n) % 64), true))
-	int pend_node = -1; /* byte statistics, batched per stretch of one node */
-	uint64_t pend = 0;
+	int L = g.node_limit;
+	uint64_t share[L], placed[L];
+	uint8_t checked[L];
+	for (int n = 0; n < L; n++)
+		share[n] = placed[n] = checked[n] = 0;
 	for (uint64_t gi = 0; gi < ngran; gi++) {
 		uint64_t s = gi << gs, c = npages - s < gp ? npages - s : gp;
-		int want = _nd_policy_node_for_granule(pol, g0 + gi), got = -1;
+		int want = _nd_policy_node_for_granule(pol, g0 + gi);
 		/* Kept for the statistics below (the head's user is reset then). */
 		m->desc[i + s].user = (uintptr_t)(want + 1);
-		if (SPREAD_TAKE(want)) {
+		if (want >= 0 && want < L)
+			share[want] += c;
+	}
+	for (uint64_t gi = 0; gi < ngran; gi++) {
+		uint64_t s = gi << gs, c = npages - s < gp ? npages - s : gp;
+		int want = (int)m->desc[i + s].user - 1, got = -1;
+		if (want >= 0 && want < L && checked[want] != 2 &&
+		    cap_take(&g.arenas[want], c, checked[want] ? 0 : share[want])) {
+			checked[want] = 1;
 			got = want;
 		} else {
+			if (want >= 0 && want < L)
+				checked[want] = 2; /* no room for its share: its granules fall back */
 			/* want forced: the thread's interleave cursor does not move */
 			_nd_policy_iter_t it;
 			for (int n = _nd_policy_first_n(&it, pol, want, c); n >= 0; n = _nd_policy_next(&it)) {
-				if (n != want && SPREAD_TAKE(n)) {
+				if (n == want || n < 0 || n >= L || checked[n] == 2)
+					continue;
+				share[n] += c;
+				if (cap_take(&g.arenas[n], c, share[n])) {
+					checked[n] = 1;
 					got = n;
 					break;
 				}
+				share[n] -= c;
 			}
 		}
-		if (got != pend_node && pend) {
-			/* Mixed pages are committed while placed (purged on free). */
-			committed_add(&g.arenas[pend_node], (int64_t)pend);
-			stats_bytes(_nd_stats_in_use, pend_node, (int64_t)pend);
-			pend = 0;
-		}
 		if (got < 0) {
-			for (uint64_t j = 0; j <= gi; j++)
+			placed_flush(placed, L);
+			for (uint64_t j = 0; j < ngran; j++)
 				m->desc[i + (j << gs)].user = 0;
 			spread_release(m, i, s); /* undo the granules placed */
 			mixed_give_back(m, i, npages);
@@ -843,13 +1025,24 @@ static void *alloc_spread(size_t npages, const nd_policy_t *pol, bool fixed, uin
 			m->desc[i + s + j].node = got;
 			m->desc[i + s + j].flags |= ND_PGF_PLACED;
 		}
-		pend_node = got;
-		pend += c;
+		placed[got] += c;
+		kil &= got == want;
 	}
-	committed_add(&g.arenas[pend_node], (int64_t)pend);
-	stats_bytes(_nd_stats_in_use, pend_node, (int64_t)pend);
-	/* Bind each stretch of one node, then count per granule. */
-	if (g.bind) {
+	placed_flush(placed, L);
+	/* Bind: the whole run at once when the kernel interleaves it (no
+	 * granule fell back), else each stretch of one node. Then count per
+	 * granule. */
+	if (kil) {
+		int r = _nd_os_mbind(page_addr(m, i), (size_t)npages << ND_PAGE_SHIFT, ND_MPOL_INTERLEAVE,
+				     pol->nodes.bits, (unsigned long)g.node_limit, 0);
+		/* A huge page would put 2 MiB on one node (and reach into
+		 * neighbouring runs of a merged VMA). */
+		if (r == 0)
+			r = _nd_os_madvise(page_addr(m, i), (size_t)npages << ND_PAGE_SHIFT, MADV_NOHUGEPAGE);
+		if (r < 0 && !__atomic_exchange_n(&warned_spread_mbind, 1, __ATOMIC_RELAXED))
+			_nd_msg_warn("page: mbind of an interleaved run failed (errno %d): pages placed by first touch", -r);
+		m->desc[i].flags |= ND_PGF_KIL;
+	} else if (g.bind) {
 		uint64_t j = 0;
 		while (j < npages) {
 			int node = m->desc[i + j].node;
@@ -869,7 +1062,6 @@ static void *alloc_spread(size_t npages, const nd_policy_t *pol, bool fixed, uin
 		_nd_stats_count((int)gd->user - 1, gd->node, cn, il);
 		gd->user = 0;
 	}
-#undef SPREAD_TAKE
 	_nd_lock(&m->lock);
 	int node0 = m->desc[i].node;
 	mark_run(m, i, npages, node0);
@@ -936,10 +1128,17 @@ int _nd_page_free(void *p)
 		_nd_unlock(&a->lock);
 		if (a->mixed) {
 			/* Always DONTNEED: a page kept by MADV_FREE would stay on
-			 * its old node when the range is bound elsewhere. A big
-			 * run gets a fresh mapping instead (spread_fresh): also
-			 * frees its page tables, drops policy and advice. */
-			if (n < HUGE_PAGES || spread_fresh(p, n, false) < 0) {
+			 * its old node when the range is bound elsewhere. A run
+			 * the kernel interleaved keeps its policy (its VMA stays
+			 * merged; the next run here binds its range anyway).
+			 * Another big run gets a fresh mapping instead
+			 * (spread_fresh): also frees its page tables, drops policy
+			 * and advice. */
+			bool kil = h->flags & ND_PGF_KIL;
+			h->flags &= (uint8_t)~ND_PGF_KIL;
+			if (kil) {
+				purge_pages(a, p, (size_t)n << ND_PAGE_SHIFT, MADV_DONTNEED);
+			} else if (n < HUGE_PAGES || spread_fresh(p, n, false) < 0) {
 				if (purge_pages(a, p, (size_t)n << ND_PAGE_SHIFT, MADV_DONTNEED) && g.bind)
 					_nd_os_mbind(p, (size_t)n << ND_PAGE_SHIFT, ND_MPOL_DEFAULT, NULL, 0, 0);
 			}
@@ -992,7 +1191,7 @@ int _nd_page_grow(void *run, size_t new_npages)
 		return -1;
 	uint64_t add = new_npages - n, e = i + new_npages;
 	bool maybe_fresh = __atomic_load_n(&a->dirty_free, __ATOMIC_RELAXED) < add;
-	if (!cap_take(a, add, maybe_fresh ? add << ND_PAGE_SHIFT : 0))
+	if (!cap_take(a, add, maybe_fresh ? add : 0))
 		return -1;
 	_nd_lock(&a->lock);
 	for (uint64_t j = i + n; j < e; j += 1ull << a->desc[j].order) {

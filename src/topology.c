@@ -1368,6 +1368,135 @@ uint64_t _nd_topo_node_free(int node)
 	return _nd_topo_node_free_in(_nd_topo(), node);
 }
 
+/* ---- the kernel's watermarks (/proc/zoneinfo) ------------------------------
+ * Per zone (docs/arenas.md): "Node N, zone Name" opens it; "pages free",
+ * "low", "boost", "protection: (r0, .., rk)" (lowmem reserve against each
+ * highest zone: user pages are movable, the last entry) and the zone's
+ * file LRU counts ("nr_zone_inactive_file", "nr_zone_active_file") follow.
+ * Free pages on the per-CPU lists are left out (counting them, fills in
+ * the VM were OOM-killed: they are not all there for the faulting CPU).
+ * The file is long (per-CPU lists of every zone), so it is read in pieces
+ * and scanned line by line. */
+
+typedef struct zone_scan {
+	uint64_t *avail;
+	int max;
+	int node;               /* node of the open zone, -1 before the first */
+	uint64_t free, low, boost, prot, file;
+} zone_scan_t;
+
+static void zone_close(zone_scan_t *z)
+{
+	if (z->node >= 0 && z->node < z->max) {
+		uint64_t keep = z->low + z->boost + z->prot, has = z->free + z->file / 2;
+		if (has > keep)
+			z->avail[z->node] += (has - keep) << ND_PAGE_SHIFT;
+	}
+	z->node = -1;
+	z->free = z->low = z->boost = z->prot = z->file = 0;
+}
+
+/* s after leading blanks starts with key followed by a blank: the text
+ * after the blanks, else NULL. */
+static const char *zone_key(const char *s, const char *key)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t kl = str_len(key);
+	for (size_t i = 0; i < kl; i++)
+		if (s[i] != key[i])
+			return NULL;
+	s += kl;
+	if (*s != ' ' && *s != '\t')
+		return NULL;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	return s;
+}
+
+static uint64_t zone_num(const char *s)
+{
+	uint64_t v = 0;
+	while (is_digit(*s))
+		v = v * 10 + (uint64_t)(*s++ - '0');
+	return v;
+}
+
+static void zone_line(zone_scan_t *z, const char *l)
+{
+	const char *v;
+	if (l[0] == 'N' && (v = zone_key(l, "Node"))) {
+		zone_close(z);
+		z->node = is_digit(*v) ? (int)zone_num(v) : -1;
+	} else if (z->node < 0) {
+		return;
+	} else if ((v = zone_key(l, "pages")) && (v = zone_key(v, "free"))) {
+		z->free = zone_num(v);
+	} else if ((v = zone_key(l, "low"))) {
+		z->low = zone_num(v);
+	} else if ((v = zone_key(l, "boost"))) {
+		z->boost = zone_num(v);
+	} else if ((v = zone_key(l, "protection:"))) {
+		/* "(0, 3018, 6218, 6218, 6218)": the last entry */
+		for (; *v && *v != ')'; v++)
+			if (is_digit(*v)) {
+				z->prot = zone_num(v);
+				while (is_digit(v[1]))
+					v++;
+			}
+	} else if ((v = zone_key(l, "nr_zone_inactive_file")) || (v = zone_key(l, "nr_zone_active_file"))) {
+		z->file += zone_num(v);
+	}
+}
+
+int _nd_topo_node_avail(uint64_t *avail, int max)
+{
+	const topo_impl_t *t = __atomic_load_n(&live, __ATOMIC_ACQUIRE);
+	if (!t || t->pub.emulated || !(t->root[0] == '/' && t->root[1] == 's' && t->root[2] == 'y' &&
+				       t->root[3] == 's' && t->root[4] == '\0'))
+		return -1;
+	int fd = _nd_os_open("/proc/zoneinfo", 0 /* O_RDONLY */, 0);
+	if (fd < 0)
+		return -1;
+	for (int n = 0; n < max; n++)
+		avail[n] = 0;
+	zone_scan_t z = { .avail = avail, .max = max, .node = -1 };
+	char buf[4096];
+	size_t have = 0;
+	bool any = false;
+	for (;;) {
+		long r = _nd_os_read(fd, buf + have, sizeof buf - 1 - have);
+		if (r < 0) {
+			_nd_os_close(fd);
+			return -1;
+		}
+		have += (size_t)r;
+		buf[have] = '\0';
+		size_t start = 0;
+		for (size_t i = 0; i < have; i++) {
+			if (buf[i] != '\n')
+				continue;
+			buf[i] = '\0';
+			zone_line(&z, buf + start);
+			any = true;
+			start = i + 1;
+		}
+		if (r == 0) {
+			if (start < have)
+				zone_line(&z, buf + start);
+			break;
+		}
+		if (start == 0 && have == sizeof buf - 1)
+			start = have; /* a line longer than the buffer: not ours, drop it */
+		for (size_t i = start; i < have; i++)
+			buf[i - start] = buf[i];
+		have -= start;
+	}
+	_nd_os_close(fd);
+	zone_close(&z);
+	return any ? 0 : -1;
+}
+
 /* ---- current CPU --------------------------------------------------------- */
 
 /* The thread's rseq area (its record's rseq): NULL = not looked up yet,

@@ -69,7 +69,7 @@ list=$(IFS=,; echo "${tests[*]}")
 vm_timeout=${VM_TIMEOUT:-480}
 log=$dir/console.log
 echo "vm: $topo: booting $(cat "$cache/kernel/package") with ${qargs[*]:0:4} ..., tests: $list"
-append="console=ttyS0 quiet panic=-1 vmtests=$list vmtimeout=${VM_TEST_TIMEOUT:-200}"
+append="console=ttyS0 quiet panic=-1 swiotlb=1 vmtests=$list vmtimeout=${VM_TEST_TIMEOUT:-200}"
 # the exact command, for running this VM by hand (docs/testbed.md)
 printf '%q ' "$qemu" -accel tcg -nographic -no-reboot -kernel "$cache/kernel/vmlinuz" -initrd "$dir/initrd.gz" \
 	-append "$append" "${qargs[@]}" >"$dir/qemu.cmd"

@@ -19,16 +19,18 @@
 # with CPUs must be 0..k-1, CPU ids rising with the node id, and CPU-less
 # nodes come after; otherwise the guest's node ids differ from QEMU's
 # (topo_define refuses such a layout, vm_topology's "bed:" checks catch it).
-# Memory: at most ~2 GiB per VM (the host has 2 cores, other jobs run too).
+# Memory: at most ~2 GiB per VM (the host has 2 cores, other jobs run too),
+# sixteen 4.5 GiB (see there); QEMU commits guest memory only as it is used.
 
 VM_TOPOLOGIES="two memless tiered sixteen"
 
 topo_define() {
 	NODES=() DIST=()
 	case "$1" in
-	two) # (a) two nodes, the plain case
+	two) # (a) two nodes, the plain case; node 1 holds 60% of the
+		# machine's memory / 2 (vm_spread's one interleaved allocation)
 		SMP=2
-		NODES=("0 768 0" "1 256 1")
+		NODES=("0 576 0" "1 448 1")
 		DIST=("10 20" "20 10")
 		;;
 	memless) # (b) node 2 has CPUs and no memory; asymmetric distances;
@@ -44,7 +46,9 @@ topo_define() {
 		NODES=("0 512 0" "1 512 1" "2 256 -" "3 256 -")
 		DIST=("10 21 14 24" "21 10 24 14" "14 24 10 28" "24 14 28 10")
 		;;
-	sixteen) # (d) sixteen small nodes on a ring, 128 MiB each; the four
+	sixteen) # (d) sixteen small nodes on a ring, 288 MiB each (node 0
+		# and the node the kernel image lands on, KASLR, keep 70-90 MiB;
+		# vm_spread's 60% interleave needs 173 MiB on each); the four
 		# with a CPU (0-3: the numbering rule) spread around it: node n
 		# sits at ring position 4n for n < 4, the others fill the free
 		# positions in order; distance 10 + 3 x hops
@@ -57,7 +61,7 @@ topo_define() {
 			p=$((p + 1))
 		done
 		for ((i = 0; i < 16; i++)); do
-			if ((i < 4)); then NODES+=("$i 128 $i"); else NODES+=("$i 128 -"); fi
+			if ((i < 4)); then NODES+=("$i 288 $i"); else NODES+=("$i 288 -"); fi
 			row=""
 			for ((j = 0; j < 16; j++)); do
 				d=$(((pos[i] - pos[j] + 16) % 16)); ((d > 8)) && d=$((16 - d))

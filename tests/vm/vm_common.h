@@ -169,6 +169,18 @@ VM_FN int vm_mem_nodes(const vm_topo_t *t, int *out)
 	return k;
 }
 
+/* The last memory node that is not CPU 0's memory node (the small node a
+ * fill targets: vm_strict, vm_pressure); -1 if there is none. */
+VM_FN int vm_fill_target(const vm_topo_t *t)
+{
+	int mem0 = vm_expected_mem_node(t, t->cpu_node[0]);
+	int M[VM_MAX_NODES], nm = vm_mem_nodes(t, M);
+	for (int i = nm - 1; i >= 0; i--)
+		if (M[i] != mem0)
+			return M[i];
+	return -1;
+}
+
 /* ---- setup -------------------------------------------------------------- */
 
 static vm_topo_t vm_topo;

@@ -10,8 +10,8 @@
  *    distance order (a distance's nodes all together), as many as hold the
  *    spill with half of the free memory each had.
  * "A quarter", "half": the library may keep a margin free on every node
- * (nodalloc: max(32 MiB, 1/64 of the node)), which on the bed's small
- * nodes (80-250 MiB) is a large share.
+ * (nodalloc: the kernel's low watermark and lowmem reserve plus 4 MiB,
+ * docs/arenas.md), which on the bed's small nodes is a large share.
  * Every page is checked with move_pages.
  */
 #include "vm_common.h"
@@ -70,11 +70,7 @@ int main(int argc, char **argv)
 	if (!(VM_NEED(nd_policy_parse) & VM_NEED(nd_malloc_policy) & VM_NEED(nd_free)))
 		return CHECK_DONE();
 	CHECK(vm_pin(0) == 0, "cannot pin to cpu 0");
-	int mem0 = vm_expected_mem_node(T, T->cpu_node[0]);
-	int M[VM_MAX_NODES], nm = vm_mem_nodes(T, M), tgt = -1;
-	for (int i = nm - 1; i >= 0 && tgt < 0; i--)
-		if (M[i] != mem0)
-			tgt = M[i];
+	int M[VM_MAX_NODES], nm = vm_mem_nodes(T, M), tgt = vm_fill_target(T);
 	if (tgt < 0) {
 		printf("SKIP: no memory node besides cpu 0's\n");
 		return 77;

@@ -1,0 +1,102 @@
+/*
+ * Limits of the reservation are reported once and by name (issue 12,
+ * items 11 and 13):
+ *  - under an address space limit too small for any reservation (ulimit -v
+ *    24 MiB), 1000 mallocs of 64 KiB all return NULL with ENOMEM and the
+ *    library says "initialization failed" once (it said the same error
+ *    line for every malloc);
+ *  - NODALLOC_ARENA_RESERVE=4M is raised to the 16 MiB minimum with a
+ *    warning naming the option, and a 32 MiB malloc then fails with ENOMEM
+ *    and a warning saying why (both were silent).
+ * Each case runs in a child (this binary re-executed) whose stderr goes
+ * to a file the parent reads.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static int count(const char *text, const char *needle)
+{
+	int n = 0;
+	for (const char *p = text; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* Runs this binary with arg, stderr captured into out; exit status. */
+static int run(const char *arg, const char *env, char *out, size_t len)
+{
+	char path[] = "/tmp/nd_limits_XXXXXX";
+	int fd = mkstemp(path);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fd, 2);
+		if (env)
+			putenv((char *)env);
+		execl("/proc/self/exe", "test_page_limits", arg, (char *)NULL);
+		_exit(126);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	ssize_t n = pread(fd, out, len - 1, 0);
+	out[n > 0 ? n : 0] = '\0';
+	close(fd);
+	unlink(path);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int child_aslimit(void)
+{
+	struct rlimit rl = { 24 << 20, 24 << 20 };
+	if (setrlimit(RLIMIT_AS, &rl) != 0)
+		return 3;
+	int nulls = 0, enomem = 0;
+	for (int i = 0; i < 1000; i++) {
+		errno = 0;
+		void *p = malloc(64 << 10);
+		nulls += p == NULL;
+		enomem += p == NULL && errno == ENOMEM;
+		free(p);
+	}
+	return nulls == 1000 && enomem == 1000 ? 0 : 4;
+}
+
+static int child_reserve(void)
+{
+	void *small = malloc(1 << 20);
+	errno = 0;
+	void *big = malloc(32 << 20);
+	int e = errno;
+	if (!small)
+		return 5;
+	return big == NULL && e == ENOMEM ? 0 : 6;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "aslimit") == 0)
+		return child_aslimit();
+	if (argc > 1 && strcmp(argv[1], "reserve") == 0)
+		return child_reserve();
+	static char out[1 << 16];
+
+	int rc = run("aslimit", NULL, out, sizeof out);
+	CHECK(rc == 0, "under ulimit -v 24 MiB: exit %d (4: a malloc did not fail with ENOMEM)", rc);
+	CHECK(count(out, "initialization failed") == 1, "\"initialization failed\" %d times:\n%.600s",
+	      count(out, "initialization failed"), out);
+	CHECK(count(out, "nodalloc:") <= 2, "%d messages for 1000 mallocs:\n%.600s", count(out, "nodalloc:"), out);
+
+	rc = run("reserve", "NODALLOC_ARENA_RESERVE=4M", out, sizeof out);
+	CHECK(rc == 0, "NODALLOC_ARENA_RESERVE=4M: exit %d (6: malloc(32 MiB) did not fail with ENOMEM)", rc);
+	CHECK(strstr(out, "NODALLOC_ARENA_RESERVE") && strstr(out, "below the minimum"),
+	      "no warning naming the option:\n%.600s", out);
+	CHECK(strstr(out, "larger than an arena slot"), "malloc(32 MiB) failed without a word:\n%.600s", out);
+	return CHECK_DONE();
+}

@@ -1,0 +1,245 @@
+/*
+ * VM test: interleaving under tight mappings and memory (issue 16, items
+ * 2-4). Each part runs in a child process (this binary re-executed), so a
+ * lowered vm.max_map_count or a failure does not leak into the others.
+ *  - il4k: vm.max_map_count lowered to 4096, thread policy interleave over
+ *    every memory node at the default 4 KiB granule, 64 blocks of 1 MiB
+ *    (16,384 pages: four times what one VMA per page would allow). Every
+ *    block's pages per node are exact (each node floor or ceil of its
+ *    share), the process has at most 256 mappings (/proc/self/maps), and
+ *    8 threads still start.
+ *  - big (2 and 16 nodes): one interleave:all@2M allocation of 60% of the
+ *    memory of all nodes succeeds, and each node holds its share to the
+ *    granule (move_pages after touching).
+ *  - tables (16 nodes): nd_table_alloc of 128 MiB, 256 MiB and 1 GiB get
+ *    their full size, and per-node bytes (move_pages) have max/min <= 1.05.
+ * Rows: VMTAB spread ...
+ */
+#include "vm_common.h"
+
+#include <stdbool.h>
+#include <sys/wait.h>
+
+#pragma weak nd_table_alloc
+#pragma weak nd_table_free
+
+static const vm_topo_t *T = &vm_topo;
+
+static long count_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	long n = 0;
+	int c;
+	if (!f)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static void *idle_thread(void *arg)
+{
+	return arg;
+}
+
+static int write_long(const char *path, long v)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	int r = fprintf(f, "%ld\n", v) > 0 ? 0 : -1;
+	return fclose(f) == 0 ? r : -1;
+}
+
+static long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* The memory nodes as an interleave list "0-15" style ("0,1,..."). */
+static void node_list(char *buf, size_t len, int *M, int nm)
+{
+	size_t o = 0;
+	buf[0] = 0;
+	for (int i = 0; i < nm; i++)
+		o += snprintf(buf + o, len - o, "%s%d", i ? "," : "", M[i]);
+}
+
+static int part_il4k(void)
+{
+	int M[VM_MAX_NODES], nm = vm_mem_nodes(T, M);
+	char list[256], spec[300];
+	node_list(list, sizeof list, M, nm);
+	snprintf(spec, sizeof spec, "interleave:%s", list);
+	nd_policy_t p;
+	if (vm_policy(spec, &p) != 0)
+		return 1;
+	CHECK(nd_set_policy(&p) == 0, "nd_set_policy(%s)", spec);
+	enum { NB = 64, BS = 1 << 20 };
+	long pages = BS / VM_PAGE, lo = pages / nm, hi = (pages + nm - 1) / nm, bad = 0;
+	vm_hist_t all = VM_HIST_INIT;
+	char *blk[NB];
+	int *st = vm_buf((size_t)pages * sizeof(int));
+	for (int b = 0; b < NB; b++) {
+		blk[b] = malloc(BS);
+		CHECK(blk[b] != NULL, "malloc(1 MiB) #%d under %s", b, spec);
+		if (!blk[b])
+			return CHECK_DONE();
+		vm_touch(blk[b], BS);
+		vm_hist_t h = VM_HIST_INIT;
+		vm_hist_range(&h, blk[b], BS, st);
+		for (int i = 0; i < nm; i++) {
+			all.node[M[i]] += h.node[M[i]];
+			bad += h.node[M[i]] < lo || h.node[M[i]] > hi;
+		}
+		all.other += h.other;
+		all.total += h.total;
+	}
+	long maps = count_maps();
+	int started = 0;
+	for (int i = 0; i < 8; i++) {
+		pthread_t th;
+		if (pthread_create(&th, NULL, idle_thread, NULL) == 0) {
+			pthread_join(th, NULL);
+			started++;
+		}
+	}
+	char hs[512];
+	printf("VMTAB spread part=il4k policy=%s blocks=%d pages=%ld nodes=%s maps=%ld max_map_count=%ld threads=%d\n",
+	       spec, NB, all.total, vm_hist_str(&all, hs, sizeof hs), maps, read_long("/proc/sys/vm/max_map_count"),
+	       started);
+	CHECK(bad == 0, "%ld (block, node) shares outside [%ld, %ld] pages: %s", bad, lo, hi, hs);
+	CHECK(all.other == 0, "%ld pages not found: %s", all.other, hs);
+	CHECK(maps > 0 && maps <= 256, "%ld mappings after %d interleaved MiB", maps, NB);
+	CHECK(started == 8, "only %d of 8 threads started", started);
+	for (int b = 0; b < NB; b++)
+		free(blk[b]);
+	return CHECK_DONE();
+}
+
+static int part_big(void)
+{
+	int M[VM_MAX_NODES], nm = vm_mem_nodes(T, M);
+	uint64_t total = 0;
+	for (int i = 0; i < nm; i++)
+		total += vm_node_meminfo(M[i], "MemTotal");
+	const uint64_t G = 2 * VM_MIB;
+	uint64_t size = (total * 6 / 10) / G * G, gran = size / G;
+	char list[256], spec[300];
+	node_list(list, sizeof list, M, nm);
+	snprintf(spec, sizeof spec, "interleave:%s@2M", list);
+	nd_policy_t p;
+	if (vm_policy(spec, &p) != 0)
+		return 1;
+	char *b = nd_malloc_policy(size, &p);
+	CHECK(b != NULL, "nd_malloc_policy(%llu MiB, %s) failed (errno %d)", (unsigned long long)(size >> 20), spec, errno);
+	if (!b)
+		return CHECK_DONE();
+	vm_touch(b, size);
+	vm_hist_t h = VM_HIST_INIT;
+	vm_hist_range(&h, b, size, NULL);
+	long lo = (long)(gran / (uint64_t)nm * (G / VM_PAGE)), hi = (long)((gran + (uint64_t)nm - 1) / (uint64_t)nm * (G / VM_PAGE));
+	char hs[512];
+	printf("VMTAB spread part=big policy=%s size_mib=%llu of_mib=%llu nodes=%s\n", spec,
+	       (unsigned long long)(size >> 20), (unsigned long long)(total >> 20), vm_hist_str(&h, hs, sizeof hs));
+	for (int i = 0; i < nm; i++)
+		CHECK(h.node[M[i]] >= lo && h.node[M[i]] <= hi, "node %d holds %ld pages, its share is %ld-%ld: %s", M[i],
+		      h.node[M[i]], lo, hi, hs);
+	CHECK(h.other == 0, "%ld pages not found", h.other);
+	free(b);
+	return CHECK_DONE();
+}
+
+static int part_tables(void)
+{
+	if (!(VM_NEED(nd_table_alloc) & VM_NEED(nd_table_free)))
+		return CHECK_DONE();
+	static const uint64_t sizes[] = { 128 * VM_MIB, 256 * VM_MIB, 1024 * VM_MIB };
+	for (unsigned k = 0; k < 3; k++) {
+		nd_table_desc_t d;
+		memset(&d, 0, sizeof d);
+		d.name = "pressure";
+		d.bucket_size = 8;
+		d.entries = sizes[k] / 8;
+		d.high_limit = d.entries; /* else capped at 1/16 of memory */
+		nd_table_t t;
+		int r = nd_table_alloc(&d, &t);
+		CHECK(r == 0, "nd_table_alloc(%llu MiB) failed (errno %d)", (unsigned long long)(sizes[k] >> 20), errno);
+		if (r != 0)
+			continue;
+		vm_touch(t.base, t.bytes);
+		vm_hist_t h = VM_HIST_INIT;
+		vm_hist_range(&h, t.base, t.bytes, NULL);
+		int M[VM_MAX_NODES], nm = vm_mem_nodes(T, M);
+		long mn = -1, mx = 0;
+		for (int i = 0; i < nm; i++) {
+			long v = h.node[M[i]];
+			mn = mn < 0 || v < mn ? v : mn;
+			mx = v > mx ? v : mx;
+		}
+		char hs[512];
+		double ratio = mn > 0 ? (double)mx / (double)mn : 0;
+		printf("VMTAB spread part=table size_mib=%llu got_mib=%llu granule_shift=%u min_pages=%ld max_pages=%ld max_min=%.3f nodes=%s\n",
+		       (unsigned long long)(sizes[k] >> 20), (unsigned long long)(t.bytes >> 20), t.granule_shift, mn, mx,
+		       ratio, vm_hist_str(&h, hs, sizeof hs));
+		CHECK(t.bytes == sizes[k], "table of %llu MiB got %llu MiB", (unsigned long long)(sizes[k] >> 20),
+		      (unsigned long long)(t.bytes >> 20));
+		CHECK(mn > 0 && ratio <= 1.05, "table of %llu MiB: max/min %.3f (%s)", (unsigned long long)(sizes[k] >> 20),
+		      ratio, hs);
+		nd_table_free(&t);
+	}
+	return CHECK_DONE();
+}
+
+static void run_part(const char *part)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl("/proc/self/exe", "vm_spread", vm_topo_path, part, (char *)NULL);
+		_exit(126);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "part %s: %s %d", part, WIFSIGNALED(st) ? "killed by signal" : "exit",
+	      WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+int main(int argc, char **argv)
+{
+	if (vm_begin(argc, argv) != 0)
+		return CHECK_DONE();
+	if (!(VM_NEED(nd_policy_parse) & VM_NEED(nd_set_policy) & VM_NEED(nd_malloc_policy)))
+		return CHECK_DONE();
+	if (argc > 2) {
+		if (strcmp(argv[2], "il4k") == 0)
+			return part_il4k();
+		if (strcmp(argv[2], "big") == 0)
+			return part_big();
+		if (strcmp(argv[2], "tables") == 0)
+			return part_tables();
+		return 2;
+	}
+	int M[VM_MAX_NODES], nm = vm_mem_nodes(T, M);
+	if (nm < 2) {
+		printf("SKIP: fewer than two memory nodes\n");
+		return 77;
+	}
+	long old = read_long("/proc/sys/vm/max_map_count");
+	CHECK(write_long("/proc/sys/vm/max_map_count", 4096) == 0, "cannot lower vm.max_map_count");
+	run_part("il4k");
+	write_long("/proc/sys/vm/max_map_count", old);
+	if (strcmp(T->name, "two") == 0 || strcmp(T->name, "sixteen") == 0)
+		run_part("big");
+	if (strcmp(T->name, "sixteen") == 0)
+		run_part("tables");
+	return CHECK_DONE();
+}
