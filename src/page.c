@@ -770,20 +770,6 @@ static bool check_args(size_t npages, size_t *align)
 	return true;
 }
 
-void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
-{
-	if (!check_args(npages, &align_pages))
-		return NULL;
-	if (!ensure_setup()) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	void *p = node_alloc(node, npages, align_pages);
-	if (!p)
-		errno = ENOMEM;
-	return p;
-}
-
 /* A run no slot can hold: ENOMEM, and once a warning naming the cause. */
 static void *too_big(size_t npages)
 {
@@ -794,6 +780,22 @@ static void *too_big(size_t npages)
 			     npages >> (20 - ND_PAGE_SHIFT), ((size_t)1 << g.slot_shift) >> 20);
 	errno = ENOMEM;
 	return NULL;
+}
+
+void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
+{
+	if (!check_args(npages, &align_pages))
+		return NULL;
+	if (!ensure_setup()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (ceil_log2(npages > align_pages ? npages : align_pages) > g.order_max)
+		return too_big(npages);
+	void *p = node_alloc(node, npages, align_pages);
+	if (!p)
+		errno = ENOMEM;
+	return p;
 }
 
 void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, int want_node, int *got_node)

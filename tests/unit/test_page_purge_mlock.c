@@ -2,9 +2,10 @@
  * Purged pages read as zero even when the kernel refuses the purge
  * (issue 12, item 1). madvise(MADV_DONTNEED) fails with EINVAL on mlock'ed
  * pages; the page level used to warn and still mark them clean, so calloc
- * (which skips clean pages) handed the old bytes back. Three paths: a big
- * run purged when freed, small dirty runs purged by a trim pass, and a
- * spread (interleaved) run of the mixed slot. Real topology (the
+ * (which skips clean pages) handed the old bytes back. Paths: the issue's
+ * reproduction through malloc/calloc, then at the page level a big run
+ * purged when freed, small dirty runs purged by a trim pass and reused as
+ * one big run, and a spread (interleaved) run of the mixed slot. Real topology (the
  * machine's), so the node-slot path also rebinds.
  */
 #define _GNU_SOURCE
@@ -58,28 +59,46 @@ int main(void)
 	/* the issue's exact reproduction, and again (the fresh range is reused) */
 	locked_reuse("2 MiB run again", 2 << 20, false);
 
-	/* small runs stay dirty at free, a trim pass purges them and merges
-	 * the (now clean) blocks; a big run taken from them is not zeroed */
-	same = locked_reuse("64 KiB run + trim", 64 << 10, true);
-	CHECK(same, "calloc did not reuse the freed 64 KiB run");
+	/* The page level itself (malloc may keep freed large runs in a cache
+	 * in front of it): a big run purged when freed, and small runs left
+	 * dirty, trimmed (purged, merged) and taken again as one big run. */
+	int node = _nd_topo()->cpu_mem_node[_nd_topo_cpu()];
+	char *r = _nd_page_alloc_exact(node, 512, 1);
+	CHECK(r != NULL);
+	memset(r, 0xEF, 2 << 20);
+	CHECK(mlock(r, 2 << 20) == 0);
+	CHECK(_nd_page_free(r) == 0);
+	char *r2 = _nd_page_alloc_exact(node, 512, 1);
+	CHECK(r2 == r, "the page level did not reuse the freed run");
+	_nd_page_zero(r2, 2 << 20);
+	long bad = nonzero((unsigned char *)r2, 2 << 20);
+	CHECK(bad == 0, "page run: %ld old bytes after a refused purge", bad);
+	munlock(r2, 2 << 20);
+	CHECK(_nd_page_free(r2) == 0);
+
 	enum { NSMALL = 64 };
-	unsigned char *sm[NSMALL];
+	char *sm[NSMALL];
 	for (int i = 0; i < NSMALL; i++) {
-		sm[i] = malloc(64 << 10);
+		sm[i] = _nd_page_alloc_exact(node, 16, 1);
 		memset(sm[i], 0xCD, 64 << 10);
 		CHECK(mlock(sm[i], 64 << 10) == 0);
 	}
 	for (int i = 0; i < NSMALL; i++)
-		free(sm[i]);
+		CHECK(_nd_page_free(sm[i]) == 0);
 	_nd_page_trim(-1);
-	unsigned char *big = calloc(1, 2 << 20);
-	long bad = nonzero(big, 2 << 20);
-	CHECK(bad == 0, "calloc(2 MiB) over trimmed small runs returned %ld old bytes", bad);
+	char *big = _nd_page_alloc_exact(node, 512, 1);
+	CHECK(big != NULL);
+	_nd_page_zero(big, 2 << 20);
+	bad = nonzero((unsigned char *)big, 2 << 20);
+	CHECK(bad == 0, "run over trimmed small runs: %ld old bytes", bad);
 	bool over = false;
 	for (int i = 0; i < NSMALL; i++)
 		over |= sm[i] >= big && sm[i] < big + (2 << 20);
-	CHECK(over, "calloc(2 MiB) did not reuse the small runs' pages: the test does not reach the path");
-	free(big);
+	CHECK(over, "the big run did not reuse the small runs' pages: the test does not reach the path");
+	for (int i = 0; i < NSMALL; i++)
+		if (sm[i] >= big && sm[i] < big + (2 << 20))
+			munlock(sm[i], 64 << 10);
+	CHECK(_nd_page_free(big) == 0);
 
 	/* spread run in the mixed slot (interleave over the one node, 4 KiB) */
 	nd_policy_t pol;
