@@ -328,8 +328,12 @@ int _nd_stats_init(void)
 	if (slots)
 		return 0;
 	void *p = NULL;
-	shared = export_map(&p) > 0;
-	if (!shared) {
+	/* Branches, not "shared = r > 0": under QEMU's TCG a setg to memory
+	 * right after the call was seen to store 1 and take the branch with
+	 * r == 0 now and then (vm.two: statistics all zero). */
+	if (export_map(&p) > 0)
+		shared = true;
+	if (!p) {
 		int err;
 		p = _nd_os_mmap(sizeof(stat_slot_t) * N_SLOTS, true, &err);
 		if (!p) {
