@@ -111,11 +111,29 @@ struct _nd_rseq_abi *_nd_os_rseq_area(void);
 /* Size of the rseq area glibc registered (0 if none). */
 unsigned _nd_os_rseq_size(void);
 void _nd_os_abort(void) __attribute__((noreturn));
-/* Shared file mapping (created and sized), for the live statistics export. */
-void *_nd_os_map_shared_file(const char *path, size_t len, int *err);
-/* Shared mapping of an open descriptor (nodactl's export, NODALLOC_STATS_EXPORT=fd:N:PID). */
+/* The live statistics export's files: lstat/fstat (the fields used),
+ * pread (loops until len bytes or end of file: returns bytes read),
+ * shared read-write mapping of an open file. */
+typedef struct _nd_file_info {
+	uint64_t dev, ino, size;
+	uint32_t mode; /* S_IFMT type and permission bits */
+	uint32_t uid;
+} _nd_file_info_t;
+int _nd_os_fstat(int fd, _nd_file_info_t *out);
+int _nd_os_lstat(const char *path, _nd_file_info_t *out);
+long _nd_os_pread(int fd, void *buf, size_t len, uint64_t off);
+int _nd_os_ftruncate(int fd, uint64_t len);
 void *_nd_os_map_shared_fd(int fd, size_t len, int *err);
 int _nd_os_unlink(const char *path);
+int _nd_os_getcwd(char *buf, size_t len);
+unsigned _nd_os_geteuid(void);
+/* pid's start time (/proc/PID/stat field 22) and owner (of /proc/PID):
+ * pid and start time name one process. -ESRCH when it is gone. */
+int _nd_os_proc_identity(int pid, uint64_t *start, unsigned *uid);
+/* Run fn (async-signal-safe) when SIGTERM kills the process, then die of
+ * it as before; only if SIGTERM has its default action now (never takes
+ * over a handler of the program). 0, or -EBUSY if the program has one. */
+int _nd_os_on_sigterm(void (*fn)(void));
 /* Futex wait/wake on a 32-bit word (private). */
 int _nd_os_futex_wait(volatile uint32_t *addr, uint32_t val);
 int _nd_os_futex_wake(volatile uint32_t *addr, int n);
@@ -458,7 +476,7 @@ void _nd_stats_in_use(int node, int64_t delta);
 void _nd_stats_committed(int node, int64_t delta);
 void _nd_stats_reserved(int node, int64_t delta);
 /* Live export (NODALLOC_STATS_EXPORT): the child of a fork stops counting
- * into the parent's file; a reader decodes a mapped export file. */
+ * into the parent's file; readers decode an export. */
 void _nd_stats_fork_child(void);
 /* Bytes of an export (nodactl sizes the file or memfd it hands over). */
 size_t _nd_stats_export_size(void);
@@ -482,6 +500,14 @@ typedef struct _nd_stats_label {
 /* Print a snapshot (e.g. another process's export) as table or JSON,
  * headed by its label (NULL: none). */
 void _nd_stats_print_snapshot(int fd, const nd_stats_t *st, const _nd_stats_label_t *label, bool json);
+/* Reads the export file open at fd (by pread: a file cut meanwhile is an
+ * error, not a SIGBUS) into *out, the writer's pid and its peak in use
+ * (may be NULL). Refuses (-1, err says why) anything but a whole,
+ * consistent export of a running process (pid and start time) owned by
+ * that process's user (or root), not writable by others; -2 (err set)
+ * when the process has exited. For files anyone could have put at a path;
+ * _nd_stats_from_export is for a mapping the caller made itself. */
+int _nd_stats_read_export(int fd, nd_stats_t *out, int *pid, uint64_t *peak_in_use, char *err, size_t errlen);
 /* Print at exit if NODALLOC_STATS asks (1/yes/text: the table, json:
  * JSON; to the message descriptor). */
 void _nd_stats_at_exit(void);

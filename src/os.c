@@ -7,7 +7,9 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -275,31 +277,56 @@ int _nd_os_list_dir(const char *path, void (*fn)(const char *name, void *arg), v
 	return 0;
 }
 
-/* A shared file mapping of len bytes at path, created (mode 0644) and sized
- * if needed: the live statistics export that `nodactl stat PID` reads. */
-void *_nd_os_map_shared_file(const char *path, size_t len, int *err)
+/* ---- files for the live statistics export ------------------------------ */
+
+static void fill_info(const struct stat *st, _nd_file_info_t *out)
 {
-	int fd = _nd_os_open(path, O_RDWR | O_CREAT, 0644);
-	if (fd < 0) {
-		if (err)
-			*err = fd;
-		return NULL;
+	out->dev = st->st_dev;
+	out->ino = st->st_ino;
+	out->size = (uint64_t)st->st_size;
+	out->mode = st->st_mode;
+	out->uid = st->st_uid;
+}
+
+int _nd_os_fstat(int fd, _nd_file_info_t *out)
+{
+	struct stat st;
+	long r = sc4(SYS_newfstatat, fd, "", &st, AT_EMPTY_PATH);
+	if (r < 0)
+		return (int)r;
+	fill_info(&st, out);
+	return 0;
+}
+
+int _nd_os_lstat(const char *path, _nd_file_info_t *out)
+{
+	struct stat st;
+	long r = sc4(SYS_newfstatat, AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW);
+	if (r < 0)
+		return (int)r;
+	fill_info(&st, out);
+	return 0;
+}
+
+long _nd_os_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+	while (got < len) {
+		long r = sc4(SYS_pread64, fd, (char *)buf + got, len - got, (long)(off + got));
+		if (r == -4) /* EINTR */
+			continue;
+		if (r < 0)
+			return r;
+		if (r == 0)
+			break;
+		got += (size_t)r;
 	}
-	long r = sc2(SYS_ftruncate, fd, (long)len);
-	if (r < 0) {
-		_nd_os_close(fd);
-		if (err)
-			*err = (int)r;
-		return NULL;
-	}
-	r = sc6(SYS_mmap, 0, (long)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	_nd_os_close(fd);
-	if (r < 0 && r > -4096) {
-		if (err)
-			*err = (int)r;
-		return NULL;
-	}
-	return (void *)r;
+	return (long)got;
+}
+
+int _nd_os_ftruncate(int fd, uint64_t len)
+{
+	return (int)sc2(SYS_ftruncate, fd, (long)len);
 }
 
 void *_nd_os_map_shared_fd(int fd, size_t len, int *err)
@@ -316,6 +343,73 @@ void *_nd_os_map_shared_fd(int fd, size_t len, int *err)
 int _nd_os_unlink(const char *path)
 {
 	return (int)sc3(SYS_unlinkat, AT_FDCWD, path, 0);
+}
+
+int _nd_os_getcwd(char *buf, size_t len)
+{
+	long r = sc2(SYS_getcwd, buf, len);
+	return r < 0 ? (int)r : 0;
+}
+
+unsigned _nd_os_geteuid(void)
+{
+	return (unsigned)sc0(SYS_geteuid);
+}
+
+/* Start time of process pid (field 22 of /proc/PID/stat, clock ticks after
+ * boot: with the pid it names one process, whatever reuses the pid later)
+ * and its owner (the owner of /proc/PID). -ESRCH when it is gone (a zombie
+ * too), another -errno when it cannot be told. */
+int _nd_os_proc_identity(int pid, uint64_t *start, unsigned *uid)
+{
+	char path[48], buf[1024];
+	if (pid <= 0)
+		return -3; /* ESRCH */
+	/* "/proc/" PID, by hand: this layer calls nothing above it. */
+	char digits[12];
+	int nd = 0;
+	for (unsigned v = (unsigned)pid; v; v /= 10)
+		digits[nd++] = (char)('0' + v % 10);
+	int n = 0;
+	for (const char *c = "/proc/"; *c; c++)
+		path[n++] = *c;
+	while (nd)
+		path[n++] = digits[--nd];
+	path[n] = '\0';
+	_nd_file_info_t fi = { 0 };
+	int r = _nd_os_lstat(path, &fi);
+	if (r < 0)
+		return r == -2 ? -3 : r; /* ENOENT: gone */
+	*uid = fi.uid;
+	path[n] = '/';
+	path[n + 1] = 's';
+	path[n + 2] = 't';
+	path[n + 3] = 'a';
+	path[n + 4] = 't';
+	path[n + 5] = '\0';
+	long len = _nd_os_read_file(path, buf, sizeof buf);
+	if (len < 0)
+		return len == -2 ? -3 : (int)len;
+	/* "pid (comm) S ppid ...": comm may hold spaces and ')', so count
+	 * fields from the last ')'; the state is field 3, start time 22. */
+	const char *p = NULL;
+	for (const char *q = buf; *q; q++)
+		if (*q == ')')
+			p = q;
+	if (!p)
+		return -22;
+	if (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+		return -3; /* exited, not yet reaped: gone all the same */
+	for (int field = 2; field < 22 && *p; p++)
+		if (*p == ' ')
+			field++;
+	uint64_t v = 0;
+	if (*p < '0' || *p > '9')
+		return -22;
+	while (*p >= '0' && *p <= '9')
+		v = v * 10 + (uint64_t)(*p++ - '0');
+	*start = v;
+	return 0;
 }
 
 /* Replaces [p, p+len) with a fresh private anonymous mapping (MAP_FIXED,
@@ -358,4 +452,36 @@ uint64_t _nd_os_as_room(void)
 		pages = pages * 10 + (uint64_t)(*s - '0');
 	uint64_t used = pages << ND_PAGE_SHIFT;
 	return used >= lim.cur ? 0 : lim.cur - used;
+}
+
+/* ---- termination signals (the live statistics export) ------------------ */
+
+static void (*term_fn)(void);
+
+/* Our SIGTERM handler: the cleanup, then the default action. Installed
+ * with SA_RESETHAND, so when the kernel delivered it the disposition is
+ * SIG_DFL again: re-raising (blocked until we return) then terminates as
+ * if we had never been there. If the program installed its own handler
+ * later and chains to ours, the disposition is theirs: return to them. */
+static void on_term(int sig)
+{
+	term_fn();
+	struct sigaction cur;
+	if (sigaction(sig, NULL, &cur) == 0 && cur.sa_handler == SIG_DFL)
+		sc3(SYS_tgkill, _nd_os_getpid(), _nd_os_gettid(), sig);
+}
+
+int _nd_os_on_sigterm(void (*fn)(void))
+{
+	struct sigaction old, sa = { 0 };
+	/* libc's sigaction: it supplies the x86-64 sa_restorer. */
+	if (sigaction(SIGTERM, NULL, &old) != 0)
+		return -22;
+	if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
+		return -16; /* EBUSY: the program's own disposition stays */
+	term_fn = fn;
+	sa.sa_handler = on_term;
+	sa.sa_flags = SA_RESETHAND | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(SIGTERM, &sa, NULL) == 0 ? 0 : -22;
 }

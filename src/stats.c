@@ -17,6 +17,7 @@
  * numa_foreign); each counter on its own is exact.
  */
 #include <errno.h>
+#include <fcntl.h>
 
 #include "internal.h"
 
@@ -48,8 +49,21 @@ static uint64_t clamp(int64_t v)
  * file mapping, so publishing costs nothing on the allocation path and a
  * reader (nodactl stat PID) sees the counters as they move. Layout: one
  * header page, then the slots.
+ *
+ * A path (1: /dev/shm/nodalloc-PID.stats) names a file this process
+ * creates (O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600), never a file that was
+ * there: a stale export (its process is
+ * gone: pid and start time) of our own user is removed first; anything
+ * else at the path (a link, a FIFO, someone else's file, a live export,
+ * any other file) is left alone and nothing is published. Only the owner
+ * (or root) can write or truncate it, so its mapping cannot be cut under
+ * us. At exit (and on SIGTERM when the program has no handler for it) it
+ * is removed, if the path still names the file created. "fd:N:PID" is
+ * nodactl's descriptor (it created the file or memfd and removes it).
  */
-#define EXPORT_MAGIC 0x32535441444e444eull /* "NDNDATS2": with the process slot */
+#define EXPORT_MAGIC 0x33535441444e444eull /* "NDNDATS3": process slot, start time */
+/* Any version's magic: "NDNDATS" then the version digit. */
+#define EXPORT_MAGIC_ANY(m) (((m) & 0x00ffffffffffffffull) == (EXPORT_MAGIC & 0x00ffffffffffffffull))
 typedef struct export_hdr {
 	uint64_t magic;
 	uint32_t version;   /* ND_STATS_VERSION */
@@ -57,15 +71,133 @@ typedef struct export_hdr {
 	int32_t pid;
 	int32_t node_limit; /* nodes worth showing, from the topology */
 	uint64_t slots;     /* number of slots that follow */
+	uint64_t start;     /* the writer's start time: with pid, one process */
 } export_hdr_t;
 #define EXPORT_SIZE (ND_PAGE_SIZE + sizeof(stat_slot_t) * N_SLOTS)
+#define S_TYPE 0170000
+#define S_REG 0100000
 
-static char export_path[600];
+/* The file this process created: the absolute path, resolved once (a
+ * later chdir changes nothing), and its identity, so that only that file
+ * is ever unlinked. path[0] == 0: not exporting (or a forked child). */
+static struct {
+	char path[4096];
+	uint64_t dev, ino;
+	int pid;
+} ex;
 static bool shared;   /* slots are in an export mapping (a file or nodactl's descriptor) */
 static int root_pid;  /* NODALLOC_STATS_EXPORT=fd:N:PID: the program nodactl launched */
 static void read_slot(const stat_slot_t *s, nd_node_stats_t *o);
 
 size_t _nd_stats_export_size(void) { return EXPORT_SIZE; }
+
+typedef enum { EX_LIVE, EX_STALE, EX_OTHER } ex_state_t;
+
+/* What the header h is: the export of a running process, a stale export,
+ * or not an export at all. An older version has no start time: its pid
+ * running is taken as live. */
+static ex_state_t export_state(const export_hdr_t *h, int *pid_out)
+{
+	*pid_out = h->pid;
+	if (!EXPORT_MAGIC_ANY(h->magic))
+		return EX_OTHER;
+	uint64_t start;
+	unsigned uid;
+	if (h->pid <= 0 || _nd_os_proc_identity(h->pid, &start, &uid) < 0)
+		return EX_STALE;
+	if (h->pid == _nd_os_getpid() && !(h->magic == EXPORT_MAGIC && ex.pid == h->pid))
+		return EX_STALE; /* our pid, reused after a killed run */
+	if (h->magic == EXPORT_MAGIC && h->start != start)
+		return EX_STALE; /* the pid now names another process */
+	return EX_LIVE;
+}
+
+/* Makes room for a fresh file at ex.path: nothing there, or a stale export
+ * of ours that is removed. 0, or -1 with why. */
+static int export_clear(char *why, size_t len)
+{
+	_nd_file_info_t fi, fo;
+	int r = _nd_os_lstat(ex.path, &fi);
+	if (r == -2) /* ENOENT */
+		return 0;
+	if (r < 0) {
+		_nd_msg_format(why, len, "cannot inspect it (error %d)", -r);
+		return -1;
+	}
+	if ((fi.mode & S_TYPE) != S_REG) {
+		_nd_msg_format(why, len, "it exists and is not a regular file (links, FIFOs and devices are never used)");
+		return -1;
+	}
+	if (fi.uid != _nd_os_geteuid()) {
+		_nd_msg_format(why, len, "it exists and belongs to uid %u", fi.uid);
+		return -1;
+	}
+	int fd = _nd_os_open(ex.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+	export_hdr_t h = { 0 };
+	long got = fd >= 0 ? _nd_os_pread(fd, &h, sizeof h, 0) : fd;
+	r = fd >= 0 ? _nd_os_fstat(fd, &fo) : fd;
+	if (fd >= 0)
+		_nd_os_close(fd);
+	if (r < 0 || got < 0 || fo.dev != fi.dev || fo.ino != fi.ino) {
+		_nd_msg_format(why, len, "it exists and could not be read as it was (error %ld)", got < 0 ? -got : -(long)r);
+		return -1;
+	}
+	int pid;
+	ex_state_t st = (size_t)got == sizeof h ? export_state(&h, &pid) : EX_OTHER;
+	if (st == EX_OTHER) {
+		_nd_msg_format(why, len, "it exists and is not a nodalloc statistics export (left alone)");
+		return -1;
+	}
+	if (st == EX_LIVE) {
+		_nd_msg_format(why, len, "it is the live export of process %d", pid);
+		return -1;
+	}
+	r = _nd_os_unlink(ex.path);
+	if (r < 0 && r != -2) {
+		_nd_msg_format(why, len, "cannot remove the stale export there (error %d)", -r);
+		return -1;
+	}
+	return 0;
+}
+
+/* ex.path from the option: "1" names /dev/shm/nodalloc-PID.stats; a
+ * relative path is made absolute now. 0, or -1 with why. */
+static int export_resolve(const char *v, char *why, size_t len)
+{
+	bool on;
+	if (_nd_opt_parse_bool(v, &on) == 0) {
+		_nd_msg_format(ex.path, sizeof ex.path, "/dev/shm/nodalloc-%d.stats", _nd_os_getpid());
+		return 0;
+	}
+	size_t n = 0;
+	if (v[0] != '/') {
+		int r = _nd_os_getcwd(ex.path, sizeof ex.path);
+		if (r < 0) {
+			_nd_msg_format(why, len, "cannot resolve the relative path (getcwd: error %d)", -r);
+			return -1;
+		}
+		while (ex.path[n])
+			n++;
+		if (n > 1)
+			ex.path[n++] = '/';
+	}
+	for (size_t k = 0;; k++) {
+		if (n >= sizeof ex.path) {
+			_nd_msg_format(why, len, "path longer than %zu characters", sizeof ex.path - 1);
+			return -1;
+		}
+		if (!(ex.path[n++] = v[k]))
+			return 0;
+	}
+}
+
+static void export_remove(void)
+{
+	_nd_file_info_t fi;
+	if (ex.path[0] && ex.pid == _nd_os_getpid() && _nd_os_lstat(ex.path, &fi) == 0 && fi.dev == ex.dev &&
+	    fi.ino == ex.ino)
+		_nd_os_unlink(ex.path); /* readers that have it open keep it */
+}
 
 /* "fd:N:PID": nodactl made descriptor N (EXPORT_SIZE bytes) for process
  * PID and reads the figures itself when PID ends, however it ends. Only
@@ -92,13 +224,50 @@ static int export_fd(const char *v)
 	return pid == _nd_os_getpid() ? fd : -1;
 }
 
+/* NODALLOC_STATS_EXPORT=fd:N:PID in process PID: maps nodactl's
+ * descriptor, which must be a regular file (or memfd) of an export's size
+ * (a shorter one would fault on the first counter). NULL with why. */
+static char *export_map_fd(int fd, char *why, size_t len)
+{
+	_nd_file_info_t fi;
+	int r = _nd_os_fstat(fd, &fi);
+	if (r < 0 || (fi.mode & S_TYPE) != S_REG || fi.size != EXPORT_SIZE) {
+		_nd_msg_format(why, len, "descriptor %d is not an export nodactl made (error %d)", fd, r < 0 ? -r : 0);
+		return NULL;
+	}
+	char *base = _nd_os_map_shared_fd(fd, EXPORT_SIZE, &r);
+	if (!base) {
+		_nd_msg_format(why, len, "cannot map descriptor %d (error %d)", fd, -r);
+		return NULL;
+	}
+	export_hdr_t *h = (export_hdr_t *)base;
+	/* an earlier image of this pid (exec) counted here: start over,
+	 * writing only nonzero words (untouched pages stay unallocated) */
+	__atomic_store_n(&h->magic, 0, __ATOMIC_RELAXED);
+	int64_t *w = (int64_t *)(base + ND_PAGE_SIZE);
+	for (size_t i = 0; i < sizeof(stat_slot_t) * N_SLOTS / 8; i++)
+		if (w[i])
+			w[i] = 0;
+	return base;
+}
+
 static int export_map(void **out)
 {
 	const char *v = _nd_opt_str(ND_OPT_STATS_EXPORT);
 	bool on;
 	if (!*v || (_nd_opt_parse_bool(v, &on) == 0 && !on))
 		return 0;
-	int fd = export_fd(v);
+	char why[200];
+	uint64_t start;
+	unsigned uid;
+	int pid = _nd_os_getpid(), fd = -1, r;
+	_nd_file_info_t fi;
+	char *base;
+	if ((r = _nd_os_proc_identity(pid, &start, &uid)) < 0) {
+		_nd_msg_format(why, sizeof why, "cannot read this process's start time in /proc (error %d)", -r);
+		goto fail;
+	}
+	fd = export_fd(v);
 	if (fd == -2) {
 		_nd_opt_config_error("NODALLOC_STATS_EXPORT: bad value '%s' (expected 1, a path, or fd:N:PID from nodactl)", v);
 		return 0;
@@ -106,49 +275,52 @@ static int export_map(void **out)
 	if (v[0] == 'f' && v[1] == 'd' && v[2] == ':') {
 		if (fd < 0)
 			return 0; /* a descendant of the launched program */
-		int err = 0;
-		char *base = _nd_os_map_shared_fd(fd, EXPORT_SIZE, &err);
-		if (!base) {
-			_nd_msg_warn("NODALLOC_STATS_EXPORT: cannot map descriptor %d (error %d)", fd, -err);
-			return 0;
-		}
-		export_hdr_t *h = (export_hdr_t *)base;
-		/* an earlier image of this pid (exec) counted here: start over,
-		 * writing only nonzero words (untouched pages stay unallocated) */
-		__atomic_store_n(&h->magic, 0, __ATOMIC_RELAXED);
-		int64_t *w = (int64_t *)(base + ND_PAGE_SIZE);
-		for (size_t i = 0; i < sizeof(stat_slot_t) * N_SLOTS / 8; i++)
-			if (w[i])
-				w[i] = 0;
-		h->version = ND_STATS_VERSION;
-		h->slot_size = sizeof(stat_slot_t);
-		h->pid = _nd_os_getpid();
-		h->node_limit = _nd_topo() ? _nd_topo()->node_limit : 1;
-		h->slots = N_SLOTS;
-		__atomic_store_n(&h->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
-		*out = base + ND_PAGE_SIZE;
-		return 1;
+		if (!(base = export_map_fd(fd, why, sizeof why)))
+			goto fail;
+		goto publish;
 	}
-	if (_nd_opt_parse_bool(v, &on) == 0)
-		_nd_msg_format(export_path, sizeof export_path, "/dev/shm/nodalloc-%d.stats", _nd_os_getpid());
-	else
-		_nd_msg_format(export_path, sizeof export_path, "%s", v);
-	int err = 0;
-	char *base = _nd_os_map_shared_file(export_path, EXPORT_SIZE, &err);
+	if (export_resolve(v, why, sizeof why) != 0)
+		goto fail;
+	if (export_clear(why, sizeof why) != 0)
+		goto fail;
+	fd = _nd_os_open(ex.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0600);
+	if (fd < 0) {
+		_nd_msg_format(why, sizeof why, "cannot create it (error %d%s)", -fd,
+			       fd == -17 ? ": it appeared meanwhile" : "");
+		goto fail;
+	}
+	if ((r = _nd_os_fstat(fd, &fi)) < 0 || (r = _nd_os_ftruncate(fd, EXPORT_SIZE)) < 0) {
+		_nd_msg_format(why, sizeof why, "cannot size it (error %d)", -r);
+		goto fail_created;
+	}
+	base = _nd_os_map_shared_fd(fd, EXPORT_SIZE, &r);
 	if (!base) {
-		_nd_msg_warn("NODALLOC_STATS_EXPORT: cannot publish to %s (error %d)", export_path, -err);
-		export_path[0] = '\0';
-		return 0;
+		_nd_msg_format(why, sizeof why, "cannot map it (error %d)", -r);
+		goto fail_created;
 	}
+	_nd_os_close(fd);
+	ex.dev = fi.dev;
+	ex.ino = fi.ino;
+	ex.pid = pid;
+	_nd_os_on_sigterm(export_remove); /* EBUSY: the program handles SIGTERM */
+publish:;
 	export_hdr_t *h = (export_hdr_t *)base;
 	h->version = ND_STATS_VERSION;
 	h->slot_size = sizeof(stat_slot_t);
-	h->pid = _nd_os_getpid();
+	h->pid = pid;
+	h->start = start;
 	h->node_limit = _nd_topo() ? _nd_topo()->node_limit : 1;
 	h->slots = N_SLOTS;
 	__atomic_store_n(&h->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
 	*out = base + ND_PAGE_SIZE;
 	return 1;
+fail_created:
+	_nd_os_close(fd);
+	_nd_os_unlink(ex.path); /* ours: O_EXCL made it */
+fail:
+	_nd_msg_warn("NODALLOC_STATS_EXPORT: not publishing to %s: %s", ex.path[0] ? ex.path : v, why);
+	ex.path[0] = '\0';
+	return 0;
 }
 
 int _nd_stats_init(void)
@@ -156,8 +328,12 @@ int _nd_stats_init(void)
 	if (slots)
 		return 0;
 	void *p = NULL;
-	shared = export_map(&p) > 0;
-	if (!shared) {
+	/* Branches, not "shared = r > 0": under QEMU's TCG a setg to memory
+	 * right after the call was seen to store 1 and take the branch with
+	 * r == 0 now and then (vm.two: statistics all zero). */
+	if (export_map(&p) > 0)
+		shared = true;
+	if (!p) {
 		int err;
 		p = _nd_os_mmap(sizeof(stat_slot_t) * N_SLOTS, true, &err);
 		if (!p) {
@@ -186,7 +362,7 @@ void _nd_stats_fork_child(void)
 	p[PROC_SLOT] = slots[PROC_SLOT];
 	slots = p;
 	shared = false;
-	export_path[0] = '\0';
+	ex.path[0] = '\0';
 }
 
 /* Reads a published export (mapped by the caller) into *out. */
@@ -205,6 +381,66 @@ int _nd_stats_from_export(const void *map, size_t len, nd_stats_t *out, int *pid
 	*pid = h->pid;
 	if (peak_in_use)
 		*peak_in_use = clamp(__atomic_load_n(&src[PROC_SLOT].b[P_PEAK], __ATOMIC_RELAXED));
+	return 0;
+}
+
+/* Reads an export file: see internal.h. */
+int _nd_stats_read_export(int fd, nd_stats_t *out, int *pid, uint64_t *peak_in_use, char *err, size_t errlen)
+{
+	_nd_file_info_t fi;
+	export_hdr_t h;
+	int r = _nd_os_fstat(fd, &fi);
+	if (r < 0)
+		return _nd_msg_format(err, errlen, "cannot stat it (error %d)", -r), -1;
+	if ((fi.mode & S_TYPE) != S_REG)
+		return _nd_msg_format(err, errlen, "not a regular file"), -1;
+	if (fi.mode & 022)
+		return _nd_msg_format(err, errlen, "writable by other users: not an export nodalloc made"), -1;
+	if (fi.size != EXPORT_SIZE)
+		return _nd_msg_format(err, errlen, "%s (%llu bytes, an export has %zu)",
+				      fi.size < EXPORT_SIZE ? "truncated" : "wrong size", (unsigned long long)fi.size,
+				      (size_t)EXPORT_SIZE), -1;
+	long got = _nd_os_pread(fd, &h, sizeof h, 0);
+	if (got != (long)sizeof h)
+		return _nd_msg_format(err, errlen, "cannot read its header (%ld)", got), -1;
+	if (EXPORT_MAGIC_ANY(h.magic) && h.magic != EXPORT_MAGIC)
+		return _nd_msg_format(err, errlen, "written by another version of nodalloc"), -1;
+	if (h.magic != EXPORT_MAGIC || h.version != ND_STATS_VERSION || h.slot_size != sizeof(stat_slot_t) ||
+	    h.slots != N_SLOTS)
+		return _nd_msg_format(err, errlen, "not a nodalloc statistics export (or another version)"), -1;
+	if (h.pid <= 0 || h.node_limit <= 0 || h.node_limit > ND_MAX_NODES)
+		return _nd_msg_format(err, errlen, "corrupt header (pid %d, %d nodes)", h.pid, h.node_limit), -1;
+	uint64_t start;
+	unsigned uid;
+	r = _nd_os_proc_identity(h.pid, &start, &uid);
+	if (r == -3 || (r == 0 && start != h.start))
+		return _nd_msg_format(err, errlen, "process %d has exited: a stale export, not shown", h.pid), -2;
+	if (r < 0)
+		return _nd_msg_format(err, errlen, "cannot check that process %d runs (/proc: error %d)", h.pid, -r), -1;
+	if (fi.uid != uid && fi.uid != 0)
+		return _nd_msg_format(err, errlen, "owned by uid %u, but process %d runs as uid %u", fi.uid, h.pid, uid), -1;
+	/* Counters by pread (a file cut under us gives a short read, never a
+	 * SIGBUS), 32 slots at a time. */
+	stat_slot_t chunk[32];
+	for (int n = 0; n < h.node_limit; n += 32) {
+		int k = h.node_limit - n < 32 ? h.node_limit - n : 32;
+		size_t want = sizeof(stat_slot_t) * (size_t)k;
+		got = _nd_os_pread(fd, chunk, want, ND_PAGE_SIZE + sizeof(stat_slot_t) * (size_t)n);
+		if (got != (long)want)
+			return _nd_msg_format(err, errlen, "truncated while being read"), -1;
+		for (int i = 0; i < k; i++)
+			read_slot(&chunk[i], &out->nodes[n + i]);
+	}
+	got = _nd_os_pread(fd, chunk, sizeof chunk[0], ND_PAGE_SIZE + sizeof(stat_slot_t) * PROC_SLOT);
+	if (got != (long)sizeof chunk[0])
+		return _nd_msg_format(err, errlen, "truncated while being read"), -1;
+	if (peak_in_use)
+		*peak_in_use = clamp(chunk[0].b[P_PEAK]);
+	for (int n = h.node_limit; n < ND_MAX_NODES; n++)
+		out->nodes[n] = (nd_node_stats_t){ 0 };
+	out->version = ND_STATS_VERSION;
+	out->node_limit = h.node_limit;
+	*pid = h.pid;
 	return 0;
 }
 
@@ -663,8 +899,7 @@ static void self_label(_nd_stats_label_t *lb)
 
 void _nd_stats_at_exit(void)
 {
-	if (export_path[0]) /* a forked child has cleared it: only the owner unlinks */
-		_nd_os_unlink(export_path); /* readers that have it mapped keep it */
+	export_remove(); /* a forked child has cleared the path: only the owner unlinks */
 	/* nodactl reads the launched program's figures from the export
 	 * itself, when and however it ends: it would print them twice. */
 	if (shared && root_pid == _nd_os_getpid())

@@ -1,25 +1,42 @@
 /*
  * `nodactl stat PID|FILE [--json] [--interval=SECONDS [--count=N]]`: reads
  * the live statistics a process publishes when run with --export (or
- * NODALLOC_STATS_EXPORT=1): /dev/shm/nodalloc-PID.stats. Each table names
- * its process; with --interval it stops, saying so, when the process
- * exits (the file may outlive it while a reader has it mapped).
+ * NODALLOC_STATS_EXPORT=1): /dev/shm/nodalloc-PID.stats.
+ *
+ * The file is opened without following a link and without blocking (a
+ * FIFO at the path is refused, not waited on), and read with pread each
+ * round (a file cut meanwhile is reported, never a SIGBUS). The library's
+ * reader refuses a file whose process is gone, whose owner is not that
+ * process's user, or whose contents are not a whole export. Each table
+ * names its process; with --interval it stops, saying so, when the
+ * process exits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <signal.h>
-#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "nodactl.h"
 
 static nd_stats_t snap; /* 72 KiB: not on the stack */
+
+/* Longest --interval: a day (longer watches are a cron job). */
+#define INTERVAL_MAX 86400.0
+
+static void sleep_for(double seconds)
+{
+	struct timespec ts = { .tv_sec = (time_t)seconds };
+	ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
 
 /* Is process pid still there (not a zombie)? */
 bool nodactl_alive(int pid)
@@ -92,14 +109,17 @@ int nodactl_stat(int argc, char **argv)
 		if (strcmp(a, "--json") == 0) {
 			json = true;
 		} else if (strncmp(a, "--interval=", 11) == 0) {
+			errno = 0;
 			interval = strtod(a + 11, &end);
-			if (*end || interval <= 0) {
-				fprintf(stderr, "nodactl: stat: --interval expects a number of seconds > 0, got '%s'\n", a + 11);
+			if (end == a + 11 || *end || errno || !isfinite(interval) || interval <= 0 || interval > INTERVAL_MAX) {
+				fprintf(stderr, "nodactl: stat: --interval expects a number of seconds > 0 and <= %g, got '%s'\n",
+					INTERVAL_MAX, a + 11);
 				return 1;
 			}
 		} else if (strncmp(a, "--count=", 8) == 0) {
+			errno = 0;
 			count = strtol(a + 8, &end, 10);
-			if (*end || count <= 0) {
+			if (end == a + 8 || *end || errno || count <= 0) {
 				fprintf(stderr, "nodactl: stat: --count expects a number > 0, got '%s'\n", a + 8);
 				return 1;
 			}
@@ -117,60 +137,57 @@ int nodactl_stat(int argc, char **argv)
 		fprintf(stderr, "nodactl: stat: expects a PID or an export file\n");
 		return 1;
 	}
-	char path[512];
+	char path[4096];
 	char *end;
-	long pid = strtol(target, &end, 10);
-	if (*end == '\0' && pid > 0)
-		snprintf(path, sizeof path, "/dev/shm/nodalloc-%ld.stats", pid);
-	else
+	errno = 0;
+	long want_pid = strtol(target, &end, 10);
+	if (*end == '\0' && want_pid > 0 && want_pid <= 0x7fffffff && errno == 0) {
+		snprintf(path, sizeof path, "/dev/shm/nodalloc-%ld.stats", want_pid);
+	} else {
+		want_pid = 0;
+		if (strlen(target) >= sizeof path) {
+			fprintf(stderr, "nodactl: stat: file name longer than %zu characters\n", sizeof path - 1);
+			return 1;
+		}
 		snprintf(path, sizeof path, "%s", target);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
-		fprintf(stderr, "nodactl: stat: %s: %s (was the process started with nodactl --export or NODALLOC_STATS_EXPORT=1?)\n",
-			path, strerror(errno));
+		fprintf(stderr, "nodactl: stat: %s: %s%s\n", path, errno == ELOOP ? "a symbolic link (refused)" : strerror(errno),
+			errno == ENOENT ? " (was the process started with nodactl --export or NODALLOC_STATS_EXPORT=1?)" : "");
 		return 1;
 	}
-	struct stat st;
-	if (fstat(fd, &st) != 0 || st.st_size <= 0) {
-		fprintf(stderr, "nodactl: stat: %s: empty or unreadable\n", path);
-		close(fd);
-		return 1;
-	}
-	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED) {
-		fprintf(stderr, "nodactl: stat: %s: mmap: %s\n", path, strerror(errno));
-		return 1;
-	}
-	int rc = 0;
-	for (long round = 0; count < 0 ? round == 0 || interval > 0 : round < count; round++) {
+	int rc = 0, last_owner = 0;
+	for (long round = 0;; round++) {
 		int owner;
 		uint64_t peak = 0;
-		if (_nd_stats_from_export(map, (size_t)st.st_size, &snap, &owner, &peak) != 0) {
-			fprintf(stderr, "nodactl: stat: %s: not a nodalloc statistics export (or another version)\n", path);
+		char err[256];
+		int r = _nd_stats_read_export(fd, &snap, &owner, &peak, err, sizeof err);
+		if (r == -2 && round > 0) {
+			printf("nodactl: stat: process %d has exited\n", last_owner);
+			break;
+		}
+		if (r != 0) {
+			fprintf(stderr, "nodactl: stat: %s: %s%s\n", path, err, round ? " (while watching)" : "");
 			rc = 1;
 			break;
 		}
-		if (!nodactl_alive(owner)) {
-			if (round == 0) {
-				fprintf(stderr, "nodactl: stat: %s: process %d has exited: a stale export, not shown\n", path, owner);
-				rc = 1;
-			} else {
-				printf("nodactl: stat: process %d has exited\n", owner);
-			}
+		if (want_pid && owner != want_pid) {
+			fprintf(stderr, "nodactl: stat: %s: written by process %d, not %ld\n", path, owner, want_pid);
+			rc = 1;
 			break;
 		}
+		last_owner = owner;
 		_nd_stats_label_t lb;
 		nodactl_label_of(owner, &lb);
 		lb.peak_in_use = peak;
 		fflush(stdout);
 		_nd_stats_print_snapshot(1, &snap, &lb, json);
-		if (interval > 0 && (count < 0 || round + 1 < count))
-			usleep((useconds_t)(interval * 1e6));
-		else
+		if (interval <= 0 || (count > 0 && round + 1 >= count))
 			break;
+		sleep_for(interval);
 	}
 	fflush(stdout);
-	munmap(map, (size_t)st.st_size);
+	close(fd);
 	return rc;
 }

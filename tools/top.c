@@ -44,22 +44,35 @@ static double mib(uint64_t b) { return (double)b / (1 << 20); }
 /* One line for the export at path, if it is live and not shown yet. */
 static int show(const char *path, int holder, seen_t *seen)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	size_t size = _nd_stats_export_size();
-	struct stat st;
-	void *map = MAP_FAILED;
-	if (fstat(fd, &st) == 0 && (size_t)st.st_size >= size)
-		map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
-		return 0;
 	int owner = 0;
 	uint64_t peak = 0;
 	int shown = 0;
-	if (_nd_stats_from_export(map, size, &snap, &owner, &peak) == 0 && (holder <= 0 || holder == owner) &&
-	    nodactl_alive(owner) && !was_seen(seen, owner)) {
+	bool ok;
+	void *map = MAP_FAILED;
+	size_t size = _nd_stats_export_size();
+	if (holder <= 0) {
+		/* a file anyone may have put in /dev/shm: the checking reader
+		 * (no link, no FIFO, its process running, its owner, whole) */
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+		if (fd < 0)
+			return 0;
+		char err[256];
+		ok = _nd_stats_read_export(fd, &snap, &owner, &peak, err, sizeof err) == 0;
+		close(fd);
+	} else {
+		/* the memfd nodactl --stats handed to its program holder */
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return 0;
+		struct stat st;
+		if (fstat(fd, &st) == 0 && (size_t)st.st_size >= size)
+			map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+		close(fd);
+		if (map == MAP_FAILED)
+			return 0;
+		ok = _nd_stats_from_export(map, size, &snap, &owner, &peak) == 0 && holder == owner && nodactl_alive(owner);
+	}
+	if (ok && !was_seen(seen, owner)) {
 		_nd_stats_label_t lb;
 		nodactl_label_of(owner, &lb);
 		nd_node_stats_t t = { 0 };
@@ -81,7 +94,8 @@ static int show(const char *path, int holder, seen_t *seen)
 		       (unsigned long long)t.numa_hit, (unsigned long long)t.numa_miss, nodes[0] ? nodes : "-");
 		shown = 1;
 	}
-	munmap(map, size);
+	if (map != MAP_FAILED)
+		munmap(map, size);
 	return shown;
 }
 
