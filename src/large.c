@@ -163,7 +163,9 @@ size_t _nd_large_cached(int node)
 /* Removes entry k of ln (lock held), keeping the order. */
 static cached_t take_entry(lnode_t *ln, int k)
 {
+	ND_ASSERT(k >= 0 && k < ln->n, "a cached entry taken exists");
 	cached_t r = ln->run[k];
+	ND_ASSERT(ln->bytes >= r.npages << ND_PAGE_SHIFT, "cached bytes count every cached run");
 	ln->n--;
 	memmove(&ln->run[k], &ln->run[k + 1], (size_t)(ln->n - k) * sizeof(cached_t));
 	ln->bytes -= r.npages << ND_PAGE_SHIFT;
@@ -247,6 +249,9 @@ static bool cache_put(int node, char *p, uint64_t np)
 	uint64_t bytes = np << ND_PAGE_SHIFT, lim = _nd_large_cache_limit(node);
 	if (bytes > lim)
 		return false;
+	ND_ASSERT(_nd_page_desc(p)->state == ND_PG_RUN && _nd_page_desc(p)->use == ND_USE_NONE &&
+			  _nd_page_desc(p)->npages == np,
+		  "a cached run is a whole page run that no one uses");
 	lnode_t *ln = &lnodes[node];
 	uint64_t due = _nd_os_now_ns() + c.delay_ns;
 	cached_t out[CACHE_RUNS];
@@ -312,6 +317,8 @@ static void *cache_take(int node, uint64_t np, uint64_t ap)
 			due_min(r.due);
 		return NULL;
 	}
+	ND_ASSERT(_nd_page_desc(r.p)->state == ND_PG_RUN && _nd_page_desc(r.p)->npages >= np,
+		  "a reused run covers the request");
 	/* In use again: the page level's grow/shrink count their own pages. */
 	_nd_stats_in_use(node, (int64_t)(r.npages << ND_PAGE_SHIFT));
 	if (r.npages > 4 * np) /* beyond that, the excess is given back */
