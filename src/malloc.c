@@ -436,6 +436,10 @@ int nd_node_of(const void *p)
 
 /* ---- the malloc override ------------------------------------------------- */
 
+/* cmake -DNODALLOC_OVERRIDE=OFF defines ND_NO_OVERRIDE: only the nd_* API
+ * (for ThreadSanitizer builds, whose runtime owns malloc; make tsan). */
+#ifndef ND_NO_OVERRIDE
+
 #define OVERRIDE __attribute__((visibility("default")))
 
 OVERRIDE void *malloc(size_t size) __attribute__((alias("nd_malloc")));
@@ -498,3 +502,4 @@ OVERRIDE void *pvalloc(size_t size)
 	size = size ? ND_ALIGN_UP(size, ND_PAGE_SIZE) : ND_PAGE_SIZE;
 	return alloc_aligned(ND_PAGE_SIZE, size, NULL, -1);
 }
+#endif /* ND_NO_OVERRIDE */

@@ -1,0 +1,35 @@
+# make tsan (Makefile): the library without the malloc override
+# (NODALLOC_OVERRIDE=OFF; ThreadSanitizer's runtime owns malloc) and built
+# with -fsanitize=thread; multi-thread stress tests run on the nd_* API:
+# the unit stress tests listed below, compiled with the malloc family
+# renamed to nd_* (they call malloc; tests/tsan/rename.h), and tests/tsan/tsan_*.c. Label tsan;
+# any report fails the test (TSAN_OPTIONS exitcode). Only in such a build:
+# elsewhere the unit tests already run these programs on the override.
+if(NOT NODALLOC_OVERRIDE)
+  file(GLOB ND_TSAN_OWN CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/tsan/tsan_*.c)
+  set(ND_TSAN_SOURCES ${ND_TSAN_OWN})
+  foreach(t test_slab_stress test_page_threads)
+    if(EXISTS ${CMAKE_SOURCE_DIR}/tests/unit/${t}.c)
+      list(APPEND ND_TSAN_SOURCES ${CMAKE_SOURCE_DIR}/tests/unit/${t}.c)
+    endif()
+  endforeach()
+  set(ND_TSAN_TARGETS "")
+  foreach(src ${ND_TSAN_SOURCES})
+    get_filename_component(name ${src} NAME_WE)
+    string(REGEX REPLACE "^(tsan_|test_)" "" name ${name})
+    set(exe tsan_run_${name})
+    add_executable(${exe} EXCLUDE_FROM_ALL ${src})
+    target_include_directories(${exe} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/tests)
+    target_compile_options(${exe} PRIVATE ${ND_WARN} ${ND_TEST_FLAGS})
+    if(src MATCHES "/tests/unit/")
+      target_compile_options(${exe} PRIVATE -include ${CMAKE_SOURCE_DIR}/tests/tsan/rename.h)
+    endif()
+    target_compile_definitions(${exe} PRIVATE ND_SOURCE_DIR="${CMAKE_SOURCE_DIR}" ND_BINARY_DIR="${CMAKE_BINARY_DIR}")
+    target_link_libraries(${exe} PRIVATE -Wl,--whole-archive nodalloc_static -Wl,--no-whole-archive pthread)
+    add_test(NAME tsan.${name} COMMAND ${exe})
+    set_tests_properties(tsan.${name} PROPERTIES LABELS tsan TIMEOUT 900
+      ENVIRONMENT "TSAN_OPTIONS=exitcode=66 halt_on_error=0 second_deadlock_stack=1 history_size=4")
+    list(APPEND ND_TSAN_TARGETS ${exe})
+  endforeach()
+  add_custom_target(tsan-programs DEPENDS ${ND_TSAN_TARGETS})
+endif()
