@@ -103,42 +103,34 @@ static int export_map(void **out)
 		_nd_opt_config_error("NODALLOC_STATS_EXPORT: bad value '%s' (expected 1, a path, or fd:N:PID from nodactl)", v);
 		return 0;
 	}
+	int err = 0;
+	char *base;
 	if (v[0] == 'f' && v[1] == 'd' && v[2] == ':') {
 		if (fd < 0)
 			return 0; /* a descendant of the launched program */
-		int err = 0;
-		char *base = _nd_os_map_shared_fd(fd, EXPORT_SIZE, &err);
+		base = _nd_os_map_shared_fd(fd, EXPORT_SIZE, &err);
 		if (!base) {
 			_nd_msg_warn("NODALLOC_STATS_EXPORT: cannot map descriptor %d (error %d)", fd, -err);
 			return 0;
 		}
-		export_hdr_t *h = (export_hdr_t *)base;
 		/* an earlier image of this pid (exec) counted here: start over,
 		 * writing only nonzero words (untouched pages stay unallocated) */
-		__atomic_store_n(&h->magic, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&((export_hdr_t *)base)->magic, 0, __ATOMIC_RELAXED);
 		int64_t *w = (int64_t *)(base + ND_PAGE_SIZE);
 		for (size_t i = 0; i < sizeof(stat_slot_t) * N_SLOTS / 8; i++)
 			if (w[i])
 				w[i] = 0;
-		h->version = ND_STATS_VERSION;
-		h->slot_size = sizeof(stat_slot_t);
-		h->pid = _nd_os_getpid();
-		h->node_limit = _nd_topo() ? _nd_topo()->node_limit : 1;
-		h->slots = N_SLOTS;
-		__atomic_store_n(&h->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
-		*out = base + ND_PAGE_SIZE;
-		return 1;
-	}
-	if (_nd_opt_parse_bool(v, &on) == 0)
-		_nd_msg_format(export_path, sizeof export_path, "/dev/shm/nodalloc-%d.stats", _nd_os_getpid());
-	else
-		_nd_msg_format(export_path, sizeof export_path, "%s", v);
-	int err = 0;
-	char *base = _nd_os_map_shared_file(export_path, EXPORT_SIZE, &err);
-	if (!base) {
-		_nd_msg_warn("NODALLOC_STATS_EXPORT: cannot publish to %s (error %d)", export_path, -err);
-		export_path[0] = '\0';
-		return 0;
+	} else {
+		if (_nd_opt_parse_bool(v, &on) == 0)
+			_nd_msg_format(export_path, sizeof export_path, "/dev/shm/nodalloc-%d.stats", _nd_os_getpid());
+		else
+			_nd_msg_format(export_path, sizeof export_path, "%s", v);
+		base = _nd_os_map_shared_file(export_path, EXPORT_SIZE, &err);
+		if (!base) {
+			_nd_msg_warn("NODALLOC_STATS_EXPORT: cannot publish to %s (error %d)", export_path, -err);
+			export_path[0] = '\0';
+			return 0;
+		}
 	}
 	export_hdr_t *h = (export_hdr_t *)base;
 	h->version = ND_STATS_VERSION;
