@@ -391,6 +391,9 @@ void _nd_opt_config_error(const char *fmt, ...) __attribute__((format(printf, 1,
 /* Every option with its value and where it came from (NODALLOC_VERBOSE=1
  * prints this at start), one line each, to fd. */
 void _nd_opt_print(int fd);
+/* Edit distance of typed[0..len) (case-insensitive, '-' = '_') and a
+ * lower-case name: the "did you mean" of options and nodactl's commands. */
+int _nd_opt_distance(const char *typed, size_t len, const char *name);
 
 /* ======================================================================
  * src/topology.c: nodes, CPUs, distances, fallback lists, CPU -> memory

@@ -303,8 +303,9 @@ static bool abort_on_error(void)
 	return false;
 }
 
-/* Edit distance of a typed name (case-insensitive, '-' = '_') and a row's. */
-static int distance(const char *typed, size_t tl, const char *name)
+/* Edit distance of a typed name (case-insensitive, '-' = '_') and a known
+ * lower-case name; 40 for names of 40 characters or more. */
+int _nd_opt_distance(const char *typed, size_t tl, const char *name)
 {
 	enum { MAXL = 40 };
 	size_t nl = 0;
@@ -339,7 +340,7 @@ static void unknown(const char *typed, size_t len, const char *how)
 {
 	int best = -1, bd = 0;
 	for (int i = 0; i < ND_OPT__COUNT; i++) {
-		int d = distance(typed, len, rows[i].name);
+		int d = _nd_opt_distance(typed, len, rows[i].name);
 		if (best < 0 || d < bd) {
 			best = i;
 			bd = d;

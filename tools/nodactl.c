@@ -326,29 +326,6 @@ static bool wants_inspector(int argc, char **argv)
  * and the files of their own). */
 static const char *const commands[] = { "hardware", "stat", "top", "maps" };
 
-/* Levenshtein distance of two short words (longer ones: a large number). */
-static int distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	if (la > 30 || lb > 30)
-		return 99;
-	int d[32][32];
-	for (size_t i = 0; i <= la; i++)
-		d[i][0] = (int)i;
-	for (size_t j = 0; j <= lb; j++)
-		d[0][j] = (int)j;
-	for (size_t i = 1; i <= la; i++)
-		for (size_t j = 1; j <= lb; j++) {
-			int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-			if (d[i - 1][j] + 1 < best)
-				best = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < best)
-				best = d[i][j - 1] + 1;
-			d[i][j] = best;
-		}
-	return d[la][lb];
-}
-
 static bool in_path(const char *name)
 {
 	if (strchr(name, '/'))
@@ -375,8 +352,8 @@ static const char *mistyped_command(int argc, char **argv)
 	if (argc < 2 || argv[1][0] == '-')
 		return NULL;
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-		int d = distance(argv[1], commands[i]);
-		if (d > 0 && d <= (strlen(commands[i]) >= 6 ? 2 : 1) && !in_path(argv[1]))
+		int d = _nd_opt_distance(argv[1], strlen(argv[1]), commands[i]);
+		if (strcmp(argv[1], commands[i]) != 0 && d <= (strlen(commands[i]) >= 6 ? 2 : 1) && !in_path(argv[1]))
 			return commands[i];
 	}
 	return NULL;

@@ -15,28 +15,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "nodactl_test.h"
 
-static char out[1 << 16];
 
-/* Runs a shell command, capturing stdout+stderr into out; returns exit code. */
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	char full[4200];
-	snprintf(full, sizeof full, "(%s) 2>&1", cmd);
-	FILE *f = popen(full, "r");
-	size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
-	out[n] = '\0';
-	int st = f ? pclose(f) : -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-#define NODACTL ND_BINARY_DIR "/nodactl"
 #define SPEC "0: cpus=0 mem=256M; 1: cpus=1 mem=256M; 2: mem=256M"
 
 static const char *python(void)
@@ -55,29 +36,29 @@ int main(void)
 {
 	/* Bad arguments: exit 1, the argument named. */
 	CHECK_EQ(run(NODACTL " --membind=9 -- true"), 1);
-	CHECK(strstr(out, "--membind: node list: node 9") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "--membind: node list: node 9") != NULL, "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " --interleave=0 --granularity=3K -- true"), 1);
-	CHECK(strstr(out, "--granularity expects a power-of-two size") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "--granularity expects a power-of-two size") != NULL, "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " --membind=0 --weights=0=2 -- true"), 1);
-	CHECK(strstr(out, "--weights goes with --interleave") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "--weights goes with --interleave") != NULL, "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " --membind=0 --preferred=0 -- true"), 1);
-	CHECK(strstr(out, "nodactl: Conflicting policies: --preferred after --membind") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "nodactl: Conflicting policies: --preferred after --membind") != NULL, "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " --stats=xml -- true"), 1);
-	CHECK(strstr(out, "--stats takes text or json, got 'xml'") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "--stats takes text or json, got 'xml'") != NULL, "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " --interleave=0"), 1);
-	CHECK(strstr(out, "no program to run") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "no program to run") != NULL, "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " --topology='0: cpus=0 mem=lots' -- true"), 1);
-	CHECK(strstr(out, "nodactl: --topology: topology spec: node 0: mem: bad size 'lots'") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "nodactl: --topology: topology spec: node 0: mem: bad size 'lots'") != NULL, "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " --topology='" SPEC "' --weights=0=1,5=1 -- true"), 1);
-	CHECK(strstr(out, "node 5") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "node 5") != NULL, "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " -- /nonexistent/program"), 127);
 
 	/* The policy reaches the program: preferred node 2 of an emulated
 	 * machine, small and large allocations both there. */
 	CHECK_EQ(run(NODACTL " --topology='" SPEC "' --preferred=2 -- %s -c \"" PROBE "\"", python()), 0);
-	CHECK(strstr(out, "nodes 2 2") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "nodes 2 2") != NULL, "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " --topology='" SPEC "' -m 1 -- %s -c \"" PROBE "\"", python()), 0);
-	CHECK(strstr(out, "nodes 1 1") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "nodes 1 1") != NULL, "got: %s", run_out);
 
 	/* --stats=json: valid JSON whose counters show the policy (bind to 1:
 	 * node 1 has hits, node 2 none). */
@@ -86,7 +67,7 @@ int main(void)
 		     " print('hits', d['1']['numa_hit'] > 0, d['2']['numa_hit'])\"",
 		     python(), python()),
 		 0);
-	CHECK(strstr(out, "hits True 0") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "hits True 0") != NULL, "got: %s", run_out);
 
 	/* Interleave with a granularity reaches nd_malloc of a large block: the
 	 * spread covers both nodes of the set. */
@@ -95,7 +76,7 @@ int main(void)
 		     "print('spread', sorted({l.nd_node_of(ctypes.c_void_p(p + i)) for i in range(0, 8 << 20, 65536)}))\"",
 		     python()),
 		 0);
-	CHECK(strstr(out, "spread [0, 2]") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "spread [0, 2]") != NULL, "got: %s", run_out);
 
 	/* nodactl stat PID on a live process started with --export. */
 	pid_t pid = fork();
@@ -120,12 +101,12 @@ int main(void)
 		     " print('live', d['numa_hit'] > 0, d['bytes_in_use'] >= 4000000)\"",
 		     (int)pid, python()),
 		 0);
-	CHECK(strstr(out, "live True True") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "live True True") != NULL, "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " stat %d", (int)pid), 0);
-	CHECK(strstr(out, "hit_runs") != NULL && strstr(out, "node0") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "hit_runs") != NULL && strstr(run_out, "node0") != NULL, "got: %s", run_out);
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
 	CHECK_EQ(run(NODACTL " stat 999999999"), 1);
-	CHECK(strstr(out, "was the process started with nodactl --export") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "was the process started with nodactl --export") != NULL, "got: %s", run_out);
 	return CHECK_DONE();
 }

@@ -24,35 +24,17 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "nodactl_test.h"
 
-static char out[1 << 18];
-
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	char full[4200];
-	snprintf(full, sizeof full, "(%s) 2>&1", cmd);
-	FILE *f = popen(full, "r");
-	size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
-	out[n] = '\0';
-	int st = f ? pclose(f) : -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
 
 static int count(const char *s)
 {
 	int n = 0;
-	for (const char *p = out; (p = strstr(p, s)); p++)
+	for (const char *p = run_out; (p = strstr(p, s)); p++)
 		n++;
 	return n;
 }
 
-#define NODACTL ND_BINARY_DIR "/nodactl"
 #define PY "/usr/bin/python3"
 
 /* Starts `nodactl ARGS` in the background with output to file; its pid. */
@@ -69,41 +51,23 @@ static pid_t start(const char *file, const char *const *argv)
 	return pid;
 }
 
-/* The program nodactl started (its only child), waiting up to 10 s. */
-static int child_of(pid_t pid)
-{
-	char path[128], buf[256];
-	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-	for (int i = 0; i < 100; i++) {
-		FILE *f = fopen(path, "r");
-		int c = 0;
-		if (f) {
-			if (fgets(buf, sizeof buf, f))
-				c = atoi(buf);
-			fclose(f);
-		}
-		if (c > 0)
-			return c;
-		usleep(100000);
-	}
-	return -1;
-}
-
 static void slurp(const char *file)
 {
 	FILE *f = fopen(file, "r");
-	size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
-	out[n] = '\0';
+	size_t n = f ? fread(run_out, 1, sizeof run_out - 1, f) : 0;
+	run_out[n] = '\0';
 	if (f)
 		fclose(f);
 }
 
-/* The process has allocated (its export shows bytes in use). */
-static void wait_export(int pid)
+/* The process has min_bytes in use (its live export says so); 30 s at
+ * most (the VMs may hold both CPUs meanwhile). */
+static void wait_export(int pid, long long min_bytes)
 {
-	for (int i = 0; i < 100; i++) {
-		if (run(NODACTL " stat %d --json", pid) == 0 && strstr(out, "\"bytes_in_use\":1") == NULL &&
-		    strstr(out, "\"total\":{") && !strstr(out, "\"bytes_in_use\":0,\"bytes_committed\":0,\"bytes_reserved\":0"))
+	for (int i = 0; i < 300; i++) {
+		const char *p;
+		if (run(NODACTL " stat %d --json", pid) == 0 && (p = strstr(run_out, "\"peak_bytes_in_use\":")) &&
+		    atoll(p + 20) >= min_bytes)
 			return;
 		usleep(100000);
 	}
@@ -118,19 +82,19 @@ int main(void)
 	/* The launched program only, labelled; descendants silent. */
 	CHECK_EQ(run(NODACTL " --stats -- sh -c '" PY " -c 1; " PY " -c 1'"), 0);
 	CHECK_EQ(count("nodalloc statistics of pid "), 1);
-	CHECK(strstr(out, "(sh), parent ") && strstr(out, ", the launched program, exited with status 0\n"), "got: %s", out);
-	CHECK(strstr(out, "Total\n") && strstr(out, "hit_runs") && strstr(out, "fragmented_MiB"), "got: %s", out);
+	CHECK(strstr(run_out, "(sh), parent ") && strstr(run_out, ", the launched program, exited with status 0\n"), "got: %s", run_out);
+	CHECK(strstr(run_out, "Total\n") && strstr(run_out, "hit_runs") && strstr(run_out, "fragmented_MiB"), "got: %s", run_out);
 	/* --stats-children: one per process, each named, one launched */
 	CHECK_EQ(run(NODACTL " --stats=json --stats-children -- sh -c '" PY " -c 1; " PY " -c 1'"), 0);
 	CHECK_EQ(count("{\"version\":1,\"pid\":"), 3);
 	CHECK_EQ(count("\"role\":\"launched\""), 1);
 	CHECK_EQ(count("\"role\":\"descendant\""), 2);
 	CHECK_EQ(count("\"program\":\"python3\""), 2);
-	CHECK(strstr(out, "\"program\":\"sh\"") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "\"program\":\"sh\"") != NULL, "got: %s", run_out);
 	/* each descendant's parent is the launched sh, named as launched */
 	int sh = 0;
-	const char *l = strstr(out, "\"role\":\"launched\"");
-	for (const char *p = l; p && p > out && !sh; p--)
+	const char *l = strstr(run_out, "\"role\":\"launched\"");
+	for (const char *p = l; p && p > run_out && !sh; p--)
 		if (strncmp(p, "{\"version\":1,\"pid\":", 19) == 0)
 			sh = atoi(p + 19);
 	char want[128];
@@ -146,16 +110,16 @@ int main(void)
 		     " 'frag', all(v['bytes_fragmented'] == max(0, v['bytes_committed'] - v['bytes_in_use']) for v in n.values()),"
 		     " 'rss', d['peak_rss_bytes'] >= 30 << 20)\""),
 		 0);
-	CHECK(strstr(out, "peak True True sum True frag True rss True") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "peak True True sum True frag True rss True") != NULL, "got: %s", run_out);
 
 	/* SIGTERM to nodactl: passed on, the program reported, nodactl ends
 	 * by the same signal. */
-	const char *file = "/tmp/nd_test_nodactl_stats.out";
+	const char *file = "/tmp/nd_test_nodactl_stats.run_out";
 	pid_t n = start(file, (const char *const[]){ "nodactl", "--stats", "--export", "--", PY, "-c",
 						     "import time; x = bytes(20 << 20); time.sleep(60)", NULL });
 	int prog = child_of(n);
 	CHECK(prog > 0, "nodactl started no program");
-	wait_export(prog);
+	wait_export(prog, 20ll << 20);
 	kill(n, SIGTERM);
 	int st;
 	waitpid(n, &st, 0);
@@ -163,47 +127,47 @@ int main(void)
 	slurp(file);
 	snprintf(want, sizeof want, "nodalloc statistics of pid %d (python3), parent %d, the launched program, killed by signal 15",
 		 prog, (int)n);
-	CHECK(strstr(out, want) != NULL, "want '%s' in: %s", want, out);
-	const char *pk = strstr(out, "peak in use ");
-	CHECK(pk && atof(pk + 12) >= 20.0, "20 MiB in use not reported: %s", out);
+	CHECK(strstr(run_out, want) != NULL, "want '%s' in: %s", want, run_out);
+	const char *pk = strstr(run_out, "peak in use ");
+	CHECK(pk && atof(pk + 12) >= 20.0, "20 MiB in use not reported: %s", run_out);
 	/* the live export was nodactl's to remove */
 	char path[128];
 	snprintf(path, sizeof path, "/dev/shm/nodalloc-%d.stats", prog);
 	CHECK(access(path, F_OK) != 0, "%s left behind", path);
 
 	/* SIGKILL of the program itself: still reported. */
-	n = start(file, (const char *const[]){ "nodactl", "--stats=json", "--", PY, "-c",
+	n = start(file, (const char *const[]){ "nodactl", "--stats=json", "--export", "--", PY, "-c",
 					       "import time; x = bytes(5 << 20); time.sleep(60)", NULL });
 	prog = child_of(n);
 	CHECK(prog > 0, "nodactl started no program");
-	usleep(1500000);
+	wait_export(prog, 5ll << 20);
 	kill(prog, SIGKILL);
 	waitpid(n, &st, 0);
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "nodactl did not end as its program (SIGKILL): 0x%x", st);
 	slurp(file);
-	CHECK(strstr(out, "\"role\":\"launched\",\"ended\":\"killed by signal 9 (Killed)\"") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "\"role\":\"launched\",\"ended\":\"killed by signal 9 (Killed)\"") != NULL, "got: %s", run_out);
 	unlink(file);
 
 	/* _exit: no destructor runs, nodactl reports; the status is kept. */
 	CHECK_EQ(run(NODACTL " --stats -- " PY " -c 'import os; x = bytes(1 << 20); os._exit(3)'"), 3);
-	CHECK(strstr(out, "the launched program, exited with status 3\n") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "the launched program, exited with status 3\n") != NULL, "got: %s", run_out);
 
 	/* A static program publishes nothing: said, no table. */
 	CHECK_EQ(run(NODACTL " --stats -- " ND_BINARY_DIR "/vm-bin/probe_nodactl_static 1"), 0);
-	CHECK(strstr(out, "exited with status 0 without publishing statistics: it did not load nodalloc") != NULL &&
-	      strstr(out, "hit_runs") == NULL, "got: %s", out);
+	CHECK(strstr(run_out, "exited with status 0 without publishing statistics: it did not load nodalloc") != NULL &&
+	      strstr(run_out, "hit_runs") == NULL, "got: %s", run_out);
 
 	/* stat --interval stops with a line when the process exits. */
 	n = start(file, (const char *const[]){ "nodactl", "--export", "--", PY, "-c",
-					       "import time; x = bytes(1 << 20); time.sleep(2)", NULL });
+					       "import time; x = bytes(1 << 20); time.sleep(6)", NULL });
 	snprintf(path, sizeof path, "/dev/shm/nodalloc-%d.stats", (int)n); /* exec: nodactl's pid */
-	for (int i = 0; i < 100 && access(path, F_OK) != 0; i++)
+	for (int i = 0; i < 400 && access(path, F_OK) != 0; i++)
 		usleep(50000);
 	CHECK_EQ(run("timeout 20 " NODACTL " stat %d --interval=0.2", (int)n), 0);
 	snprintf(want, sizeof want, "nodactl: stat: process %d has exited\n", (int)n);
-	CHECK(strstr(out, want) != NULL, "want '%s' in: %s", want, out);
+	CHECK(strstr(run_out, want) != NULL, "want '%s' in: %s", want, run_out);
 	snprintf(want, sizeof want, "nodalloc statistics of pid %d (python3), parent %d\n", (int)n, (int)getpid());
-	CHECK(strstr(out, want) != NULL, "want '%s' in: %s", want, out);
+	CHECK(strstr(run_out, want) != NULL, "want '%s' in: %s", want, run_out);
 	waitpid(n, &st, 0);
 	unlink(file);
 
@@ -217,14 +181,15 @@ int main(void)
 		execl(PY, "python3", "-c", "import time; time.sleep(60)", (char *)NULL);
 		_exit(127);
 	}
-	for (int i = 0; i < 100 && access(stale, F_OK) != 0; i++)
+	for (int i = 0; i < 400 && access(stale, F_OK) != 0; i++)
 		usleep(50000);
+	CHECK(access(stale, F_OK) == 0, "bed: %s was not made", stale);
 	usleep(300000);
 	kill(k, SIGKILL);
 	waitpid(k, &st, 0);
 	CHECK_EQ(run(NODACTL " stat %s", stale), 1);
 	snprintf(want, sizeof want, "nodactl: stat: %s: process %d has exited: a stale export, not shown", stale, (int)k);
-	CHECK(strstr(out, want) != NULL, "want '%s' in: %s", want, out);
+	CHECK(strstr(run_out, want) != NULL, "want '%s' in: %s", want, run_out);
 	unlink(stale);
 	return CHECK_DONE();
 }

@@ -15,27 +15,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "nodactl_test.h"
 
-static char out[1 << 16];
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof cmd, fmt, ap);
-	va_end(ap);
-	char full[4200];
-	snprintf(full, sizeof full, "(%s) 2>&1", cmd);
-	FILE *f = popen(full, "r");
-	size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
-	out[n] = '\0';
-	int st = f ? pclose(f) : -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-#define NODACTL ND_BINARY_DIR "/nodactl"
 #define PY "/usr/bin/python3"
 
 static pid_t spawn(const char *const *argv, const char *env_name, const char *env_value)
@@ -52,31 +34,12 @@ static pid_t spawn(const char *const *argv, const char *env_name, const char *en
 	return pid;
 }
 
-static int child_of(pid_t pid)
-{
-	char path[128], buf[256];
-	snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-	for (int i = 0; i < 100; i++) {
-		FILE *f = fopen(path, "r");
-		int c = 0;
-		if (f) {
-			if (fgets(buf, sizeof buf, f))
-				c = atoi(buf);
-			fclose(f);
-		}
-		if (c > 0)
-			return c;
-		usleep(100000);
-	}
-	return -1;
-}
-
 /* the line of top's output for pid, or NULL */
 static const char *line_of(int pid)
 {
 	char key[32];
 	snprintf(key, sizeof key, "\n%7d ", pid);
-	return strstr(out, key);
+	return strstr(run_out, key);
 }
 
 int main(void)
@@ -102,17 +65,17 @@ int main(void)
 	waitpid(k, NULL, 0);
 
 	CHECK_EQ(run(NODACTL " top --count=2 --interval=0.1"), 0);
-	CHECK(strstr(out, "PID    PPID PROGRAM") != NULL, "got: %s", out);
+	CHECK(strstr(run_out, "PID    PPID PROGRAM") != NULL, "got: %s", run_out);
 	const char *le = line_of(e), *ls = line_of(sc);
-	CHECK(le && strncmp(le + 17, "python3", 7) == 0, "the --export program %d not listed: %s", (int)e, out);
-	CHECK(ls && strncmp(ls + 17, "python3", 7) == 0, "the --stats program %d not listed: %s", sc, out);
+	CHECK(le && strncmp(le + 17, "python3", 7) == 0, "the --export program %d not listed: %s", (int)e, run_out);
+	CHECK(ls && strncmp(ls + 17, "python3", 7) == 0, "the --stats program %d not listed: %s", sc, run_out);
 	CHECK(le && atof(le + 34) >= 6.0, "--export: in use < 6 MiB: %s", le);
-	CHECK(!line_of(k), "stale export of %d listed: %s", (int)k, out);
+	CHECK(!line_of(k), "stale export of %d listed: %s", (int)k, run_out);
 	/* refreshed: two rounds */
-	const char *second = strstr(out, "nodactl top:");
-	CHECK(second && strstr(second + 1, "nodactl top:"), "not two rounds: %s", out);
+	const char *second = strstr(run_out, "nodactl top:");
+	CHECK(second && strstr(second + 1, "nodactl top:"), "not two rounds: %s", run_out);
 	CHECK_EQ(run(NODACTL " top --count=x"), 1);
-	CHECK(strstr(out, "nodactl: top: --count expects a number > 0, got 'x'"), "got: %s", out);
+	CHECK(strstr(run_out, "nodactl: top: --count expects a number > 0, got 'x'"), "got: %s", run_out);
 	unlink(stale);
 
 	/* maps of a process that does not use nodalloc (coreutils sleep),
@@ -122,13 +85,13 @@ int main(void)
 	CHECK_EQ(run(NODACTL " maps %d", (int)plain), 0);
 	char want[128];
 	snprintf(want, sizeof want, "\nPer-node process memory usage (in MBs) for PID %d (sleep)\n", (int)plain);
-	CHECK(strncmp(out, want, strlen(want)) == 0, "got: %s", out);
-	CHECK(strstr(out, "\nBy policy (MB per node)\ndefault ") != NULL, "got: %s", out);
-	static char mine[sizeof out];
-	snprintf(mine, sizeof mine, "%s", out);
+	CHECK(strncmp(run_out, want, strlen(want)) == 0, "got: %s", run_out);
+	CHECK(strstr(run_out, "\nBy policy (MB per node)\ndefault ") != NULL, "got: %s", run_out);
+	static char mine[sizeof run_out];
+	snprintf(mine, sizeof mine, "%s", run_out);
 	if (run("numastat -p %d", (int)plain) == 0) {
-		size_t n = strlen(out);
-		CHECK(strncmp(mine, out, n) == 0, "nodactl maps:\n%s\nnumastat -p:\n%s", mine, out);
+		size_t n = strlen(run_out);
+		CHECK(strncmp(mine, run_out, n) == 0, "nodactl maps:\n%s\nnumastat -p:\n%s", mine, run_out);
 	} else {
 		printf("note: numastat not installed (apt-get install numactl): not compared\n");
 	}
@@ -138,11 +101,11 @@ int main(void)
 	pid_t bound = spawn((const char *const[]){ NODACTL, "-m", "0", "--", "/bin/sleep", "30", NULL }, NULL, NULL);
 	usleep(500000);
 	CHECK_EQ(run(NODACTL " maps %d", (int)bound), 0);
-	CHECK(strstr(out, "\nbind:0 ") != NULL, "no bind:0 memory: %s", out);
+	CHECK(strstr(run_out, "\nbind:0 ") != NULL, "no bind:0 memory: %s", run_out);
 	kill(bound, SIGKILL);
 	waitpid(bound, NULL, 0);
 	CHECK_EQ(run(NODACTL " maps 999999999"), 1);
-	CHECK(strstr(out, "nodactl: maps: /proc/999999999/numa_maps: No such file or directory"), "got: %s", out);
+	CHECK(strstr(run_out, "nodactl: maps: /proc/999999999/numa_maps: No such file or directory"), "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " maps"), 1);
 
 	kill(e, SIGTERM);
