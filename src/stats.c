@@ -272,8 +272,6 @@ static int export_map(void **out)
 		_nd_opt_config_error("NODALLOC_STATS_EXPORT: bad value '%s' (expected 1, a path, or fd:N:PID from nodactl)", v);
 		return 0;
 	}
-	int err = 0;
-	char *base;
 	if (v[0] == 'f' && v[1] == 'd' && v[2] == ':') {
 		if (fd < 0)
 			return 0; /* a descendant of the launched program */
