@@ -342,6 +342,28 @@ static inline uintptr_t my_tp(void) { return (uintptr_t)__builtin_thread_pointer
  * the object is free already. */
 static inline void *marker(const slab_t *s) { return (void *)s; }
 
+/* A free object's link (word 0) must be NULL or another object of the
+ * same slab that was carved: a write past the end of the object before it
+ * (a heap overflow) or after free that hit the link is reported by name
+ * here, before anything follows it (slow paths; every path in check
+ * mode). */
+static __attribute__((noreturn, noinline, cold)) void corrupt_link(const slab_t *s, void *const *o, const char *fn)
+{
+	_nd_msg_fatal("%s(): corrupted free list in the slab of %u-byte objects at %p: free object %p links to %p "
+		      "(heap overflow into a free object, or a write after free)",
+		      fn, s->size, (void *)s->start, (const void *)o, o[0]);
+}
+
+static inline void check_link(const slab_t *s, void *const *o, const char *fn)
+{
+	uintptr_t n = (uintptr_t)o[0];
+	if (n) {
+		uint64_t x = (n - (uintptr_t)s->start) * s->mul;
+		if (nd_unlikely(((x >> 15) | (x << 49)) >= s->carved))
+			corrupt_link(s, o, fn);
+	}
+}
+
 /* Every heap of a thread stamps its slabs with the thread pointer. */
 static inline bool is_owner(const slab_t *s)
 {
@@ -455,10 +477,13 @@ static unsigned slab_collect(slab_t *s)
 	if (!list)
 		return 0;
 	unsigned n = (unsigned)(v >> TF_CNT_SHIFT);
+	if (nd_unlikely(check_mode)) /* every link, before the fast path follows them */
+		for (void **x = list; x; x = x[0])
+			check_link(s, x, "malloc");
 	if (s->free) { /* not on the paths that call it; kept correct anyway */
 		void **tail = list;
-		while (tail[0])
-			tail = tail[0];
+		for (; tail[0]; tail = tail[0])
+			check_link(s, tail, "malloc");
 		tail[0] = s->free;
 	}
 	s->free = list;
@@ -670,10 +695,7 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 				slab_carve(s);
 			void **o = s->free;
 			if (o) {
-				if (nd_unlikely(check_mode) && o[0] &&
-				    ((char *)o[0] < s->start || (char *)o[0] >= s->start + (size_t)s->cap * s->size))
-					_nd_msg_fatal("malloc(): corrupted free list in slab %p (object %p, next %p): "
-						      "memory written after free?", (void *)s->start, (void *)o, o[0]);
+				check_link(s, o, "malloc");
 				return _nd_slab_pop((_nd_slab_hot_t *)s);
 			}
 			park_full(h, s); /* or, if remote frees came in, collect them */
@@ -1265,12 +1287,16 @@ static bool on_free_lists(const slab_t *s, const void *o, bool owner)
 {
 	if (!owner)
 		return false;
-	for (void **x = s->free; x; x = x[0])
+	for (void **x = s->free; x; x = x[0]) {
+		check_link(s, x, "free");
 		if (x == o)
 			return true;
-	for (void **x = (void **)(__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR); x; x = x[0])
+	}
+	for (void **x = (void **)(__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR); x; x = x[0]) {
+		check_link(s, x, "free");
 		if (x == o)
 			return true;
+	}
 	return false;
 }
 
