@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child_fixture.h"
 
 static const char *script =
 	"import ctypes, threading, sys\n"
@@ -77,25 +78,9 @@ int main(void)
 		printf("test_malloc_dlopen: python3 missing, dlopen part skipped\n");
 		return CHECK_DONE();
 	}
-	int fd[2];
-	CHECK(pipe(fd) == 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fd[1], 1);
-		dup2(fd[1], 2);
-		unsetenv("LD_PRELOAD");
-		execl("/usr/bin/python3", "python3", "-c", script, lib, (char *)NULL);
-		_exit(127);
-	}
-	close(fd[1]);
 	char out[4096];
-	size_t got = 0;
-	ssize_t r;
-	while (got + 1 < sizeof out && (r = read(fd[0], out + got, sizeof out - 1 - got)) > 0)
-		got += (size_t)r;
-	out[got] = '\0';
-	int st = 0;
-	waitpid(pid, &st, 0);
+	int st = run_child("/usr/bin/python3", (char *const[]){ "python3", "-c", (char *)script, lib, NULL }, NULL, NULL,
+			   true, out, sizeof out);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "dlopen ok"), "python3 dlopen: status %d, output:\n%s",
 	      st, out);
 	return CHECK_DONE();

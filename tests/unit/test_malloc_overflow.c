@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child_fixture.h"
 
 static void *volatile sink;
 /* Hides the pointers' provenance from the compiler (the overflow is the
@@ -57,25 +58,9 @@ int main(int argc, char **argv)
 		return run_case(argv[1]);
 	const char *cases[] = { "free", "malloc" };
 	for (unsigned c = 0; c < 2; c++) {
-		int fd[2];
-		CHECK(pipe(fd) == 0);
-		pid_t pid = fork();
-		if (pid == 0) {
-			dup2(fd[1], 2);
-			setenv("NODALLOC_CHECK", "1", 1);
-			execl("/proc/self/exe", argv[0], cases[c], (char *)NULL);
-			_exit(127);
-		}
-		close(fd[1]);
 		char msg[1024];
-		size_t got = 0;
-		ssize_t r;
-		while (got + 1 < sizeof msg && (r = read(fd[0], msg + got, sizeof msg - 1 - got)) > 0)
-			got += (size_t)r;
-		msg[got] = '\0';
-		close(fd[0]);
-		int st = 0;
-		waitpid(pid, &st, 0);
+		int st = run_child("/proc/self/exe", (char *const[]){ argv[0], (char *)cases[c], NULL }, "NODALLOC_CHECK", "1",
+				   false, msg, sizeof msg);
 		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "%s: status %d (signal %d)", cases[c], st,
 		      WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 		CHECK(strstr(msg, "corrupted free list") && strstr(msg, "heap overflow") &&

@@ -19,6 +19,7 @@
 #pragma GCC diagnostic ignored "-Wuse-after-free"
 
 #include "check.h"
+#include "child_fixture.h"
 #include "internal.h"
 #include "policy_fixture.h"
 
@@ -132,24 +133,9 @@ int main(int argc, char **argv)
 	nd_emulate_cpu(0);
 
 	/* realloc of a freed block: aborts with a message naming realloc */
-	int fd[2];
-	CHECK(pipe(fd) == 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fd[1], 2);
-		execl("/proc/self/exe", argv[0], "realloc_freed", (char *)NULL);
-		_exit(127);
-	}
-	close(fd[1]);
-	char msg[512] = "";
-	size_t got = 0;
-	ssize_t r;
-	while (got + 1 < sizeof msg && (r = read(fd[0], msg + got, sizeof msg - 1 - got)) > 0)
-		got += (size_t)r;
-	msg[got] = '\0';
-	close(fd[0]);
-	int st = 0;
-	waitpid(pid, &st, 0);
+	char msg[512];
+	int st = run_child("/proc/self/exe", (char *const[]){ argv[0], "realloc_freed", NULL }, NULL, NULL, false, msg,
+			   sizeof msg);
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "realloc of a freed block: status %d", st);
 	CHECK(strstr(msg, "realloc(): invalid pointer") && strstr(msg, "already freed"), "message: %s", msg);
 	return CHECK_DONE();
