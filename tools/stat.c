@@ -80,7 +80,9 @@ void nodactl_label_of(int pid, _nd_stats_label_t *lb)
 		}
 	}
 	const char *slash = strrchr(cmd, '/');
-	snprintf(lb->program, sizeof lb->program, "%s", slash && slash[1] ? slash + 1 : cmd);
+	/* a display label: a longer name is shown cut to the field */
+	if (snprintf(lb->program, sizeof lb->program, "%s", slash && slash[1] ? slash + 1 : cmd) >= (int)sizeof lb->program)
+		lb->program[sizeof lb->program - 2] = '~';
 	snprintf(path, sizeof path, "/proc/%d/status", pid);
 	f = fopen(path, "r");
 	char line[256];
