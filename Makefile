@@ -14,7 +14,7 @@ DEBUG_BUILD ?= build-debug
 TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc)
 
-.PHONY: all build build-clang build-debug demo test tsan deps bench clean install vm-report
+.PHONY: all build build-clang build-debug demo test tsan fuzz deps bench clean install vm-report
 
 all: build
 
@@ -67,6 +67,14 @@ test: deps build build-clang build-debug
 tsan: deps $(TSAN_BUILD)/CMakeCache.txt
 	cmake --build $(TSAN_BUILD) -j $(JOBS) --target tsan-programs
 	cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L tsan
+
+# The differential fuzzer (tests/fuzz) long: make test runs each variant
+# for 4000 operations; this for FUZZ_OPS with a fresh seed (printed).
+FUZZ_OPS ?= 400000
+FUZZ_SEED ?= $(shell date +%s)
+fuzz: deps build
+	cd $(BUILD) && ND_FUZZ_OPS=$(FUZZ_OPS) ND_FUZZ_SEED=$(FUZZ_SEED) \
+	  ctest -V -j $(JOBS) -L fuzz | grep -E 'fuzz_malloc|FAIL|tests passed|Failed'
 
 bench: deps build
 	bash bench/run.sh $(BUILD)

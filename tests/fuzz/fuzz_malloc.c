@@ -1,0 +1,264 @@
+/* Differential fuzzer of the malloc family and the nd_* placement calls
+ * (tests/fuzz, docs in part.cmake): random operation sequences checked
+ * against a model of what each live block must hold.
+ *
+ *   fuzz_malloc SEED OPS [THREADS]   (ND_FUZZ_OPS, ND_FUZZ_SEED: main)
+ *
+ * Ops: malloc, calloc (zeroed), realloc (grow/shrink/NULL/0, old bytes
+ * kept), free, aligned_alloc, posix_memalign, memalign, malloc_usable_size,
+ * nd_malloc_onnode, nd_malloc_interleaved, nd_calloc... sizes 0..64 MiB
+ * skewed small, alignments up to 1 MiB, and frees of blocks another
+ * thread allocated (blocks pass between threads through a shared pool).
+ * Every block carries a pattern derived from (id, offset); it is checked
+ * in full for small blocks, sampled for big ones, at every touch. Prints
+ * the case counts; exit 1 on any mismatch. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nodalloc.h"
+
+#define SLOTS 512
+#define SHARED 64
+
+typedef struct blk {
+	unsigned char *p;
+	size_t n;
+	size_t align;
+	uint32_t id;
+} blk_t;
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static blk_t pool[SHARED];
+static long n_ops[16], failures, cross_frees, bytes_checked;
+static const char *op_names[16] = { "malloc", "calloc", "realloc", "free", "aligned_alloc",
+	"posix_memalign", "memalign", "usable_size", "nd_malloc_onnode", "nd_malloc_interleaved",
+	"nd_calloc", "handoff", "valloc", "reallocarray" };
+static long ops_per_thread;
+static uint64_t seed;
+static int nodes;
+
+static uint64_t rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static inline unsigned char pat(uint32_t id, size_t i)
+{
+	return (unsigned char)(id * 131u + (uint32_t)(i >> 3) * 7u + (uint32_t)i);
+}
+
+static void fail(const char *what, const blk_t *b, size_t at)
+{
+	if (__atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED) > 20)
+		return; /* counted, not printed */
+	fprintf(stderr, "FAIL seed %llu: %s: block %u %p size %zu align %zu at %zu\n",
+		(unsigned long long)seed, what, b->id, (void *)b->p, b->n, b->align, at);
+}
+
+static void fill(blk_t *b, size_t from)
+{
+	for (size_t i = from; i < b->n; i++)
+		b->p[i] = pat(b->id, i);
+}
+
+/* full check up to 64 KiB, then every 4093rd byte and the last page */
+static void verify(const blk_t *b, size_t upto)
+{
+	size_t n = upto < b->n ? upto : b->n;
+	size_t step = n <= 65536 ? 1 : 4093;
+	for (size_t i = 0; i < n; i += step)
+		if (b->p[i] != pat(b->id, i)) {
+			fail("content changed", b, i);
+			return;
+		}
+	for (size_t i = n > 4096 ? n - 4096 : 0; i < n; i++)
+		if (b->p[i] != pat(b->id, i)) {
+			fail("content changed (tail)", b, i);
+			return;
+		}
+	__atomic_add_fetch(&bytes_checked, (long)n, __ATOMIC_RELAXED);
+	if (b->align && (uintptr_t)b->p % b->align)
+		fail("misaligned", b, 0);
+	if (b->p && malloc_usable_size(b->p) < b->n)
+		fail("usable size below the request", b, malloc_usable_size(b->p));
+}
+
+static size_t pick_size(uint64_t r)
+{
+	switch (r % 100) {
+	case 0: return (size_t)(r >> 8) % ((size_t)64 << 20) + 1; /* up to 64 MiB */
+	case 1 ... 4: return (size_t)(r >> 8) % (2 << 20);        /* page runs */
+	case 5 ... 19: return (size_t)(r >> 8) % 65536;
+	case 20: return 0;
+	default: return (size_t)(r >> 8) % 1024;
+	}
+}
+
+static void *worker(void *arg)
+{
+	uint64_t s = seed * 1000003u + (uint64_t)(uintptr_t)arg;
+	blk_t *slot = calloc(SLOTS, sizeof *slot);
+	uint32_t next_id = (uint32_t)(uintptr_t)arg << 24;
+	for (long op = 0; op < ops_per_thread; op++) {
+		uint64_t r = rnd(&s);
+		blk_t *b = &slot[r % SLOTS];
+		unsigned kind = (unsigned)(r >> 12) % 14;
+		size_t n = pick_size(rnd(&s));
+		size_t align = (size_t)16 << (rnd(&s) % 17); /* 16 .. 1 MiB */
+		if (b->p)
+			verify(b, SIZE_MAX);
+		if (kind == 3 || (b->p && kind != 2 && kind != 7 && kind != 11)) {
+			free(b->p); /* free(NULL) included */
+			b->p = NULL;
+			n_ops[3]++;
+			if (kind == 3)
+				continue;
+		}
+		blk_t nb = { NULL, n, 0, ++next_id };
+		int rc;
+		errno = 0;
+		switch (kind) {
+		case 0: nb.p = malloc(n); break;
+		case 1: nb.p = calloc(1, n); break;
+		case 2: { /* realloc: the old bytes survive up to the smaller size */
+			size_t keep = !b->p ? 0 : b->n < n ? b->n : n;
+			unsigned char *q = realloc(b->p, n);
+			if (n == 0 && b->p) { /* freed, NULL (glibc) */
+				b->p = NULL;
+				n_ops[2]++;
+				continue;
+			}
+			if (!q)
+				break;
+			b->p = q;
+			blk_t old = *b;
+			old.n = keep;
+			old.align = 0;
+			if (keep)
+				verify(&old, keep);
+			b->n = n;
+			b->align = 0; /* realloc keeps only malloc's alignment */
+			fill(b, 0);
+			n_ops[2]++;
+			continue;
+		}
+		case 4: nb.align = align; nb.p = aligned_alloc(align, n); break;
+		case 5:
+			nb.align = align;
+			rc = posix_memalign((void **)&nb.p, align, n);
+			if (rc) nb.p = NULL;
+			break;
+		case 6: nb.align = align; nb.p = memalign(align, n); break;
+		case 7:
+			if (b->p && malloc_usable_size(b->p) < b->n)
+				fail("malloc_usable_size", b, 0);
+			n_ops[7]++;
+			continue;
+		case 8: nb.p = nd_malloc_onnode(n, (int)(r >> 40) % nodes); break;
+		case 9: {
+			nd_nodemask_t m;
+			nd_nodemask_zero(&m);
+			for (int k = 0; k < nodes; k++)
+				if (nd_node_has_memory(k)) /* a memoryless node is EINVAL */
+					nd_nodemask_set(&m, k);
+			nb.p = nd_malloc_interleaved(n ? n : 1, &m, (size_t)4096 << (r >> 50) % 5);
+			nb.n = n ? n : 1;
+			break;
+		}
+		case 10: nb.p = nd_calloc(n ? 1 : 0, n ? n : 0); nb.n = n; break;
+		case 11: { /* swap with the shared pool: frees cross threads */
+			pthread_mutex_lock(&pool_mu);
+			blk_t *x = &pool[r % SHARED];
+			blk_t t = *x;
+			*x = *b;
+			*b = t;
+			pthread_mutex_unlock(&pool_mu);
+			if (b->p) {
+				verify(b, SIZE_MAX);
+				free(b->p);
+				b->p = NULL;
+				__atomic_add_fetch(&cross_frees, 1, __ATOMIC_RELAXED);
+			}
+			n_ops[11]++;
+			continue;
+		}
+		case 12: nb.align = 4096; nb.p = valloc(n); break;
+		default: nb.p = reallocarray(NULL, n ? n : 1, 1); nb.n = n ? n : 1; break;
+		}
+		n_ops[kind]++;
+		if (!nb.p) {
+			/* only a genuinely impossible request may fail */
+			if (nb.n < ((size_t)256 << 20)) {
+				blk_t e = nb;
+				fail(op_names[kind], &e, (size_t)errno);
+			}
+			continue;
+		}
+		if (kind == 1 || kind == 10)
+			for (size_t i = 0; i < nb.n; i += nb.n > 65536 ? 4093 : 1)
+				if (nb.p[i]) {
+					fail("calloc not zero", &nb, i);
+					break;
+				}
+		if (kind >= 8 && kind <= 10 && nd_node_of(nb.p) < 0)
+			fail("nd_node_of: not nodalloc's", &nb, 0);
+		fill(&nb, 0);
+		verify(&nb, SIZE_MAX);
+		*b = nb;
+	}
+	for (int i = 0; i < SLOTS; i++)
+		if (slot[i].p) {
+			verify(&slot[i], SIZE_MAX);
+			free(slot[i].p);
+		}
+	free(slot);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s SEED OPS [THREADS]\n", argv[0]);
+		return 2;
+	}
+	/* make fuzz: ND_FUZZ_OPS replaces OPS, ND_FUZZ_SEED is added to SEED */
+	const char *e_ops = getenv("ND_FUZZ_OPS"), *e_seed = getenv("ND_FUZZ_SEED");
+	seed = strtoull(argv[1], NULL, 0) + (e_seed ? strtoull(e_seed, NULL, 0) : 0);
+	long ops = e_ops ? atol(e_ops) : atol(argv[2]);
+	int nt = argc > 3 ? atoi(argv[3]) : 2;
+	if (nt < 1 || nt > 16 || ops < 1) {
+		fprintf(stderr, "%s: bad OPS or THREADS\n", argv[0]);
+		return 2;
+	}
+	nodes = nd_node_limit();
+	ops_per_thread = ops / nt;
+	pthread_t th[16];
+	for (int t = 0; t < nt; t++)
+		pthread_create(&th[t], NULL, worker, (void *)(uintptr_t)(t + 1));
+	for (int t = 0; t < nt; t++)
+		pthread_join(th[t], NULL);
+	for (int i = 0; i < SHARED; i++)
+		if (pool[i].p) {
+			verify(&pool[i], SIZE_MAX);
+			free(pool[i].p);
+		}
+	long total = 0;
+	const char *v = getenv("ND_FUZZ_VARIANT");
+	printf("fuzz_malloc %s: seed %llu, %d threads, %d nodes:", v ? v : "", (unsigned long long)seed, nt, nodes);
+	for (int k = 0; k < 14; k++) {
+		printf(" %s %ld", op_names[k], n_ops[k]);
+		total += n_ops[k];
+	}
+	printf("; %ld cases, %ld cross-thread frees, %.1f MiB checked, %ld failures\n", total, cross_frees,
+	       bytes_checked / 1048576.0, failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,20 @@
+# Differential fuzzer of the malloc family and the nd_* calls
+# (tests/fuzz/fuzz_malloc.c). Included by the top CMakeLists.txt. Each
+# variant is a ctest (label fuzz): a short run in make test (seconds);
+# make fuzz runs them long (ND_FUZZ_OPS, ND_FUZZ_SEED in the environment).
+# Variants: the default; NODALLOC_CHECK=1; an emulated 3-node topology
+# (one memoryless node); an interleave policy over two emulated nodes.
+add_executable(fuzz_malloc ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_malloc.c)
+target_include_directories(fuzz_malloc PRIVATE ${CMAKE_SOURCE_DIR}/include)
+target_compile_options(fuzz_malloc PRIVATE ${ND_WARN} ${ND_TEST_FLAGS})
+target_link_libraries(fuzz_malloc PRIVATE -Wl,--whole-archive nodalloc_static -Wl,--no-whole-archive pthread)
+
+function(nd_fuzz name seed)
+  add_test(NAME fuzz.${name} COMMAND fuzz_malloc ${seed} 4000 2)
+  set_tests_properties(fuzz.${name} PROPERTIES LABELS fuzz TIMEOUT 3600
+    ENVIRONMENT "ND_FUZZ_VARIANT=${name};${ARGN}")
+endfunction()
+nd_fuzz(default 1)
+nd_fuzz(check 2 NODALLOC_CHECK=1)
+nd_fuzz(emulated 3 "NODALLOC_TOPOLOGY=0: cpus=0 mem=2G\\; 1: cpus=1 mem=2G\\; 2: mem=0")
+nd_fuzz(interleave 4 "NODALLOC_TOPOLOGY=0: cpus=0 mem=2G\\; 1: cpus=1 mem=2G" NODALLOC_POLICY=interleave:0-1)
