@@ -203,7 +203,7 @@ typedef enum _nd_lock_rank {
 	ND_RANK_LARGE_CACHE = 65, /* large.c: one per node, its cached runs (takes nothing) */
 	ND_RANK_PAGE_SETUP = 70,  /* page.c: reservation setup (takes topology freeze) */
 	ND_RANK_PAGE_ARENA = 71,  /* page.c: one per slot: buddy lists, descriptors */
-	ND_RANK_PAGE_WMARK = 72,  /* page.c: reading the kernel's watermarks (trylock) */
+	ND_RANK_PAGE_WMARK = 72,  /* page.c: reading the kernel's watermarks (takes no other lock) */
 	ND_RANK_TOPO_SWAP = 80,   /* topology.c: replacing the live topology, freeze */
 } _nd_lock_rank_t;
 
