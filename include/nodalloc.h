@@ -155,7 +155,7 @@ ND_API nd_percpu_t nd_percpu_alloc(size_t size, size_t align);
 /* 0 is ignored; a handle that is not from nd_percpu_alloc is reported. */
 ND_API void nd_percpu_free(nd_percpu_t h);
 /* The operations below report handle 0 (nd_percpu_alloc's failure value)
- * and do nothing: pointers are NULL, values 0, nd_percpu_cmpxchg returns
+ * and do nothing with it: pointers are NULL, values 0, nd_percpu_cmpxchg returns
  * expect + 1 (no store). */
 /* CPU cpu's copy; NULL if cpu is not below nd_cpu_limit() or not possible. */
 ND_API void *nd_percpu_ptr(nd_percpu_t h, int cpu);

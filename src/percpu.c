@@ -421,12 +421,12 @@ void nd_percpu_free(nd_percpu_t h)
 
 /* ---- access ------------------------------------------------------------- */
 
-/* 0 is nd_percpu_alloc's failure value and the reserved units below it are
- * nobody's: each operation reports such a handle instead of touching an
- * area (which may not even exist yet). One compare on the fast path. */
+/* 0 is nd_percpu_alloc's failure value: each operation reports it instead
+ * of touching an area (which may not even exist yet). One compare on the
+ * fast path. */
 static bool bad_handle(nd_percpu_t h, const char *who)
 {
-	if (nd_likely(h >= RESERVED_UNITS * UNIT))
+	if (nd_likely(h != 0))
 		return false;
 	_nd_msg_error("%s: %#lx is not a per-CPU handle (nd_percpu_alloc returns 0 on failure)", who,
 		      (unsigned long)h);
