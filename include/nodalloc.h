@@ -101,6 +101,9 @@ typedef struct nd_policy {
  * "bind:0-1", "interleave:0-3@2M", "weighted:0=3,1=1@64K", optional
  * "+tier" suffix flag. Returns 0, or -1 with err naming the bad part. */
 ND_API int nd_policy_parse(const char *s, nd_policy_t *out, char *err, size_t errlen);
+/* Writes p in that grammar into buf (len bytes, NUL-terminated, cut to
+ * fit); returns the full length, or -1 for a NULL or invalid policy or a
+ * NULL buf with len > 0. */
 ND_API int nd_policy_format(const nd_policy_t *p, char *buf, size_t len);
 /* Validates p against the topology (nodes exist and have memory, the set
  * fits the mode, granularity_shift <= 18). 0, or -1 with err naming it. */
@@ -151,6 +154,9 @@ typedef uintptr_t nd_percpu_t;
 ND_API nd_percpu_t nd_percpu_alloc(size_t size, size_t align);
 /* 0 is ignored; a handle that is not from nd_percpu_alloc is reported. */
 ND_API void nd_percpu_free(nd_percpu_t h);
+/* The operations below report handle 0 (nd_percpu_alloc's failure value)
+ * and do nothing with it: pointers are NULL, values 0, nd_percpu_cmpxchg returns
+ * expect + 1 (no store). */
 /* CPU cpu's copy; NULL if cpu is not below nd_cpu_limit() or not possible. */
 ND_API void *nd_percpu_ptr(nd_percpu_t h, int cpu);
 /* The current CPU's copy (the thread may migrate right after: use the

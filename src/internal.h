@@ -102,6 +102,9 @@ int _nd_os_sched_setaffinity(int tid, size_t bytes, const uint64_t *mask);
 int _nd_os_gettid(void);
 int _nd_os_getpid(void);
 int _nd_os_getppid(void);
+/* Secure execution (AT_SECURE: setuid/setgid/capabilities): the
+ * environment must not steer the library. */
+bool _nd_os_secure(void);
 /* Whole-file read into buf (NUL-terminated, truncated to len-1 bytes).
  * Returns bytes read or a negative errno. */
 long _nd_os_read_file(const char *path, char *buf, size_t len);

@@ -42,7 +42,9 @@ static const opt_row_t rows[ND_OPT__COUNT] = {
 	[ND_OPT_LARGE_DECAY_MS] = { "large_decay_ms", K_INT, 1000, NULL, "keep freed large runs (>= purge_threshold) this many ms for reuse; 0: return them at once" },
 };
 
-#define STR_MAX 512
+/* Longest string value + 1: a 16-node distance matrix spec is ~830
+ * characters (docs/topology.md); a longer value is refused by name. */
+#define STR_MAX 4096
 
 enum { SRC_DEFAULT, SRC_ENV, SRC_PROGRAM };
 static const char *const src_names[] = { "default", "environment", "set by the program" };
@@ -208,6 +210,11 @@ static int set_row(int i, const char *value, const char *origin, int src)
 			_nd_opt_config_error("%s%s: bad number '%s'", name, origin, value);
 			return -1;
 		}
+		/* a descriptor is an int: a value that would wrap is refused */
+		if (i == ND_OPT_MSG_FD && (v < 0 || v > 2147483647)) {
+			_nd_opt_config_error("%s%s: descriptor %s out of range (0-2147483647)", name, origin, value);
+			return -1;
+		}
 		vals[i].ival = v;
 		break;
 	}
@@ -362,7 +369,12 @@ void _nd_opt_init(void)
 	ensure_defaults();
 	const char *name, *value;
 	size_t len;
-	for (char **e = environ; (e = next_env(e, &name, &len, &value));) {
+	/* Secure execution (setuid, setgid, file capabilities: AT_SECURE):
+	 * the environment is the caller's, not the program's. Every
+	 * NODALLOC_* variable is ignored, silently (a message naming them
+	 * would already tell the caller something), as secure_getenv does. */
+	char **env = _nd_os_secure() ? NULL : environ;
+	for (char **e = env; (e = next_env(e, &name, &len, &value));) {
 		int i = find_row(name, len);
 		if (i < 0 && name_eq("library", name, len))
 			continue; /* nodactl's: the library it preloads */

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -141,6 +142,13 @@ int _nd_os_gettid(void)
 int _nd_os_getpid(void)
 {
 	return (int)sc0(SYS_getpid);
+}
+
+bool _nd_os_secure(void)
+{
+	/* the kernel's AT_SECURE: set-user/group-ID or file capabilities
+	 * (glibc's __libc_enable_secure); libc reads it from the aux vector */
+	return getauxval(AT_SECURE) != 0;
 }
 
 int _nd_os_getppid(void)

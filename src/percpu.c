@@ -421,8 +421,22 @@ void nd_percpu_free(nd_percpu_t h)
 
 /* ---- access ------------------------------------------------------------- */
 
+/* 0 is nd_percpu_alloc's failure value: each operation reports it instead
+ * of touching an area (which may not even exist yet). One compare on the
+ * fast path. */
+static bool bad_handle(nd_percpu_t h, const char *who)
+{
+	if (nd_likely(h != 0))
+		return false;
+	_nd_msg_error("%s: %#lx is not a per-CPU handle (nd_percpu_alloc returns 0 on failure)", who,
+		      (unsigned long)h);
+	return true;
+}
+
 void *nd_percpu_ptr(nd_percpu_t h, int cpu)
 {
+	if (bad_handle(h, "nd_percpu_ptr"))
+		return NULL;
 	if (nd_unlikely((unsigned)cpu >= (unsigned)pc.ncpu) || nd_unlikely(!cpu_has_area(cpu)))
 		return NULL;
 	return area_of(cpu) + h;
@@ -455,6 +469,8 @@ static inline int64_t *fallback_slot(nd_percpu_t h)
 
 void *nd_this_cpu_ptr(nd_percpu_t h)
 {
+	if (bad_handle(h, "nd_this_cpu_ptr"))
+		return NULL;
 	unsigned c;
 	if (pc.use_rseq)
 		__asm__ volatile("movl %%fs:4(%1), %0" : "=r"(c) : "r"(pc.rseq_off));
@@ -512,6 +528,8 @@ void *nd_this_cpu_ptr(nd_percpu_t h)
 
 void nd_percpu_add(nd_percpu_t h, int64_t v)
 {
+	if (bad_handle(h, "nd_percpu_add"))
+		return;
 	if (nd_likely(pc.use_rseq)) {
 		__asm__ __volatile__(RSEQ_PROLOGUE
 				     "addq %[v], (%[p], %%rax)\n\t" /* commit */
@@ -532,6 +550,8 @@ void nd_percpu_inc(nd_percpu_t h)
 
 int64_t nd_percpu_add_return(nd_percpu_t h, int64_t v)
 {
+	if (bad_handle(h, "nd_percpu_add_return"))
+		return 0;
 	if (nd_likely(pc.use_rseq)) {
 		int64_t r;
 		__asm__ __volatile__(RSEQ_PROLOGUE
@@ -551,6 +571,8 @@ int64_t nd_percpu_add_return(nd_percpu_t h, int64_t v)
 
 int64_t nd_percpu_cmpxchg(nd_percpu_t h, int64_t expect, int64_t newv)
 {
+	if (bad_handle(h, "nd_percpu_cmpxchg"))
+		return expect + 1; /* "the copy did not equal expect": no store */
 	if (nd_likely(pc.use_rseq)) {
 		int64_t r;
 		__asm__ __volatile__(RSEQ_PROLOGUE
@@ -574,7 +596,7 @@ int64_t nd_percpu_cmpxchg(nd_percpu_t h, int64_t expect, int64_t newv)
 
 int64_t nd_percpu_sum(nd_percpu_t h)
 {
-	if (ready <= 0)
+	if (ready <= 0 || bad_handle(h, "nd_percpu_sum"))
 		return 0;
 	int64_t s = 0;
 	for (int c = 0; c < pc.ncpu; c++)

@@ -455,7 +455,7 @@ static void put(char *buf, size_t len, size_t *k, const char *src)
 
 int nd_policy_format(const nd_policy_t *p, char *buf, size_t len)
 {
-	if (!p || (unsigned)p->mode > ND_POLICY_WEIGHTED)
+	if (!p || (!buf && len) || (unsigned)p->mode > ND_POLICY_WEIGHTED)
 		return -1;
 	size_t k = 0;
 	char tmp[32];

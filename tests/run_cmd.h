@@ -6,7 +6,9 @@
 #ifndef ND_RUN_CMD_H
 #define ND_RUN_CMD_H
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 
 static char run_out[1 << 16];
@@ -30,6 +32,19 @@ static int run(const char *fmt, ...)
 	run_out[got] = '\0';
 	int st = f ? pclose(f) : -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Is the file at path exactly text? */
+static bool file_is(const char *path, const char *text) __attribute__((unused));
+static bool file_is(const char *path, const char *text)
+{
+	char buf[256] = "";
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+	return f && strcmp(buf, text) == 0;
 }
 
 #define LIBND ND_BINARY_DIR "/libnodalloc.so"

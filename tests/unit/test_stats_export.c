@@ -107,17 +107,6 @@ static void put_file(const char *path, const char *text, mode_t mode)
 	chmod(path, mode);
 }
 
-static bool file_is(const char *path, const char *text)
-{
-	char buf[256] = "";
-	FILE *f = fopen(path, "r");
-	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-	buf[n] = '\0';
-	if (f)
-		fclose(f);
-	return f && strcmp(buf, text) == 0;
-}
-
 static bool exists(const char *path)
 {
 	struct stat sb;
