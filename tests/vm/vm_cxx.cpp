@@ -100,9 +100,16 @@ int main()
 		std::pmr::vector<char> v(&il);
 		v.assign(len, 'i');
 		std::vector<long> c = where(v.data(), v.size());
+		// nodalloc's own record of each page: tells a fallback it chose
+		// (a node refused by its headroom) from a kernel misplacement
+		std::vector<long> rec(1024, 0);
+		for (size_t off = 0; off < v.size(); off += PAGE) {
+			int r = nd_node_of(v.data() + off);
+			rec[r >= 0 && r < 1024 ? r : 1023]++;
+		}
 		long share = (long)(len / PAGE / nodes.size()), slack = (long)(gran / PAGE);
 		for (int n : nodes) {
-			std::printf("VMTAB cxx interleave node=%d pages=%ld share=%ld\n", n, c[n], share);
+			std::printf("VMTAB cxx interleave node=%d pages=%ld recorded=%ld share=%ld\n", n, c[n], rec[n], share);
 			CHECK(c[n] >= share - slack && c[n] <= share + slack, "interleave: node %d has %ld pages, share %ld", n,
 			      c[n], share);
 		}
