@@ -56,7 +56,7 @@ typedef struct arena {
 	char *base;
 	_nd_pagedesc_t *desc;
 	uint64_t free_pages;  /* pages in free blocks */
-	uint64_t dirty_free;  /* committed pages inside free blocks */
+	uint64_t dirty_free;  /* committed pages inside free blocks (written under lock, read lock-free: atomic) */
 	uint64_t nblocks;     /* free blocks */
 	uint32_t head[MAX_ORDER + 1];
 	/* Atomics (no lock). For the mixed slot only cap is meaningful. */
@@ -166,7 +166,8 @@ static void list_push(arena_t *a, uint32_t i, unsigned o, uint64_t dirty)
 		a->desc[d->next].prev = i;
 	a->head[o] = i;
 	a->free_pages += 1ull << o;
-	a->dirty_free += dirty;
+	/* written under a->lock, read lock-free by node_alloc: relaxed atomics */
+	__atomic_store_n(&a->dirty_free, a->dirty_free + dirty, __ATOMIC_RELAXED);
 	a->nblocks++;
 }
 
@@ -182,7 +183,7 @@ static void list_del(arena_t *a, uint32_t i)
 	if (d->next != NIL)
 		a->desc[d->next].prev = d->prev;
 	a->free_pages -= 1ull << o;
-	a->dirty_free -= d->npages;
+	__atomic_store_n(&a->dirty_free, a->dirty_free - d->npages, __ATOMIC_RELAXED);
 	a->nblocks--;
 	d->state = ND_PG_TAIL;
 	d->order = 0;
@@ -357,7 +358,7 @@ static uint64_t purge_slot(arena_t *a)
 			purge_pages(a, page_addr(a, i), (size_t)1 << (o + ND_PAGE_SHIFT), g.advice);
 			clear_dirty(a, i, 1ull << o);
 			purged += d->npages;
-			a->dirty_free -= d->npages;
+			__atomic_store_n(&a->dirty_free, a->dirty_free - d->npages, __ATOMIC_RELAXED);
 			d->npages = 0;
 		}
 	}
@@ -440,9 +441,9 @@ static void wm_read(uint64_t now, bool wait)
 	}
 	uint64_t avail[g.node_limit];
 	if (_nd_topo_node_avail(avail, g.node_limit) < 0) {
-		wm.mode = -1;
+		__atomic_store_n(&wm.mode, -1, __ATOMIC_RELAXED);
 	} else {
-		wm.mode = 1;
+		__atomic_store_n(&wm.mode, 1, __ATOMIC_RELAXED);
 		for (int n = 0; n < g.node_limit; n++) {
 			arena_t *a = &g.arenas[n];
 			uint64_t c = __atomic_load_n(&a->committed, __ATOMIC_RELAXED);
@@ -459,11 +460,12 @@ static void wm_read(uint64_t now, bool wait)
 static bool room_ok(arena_t *na, uint64_t need)
 {
 	uint64_t now = _nd_os_now_ns();
-	if (wm.mode == 0)
+	/* mode: written under wm.lock, read here without it */
+	if (__atomic_load_n(&wm.mode, __ATOMIC_ACQUIRE) == 0)
 		wm_read(now, true);
 	else if (now - __atomic_load_n(&wm.stamp, __ATOMIC_ACQUIRE) >= WM_REREAD_NS)
 		wm_read(now, false);
-	if (wm.mode < 0) {
+	if (__atomic_load_n(&wm.mode, __ATOMIC_RELAXED) < 0) {
 		uint64_t f = _nd_topo_node_free(na->node);
 		return f == UINT64_MAX || f >= (need << ND_PAGE_SHIFT) + na->floor;
 	}
@@ -1340,7 +1342,7 @@ int _nd_page_info(int node, _nd_page_info_t *out)
 	out->slot_bytes = (size_t)1 << g.slot_shift;
 	out->slot_pages = 1ull << g.order_max;
 	out->free_pages = a->usable ? a->free_pages : 0;
-	out->dirty_pages = a->dirty_free;
+	out->dirty_pages = __atomic_load_n(&a->dirty_free, __ATOMIC_RELAXED);
 	out->free_blocks = a->nblocks;
 	out->largest_order = -1;
 	for (int o = (int)g.order_max; o >= 0; o--)
