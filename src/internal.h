@@ -58,6 +58,15 @@
 void _nd_assert_fail(const char *file, int line, const char *cond, const char *what)
 	__attribute__((noreturn, cold));
 
+/* Raises the counter *v to at least to (relaxed; lock-free): the "highest
+ * node index used + 1" counters the fork handlers read for lock arrays. */
+static inline void _nd_atomic_raise(int *v, int to)
+{
+	int u = __atomic_load_n(v, __ATOMIC_RELAXED);
+	while (to > u && !__atomic_compare_exchange_n(v, &u, to, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 /* ======================================================================
  * src/os.c: the only file that makes system calls. Each wrapper returns
  * 0 (or a value >= 0) on success and a negative errno on failure; none

@@ -113,10 +113,7 @@ static int slot_node(const void *p)
 
 static void note_node(int node)
 {
-	int u = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
-	while (node + 1 > u &&
-	       !__atomic_compare_exchange_n(&lnodes_used, &u, node + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
+	_nd_atomic_raise(&lnodes_used, node + 1);
 }
 
 static void live_add(int node, int64_t pages)

@@ -165,9 +165,7 @@ static const nd_policy_t local_pol = { .mode = ND_POLICY_LOCAL };
 
 static void note_node(int node)
 {
-	int u = __atomic_load_n(&nodes_used, __ATOMIC_RELAXED);
-	while (node + 1 > u && !__atomic_compare_exchange_n(&nodes_used, &u, node + 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		;
+	_nd_atomic_raise(&nodes_used, node + 1);
 }
 
 /* A metadata chunk on node, else on its fallback nodes, else plain mmap. */
