@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Thin wrapper over CMake. The two commands of the README:
 #   make demo   build everything and run a real program under nodalloc
 #   make test   install what the tests need (apt), build, run every test

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Benchmark of the page level (not a test: prints figures, asserts
  * nothing). Page-run allocation throughput (1, 4, 64, 512 pages) through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_percpu: cost of one counter increment and memory per counter.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * bench_policy: the malloc/free loop of wl_small (1024 slots, random sizes
  * 16..256 B, fixed seed) through one allocation call, for counting

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Draws the benchmark charts from the text results run.sh wrote:
 #   bash bench/charts.sh <results-dir> [real|bootstrap]
 # ratios_time.txt, ratios_cpu.txt, ratios_rss.txt -> time.png, cpu.png, rss.png (nodalloc / peer per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * measure: runs one program with an optional LD_PRELOAD and reports its
  * wall time and peak resident set size (from wait4's rusage), so run.sh

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Benchmarks (bench/). Included by the top CMakeLists.txt.
 #
 # bench/wl_*.c: workload programs that use only the standard malloc/free,

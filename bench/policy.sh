@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Instructions per malloc/free pair for every policy and every placement
 # call, relative to the default (local) malloc pair (issue 11: at most
 # 1.10x). callgrind, bench_policy with N and 2N iterations: the difference

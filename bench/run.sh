@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The benchmark suite: `make bench` runs `bash bench/run.sh <builddir>`.
 #
 # Runs every workload (bench/wl_*.c) under glibc (no preload), jemalloc,

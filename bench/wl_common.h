@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Shared helpers of the workload programs (bench/wl_*.c). The workloads
  * use only the standard malloc/free so that any allocator can be put

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Workload 4: memory footprint (peak RSS).
  *

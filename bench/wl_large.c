@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Workload 5: large-block churn.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Workload 3: a larson-like server pattern.
  *

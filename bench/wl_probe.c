@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * wl_probe: tells run.sh which allocator actually serves malloc under the
  * current LD_PRELOAD. glibc serves small requests from the brk heap (the

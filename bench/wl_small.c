@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Workload 1: single-thread small-object malloc/free loop.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Workload 6: cross-thread free, every object freed by another thread.
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Installation and packaging: included by the top CMakeLists.txt after the
 # targets nodalloc (shared), nodalloc_static (static, libnodalloc.a) and,
 # when tools/ has sources, nodactl are defined.

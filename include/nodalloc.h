@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * nodalloc: a NUMA-aware memory allocator for Linux.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nodalloc for C++17: memory resources and STL allocators with placement.
 //
 //   nd::memory_resource on1 = nd::memory_resource::on_node(1);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The main job: show the machine's topology as nodalloc sees it, then run a
 # real program under the library and print the per-node table at its exit.
 set -eu

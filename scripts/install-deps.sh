@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs, through apt, what the build and the tests need and is missing.
 # Idempotent and quiet when everything is there.
 set -u

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Internal cross-file interface of nodalloc, grouped by file in layer order.
  * A file may call only the sections above its own (see src/README.md).

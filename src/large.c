@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Large allocations (above ND_SLAB_MAX): page runs straight from the page
  * level, under the policy in force. The run head's descriptor carries

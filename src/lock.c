@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The library's lock, and the registry of every lock.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Top layer: library init (the order of every layer's init), the public
  * allocation API and the malloc override (docs/malloc.md).

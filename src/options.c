@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Options: one table drives them all. Each row names an option, its kind,
  * default and help; the environment (NODALLOC_<NAME>, name case-insensitive)

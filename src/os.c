@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Platform layer: every system call of the library is made here, raw (no
  * libc wrapper, no errno), with the x86-64 numbers from <sys/syscall.h>.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Node arenas: the page level (docs/arenas.md).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Per-CPU areas (the kernel's cpu_alloc, seed 002) for applications.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Memory policies: node sets, the policy grammar, per-thread and process
  * policies, and the choice of node (first choice and fallback order) for a

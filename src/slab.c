@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Slab caches: size classes, per-thread heaps keyed by memory node, and
  * remote frees sent home lock-free (docs/malloc.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Per-node NUMA statistics with the kernel's meanings (numastat.rst and
  * zone_statistics() in mm/page_alloc.c), and their printers.

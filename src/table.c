@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Distributed large tables: the kernel's alloc_large_system_hash (sizing
  * from mm/mm_init.c, hashdist placement) for programs.

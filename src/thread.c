@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The thread record (internal.h, "src/thread.c"): every layer's
  * per-thread state in one block per thread, reached through the library's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Topology: nodes, CPUs, distances, fallback lists and each CPU's memory
  * node, read from sysfs or emulated from a spec string (docs/topology.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Minimal test harness: CHECK counts and reports, never aborts, so one run
  * shows every failure. Each test binary ends with CHECK_DONE(), which prints

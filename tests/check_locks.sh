@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Every lock of the library is in the registry (src/lock.c), so fork takes
 # it: a static lock is declared with ND_LOCK_DEFINE, and each file has as
 # many ND_LOCK_ARRAY / ND_LOCK_DYN_ARRAY / ND_LOCK_FIELD registrations as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Shared by tests that run a case in a child: exec path with argv (env
  * name=value set first when name is not NULL; LD_PRELOAD removed), its
  * stderr (and stdout if both) captured into out. Returns the wait status. */

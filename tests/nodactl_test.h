@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Helpers of the nodactl tests (tests/unit/test_nodactl_*.c): run() from
  * run_cmd.h, and the program a background nodactl started.

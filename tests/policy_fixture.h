@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Shared by the policy tests: one five-node emulated machine and a policy
  * parser that reports what it could not parse. */
 #ifndef ND_POLICY_FIXTURE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * run(): a shell command's exit status and its combined stdout+stderr (in
  * run_out), for tests that drive programs under the preloaded library or

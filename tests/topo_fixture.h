@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Shared by the topology tests: a node's fallback list as "a b c". */
 #ifndef ND_TOPO_FIXTURE_H
 #define ND_TOPO_FIXTURE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * `nodactl --stats -- program`: nodactl stays the program's parent and
  * reports the program's statistics itself when it ends, however it ends

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * nodactl's launcher: `nodactl [options] [--] program args` runs a program
  * the way numactl does, and more:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * `nodactl maps PID`: per-node memory of any process, nodalloc or not,
  * from /proc/PID/numa_maps: numastat -p's table (Huge, Heap, Stack,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * nodactl: the command-line tool of nodalloc.
  *

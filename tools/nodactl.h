@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* nodactl's subcommands, one file each. */
 #ifndef NODACTL_H
 #define NODACTL_H

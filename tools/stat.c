@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * `nodactl stat PID|FILE [--json] [--interval=SECONDS [--count=N]]`: reads
  * the live statistics a process publishes when run with --export (or

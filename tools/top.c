@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * `nodactl top [--interval=S] [--count=N]`: every process that exports
  * nodalloc statistics, one line each, refreshed (the screen is cleared

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # C++17 support (include/nodalloc.hpp): pmr resources, STL allocators and
 # RAII helpers, checked for placement under an emulated topology, built
 # with the project's compiler and, where installed, with clang++ too.

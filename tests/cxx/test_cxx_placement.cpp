@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // nodalloc.hpp: pmr resources, STL allocators and RAII helpers place what
 // they allocate. Run under the emulated topology set by part.cmake
 // (NODALLOC_TOPOLOGY: node 0 = CPUs 0-1, node 1 = CPUs 2-3, node 2 = a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Differential fuzzer of the malloc family and the nd_* placement calls
  * (tests/fuzz, docs in part.cmake): random operation sequences checked
  * against a model of what each live block must hold.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Differential fuzzer of the malloc family and the nd_* calls
 # (tests/fuzz/fuzz_malloc.c). Included by the top CMakeLists.txt. Each
 # variant is a ctest (label fuzz): a short run in make test (seconds);

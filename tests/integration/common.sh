@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared by the run_*.sh scripts. $1 of the script: path of libnodalloc.so.
 set -u
 LIB=${1:?usage: $0 path/to/libnodalloc.so}

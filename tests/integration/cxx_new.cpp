@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // C++ new/delete arrive through nodalloc's malloc/free (linked, not
 // preloaded): every kind of allocation the library can see is its own.
 #include <cstdio>

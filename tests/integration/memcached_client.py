@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A memcached text-protocol client for run_memcached.sh (127.0.0.1 only).
 
 usage: memcached_client.py PORT session|load

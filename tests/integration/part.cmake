@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Real programs under LD_PRELOAD=libnodalloc.so (tests/integration,
 # docs/malloc.md): each script runs its program with and without the
 # library and requires identical output, and the program's statistics at

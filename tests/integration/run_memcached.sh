@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # memcached (Debian's: the C library's malloc, so LD_PRELOAD gives it
 # nodalloc's) on a loopback port, driven by memcached_client.py: a fixed
 # session whose replies must equal a server's without nodalloc, then a

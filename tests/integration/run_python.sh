@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # python3 running a non-trivial script (dicts, classes, strings, json,
 # regexes, big integers, sorting, threads, gc), with and without nodalloc.
 source "$(dirname "$0")/common.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # sqlite3: a few thousand inserts, an index, joins, aggregates and updates,
 # with and without nodalloc.
 source "$(dirname "$0")/common.sh"

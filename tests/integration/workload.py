@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Deterministic workload for the integration test: its output must be the
 # same with and without nodalloc.
 import gc, hashlib, json, re, random, threading, collections

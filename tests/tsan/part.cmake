@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # make tsan (Makefile): the library without the malloc override
 # (NODALLOC_OVERRIDE=OFF; ThreadSanitizer's runtime owns malloc) and built
 # with -fsanitize=thread; multi-thread stress tests run on the nd_* API:

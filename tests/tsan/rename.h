@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Force-included (-include) into the unit stress tests that make tsan
  * reuses: their malloc family becomes nodalloc's nd_* API, since the
  * ThreadSanitizer build has no malloc override (tests/tsan/part.cmake).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* make tsan: the nd_* API from 4 threads at once, for ThreadSanitizer.
  * Each thread allocates (nd_malloc, nd_calloc, nd_aligned_alloc,
  * nd_malloc_onnode, nd_realloc; sizes skewed small, some page runs),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # unit.pkg_install (registered by cmake/install.cmake): installs the current
 # build tree into a temporary prefix and uses it the way a user would.
 #   0. the layout: libraries with their SONAME links, header, nodactl, man

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Calls that crashed with SIGSEGV (issue 12, item 13) now fail cleanly:
  * nd_policy_format with a NULL buffer, and every per-CPU operation on
  * handle 0 (nd_percpu_alloc's failure value), before and after the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Bad input to the public API gets an error, never a crash: each case runs
  * in a forked child (a crash is caught and named) and must return the
  * failure value with errno EINVAL or ENOMEM where the header documents

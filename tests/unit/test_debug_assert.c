@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ND_ASSERT is live exactly in ND_DEBUG builds (make test runs the unit
  * suite in one, build-debug): there a broken invariant aborts with its
  * name, file and line on the message path; in a release build the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Unknown NODALLOC_* variables (with the nearest known name) and bad
  * values in the environment are reported by name at start-up, spelled as
  * users type them; NODALLOC_VERBOSE=1 lists every option with its value

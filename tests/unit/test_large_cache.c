@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The cache of freed large runs (src/large.c): a freed run of at least the
  * purge threshold stays committed in its node's cache and is reused, on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The malloc family: sizes, alignment, realloc in place and moved, errno,
  * overflow, usable size, posix_memalign errors, placement API basics. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Invalid and double frees are reported with the pointer and abort (each
  * case runs in a child: this binary re-executed with the case's name). */
 #define _GNU_SOURCE

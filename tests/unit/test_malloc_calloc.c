@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * calloc of a page run zeroes only pages that may hold old data: a large
  * calloc of fresh memory commits nothing until touched (as glibc's mmap'd

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The library can be dlopen'ed (issue 12 item 7): its initial-exec TLS is
  * one pointer (the thread record's), so it fits in the static TLS surplus
  * glibc keeps for libraries loaded later (about 2.3 KB before did not:

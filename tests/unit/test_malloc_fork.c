@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* fork from a process whose threads are allocating and freeing: the child
  * can allocate (no lock left held), and its parent carries on. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * fork() while another thread holds a lock of a layer other than slab and
  * page (per-CPU areas, policies, the statistics printers' snapshot, the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A heap overflow into a free neighbour is reported by name, not SIGSEGV
  * (issue 12 item 10): an 8-byte write past a 24-byte block's 32-byte slot
  * overwrites the link of the free object after it. Under NODALLOC_CHECK=1

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The placement calls on the fast path and realloc of placed blocks
  * (issue 11), under an emulated two-node topology:
  *  - nd_malloc_onnode / nd_malloc_local / nd_malloc_policy land on the

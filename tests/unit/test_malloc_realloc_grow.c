@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* realloc of large blocks in place: growth into the free pages after the
  * run (same address, contents kept), refusal when a neighbour is in use
  * or when the policy in force places new memory elsewhere, shrink in

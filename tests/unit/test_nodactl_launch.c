@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * nodactl end to end: bad arguments fail cleanly and by name; a policy
  * given on the command line reaches the program (its nd_node_of and its

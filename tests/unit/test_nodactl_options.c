@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * nodactl's numactl command line (docs/numactl.md): abbreviations as
  * getopt_long allows, "Conflicting policies", relative lists and `same`,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * nodactl's statistics name their process and survive how it ends:
  *   --stats reports the launched program only, once, labelled (pid,

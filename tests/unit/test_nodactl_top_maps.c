@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * `nodactl top` lists every process that exports statistics (a
  * /dev/shm/nodalloc-PID.stats of --export, and the memfd of a program run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Options table: parsers, environment, bad values reported by name. */
 #define _GNU_SOURCE
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Option values are not cut or wrapped silently (issue 12, items 12, 13):
  * a 16-node spec with its full distance matrix (~1000 characters, over the
  * old 511 cap) works in NODALLOC_TOPOLOGY and through nodactl --topology;

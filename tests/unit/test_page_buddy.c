@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Page level, one node: run sizes and alignments, descriptor invariants,
  * interior frees rejected, coalescing back to one block, and a randomized
  * alloc/free sequence checked against a shadow model of the slot.

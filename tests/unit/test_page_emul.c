@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Page level under an emulated topology: hard capacity of a node,
  * fallback along the list (preferred), ENOMEM under bind, memoryless
  * nodes, spread runs placed granule by granule exactly as the policy says

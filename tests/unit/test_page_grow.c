@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Page level: growing and shrinking a run in place (_nd_page_grow,
  * _nd_page_shrink, for realloc). Exact page counts on CPU-less emulated
  * nodes that malloc never touches under the local policy: TN (1 GiB) and

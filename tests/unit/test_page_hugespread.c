@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Page level, spread runs and transparent huge pages: a spread with 2 MiB
  * granules, made where a 4 KiB granule spread lived before, is backed by
  * huge pages (the old run's page tables must not survive: MADV_DONTNEED

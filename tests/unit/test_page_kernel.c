@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Page level on the real machine (no emulation): the kernel confirms the
  * binding the library set. get_mempolicy(MPOL_F_ADDR) on a node slot and
  * on a spread run's granules reports MPOL_BIND to that node (strict is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Page level on the real machine with strict=0: node slots and spread
  * granules carry MPOL_PREFERRED (advisory) instead of MPOL_BIND. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Limits of the reservation are reported once and by name (issue 12,
  * items 11 and 13):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* purge=free: a freed big run is given back with MADV_FREE: its committed
  * bytes drop at once, and the range is reused and writable. */
 #include <string.h>

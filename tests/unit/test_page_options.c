@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Page level options: purge=free (MADV_FREE) still drops the committed
  * count of a freed big run and keeps the range usable; a small
  * arena_reserve gives small slots whose exhaustion is ENOMEM; a bad purge

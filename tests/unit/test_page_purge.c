@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Page level, returning memory: a freed run at or above the purge
  * threshold leaves the committed count and the resident set at once;
  * small freed runs stay committed (dirty) until the slot holds more than

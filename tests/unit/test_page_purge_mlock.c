@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Purged pages read as zero even when the kernel refuses the purge
  * (issue 12, item 1). madvise(MADV_DONTNEED) fails with EINVAL on mlock'ed

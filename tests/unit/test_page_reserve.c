@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Page level: when the whole reservation cannot be had (here RLIMIT_AS),
  * the slots shrink until it fits, with one warning naming both sizes,
  * and allocation works in the smaller slots.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Page level under threads: four threads allocate and free runs on two
  * emulated nodes and spread runs, each filling its runs with its own
  * pattern and checking it before freeing (an overlap between threads

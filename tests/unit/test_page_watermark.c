@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Page level, strict binding on a non-emulated node: before committing
  * fresh pages the node's MemFree is checked against a watermark
  * (max(MemTotal/64, 32 MiB)), so a nearly full node makes the allocation

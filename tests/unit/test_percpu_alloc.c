@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Per-CPU offset allocator: packing, alignment, zeroing, free and reuse,
  * growth past the first commit, bytes in use, bad input, and on the real
  * machine the placement of each CPU's area (mbind policy and the node the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Per-CPU counters: many threads increment the same counters while being
  * moved between CPUs (sched_setaffinity); the sums are exact. Run once
  * with rseq (glibc registers it) and once re-executed with

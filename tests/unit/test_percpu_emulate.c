@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Per-CPU areas under an emulated topology: one area per possible CPU
  * (sparse CPU ids leave holes with no area), each recorded on its CPU's
  * memory node (a memoryless node's CPUs get the nearest node with memory),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Node choice: for every policy, the first node and the fallback order as
  * seen from each emulated CPU, forced first choices, tier order, and a
  * simulated page level with capacities (bind exhausting its set fails). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Every policy on the malloc fast path (issue 11): a thread resolves its
  * policy to a heap once, when the policy or the CPU changes. Checks, under
  * an emulated topology, for every mode with and without +tier: the node

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The policy grammar: parse, canonical format, round trip, every kind of
  * bad string rejected with the bad part named; NODALLOC_POLICY at init. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Interleave and weighted interleave: the per-thread round robin (the node
  * changes once it has had 2^k pages, times its weight: seed 001's "the
  * allocation size decides"), and the by-offset form inside one allocation.

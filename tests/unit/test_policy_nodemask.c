@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Node sets: bit operations and numactl's list syntax, under an emulated
  * topology with a memoryless node (4) and a gap-free id space 0-4. */
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Policies through the real page level under an emulated topology whose
  * node sizes are hard capacities: bind exhausting its set fails with
  * ENOMEM, preferred falls back along its list, interleave runs per thread

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Spread runs (interleave by offset) balance by pages over a sequence of
  * equal allocations whose size is not a multiple of nodes x granule: each
  * run starts at the thread's spread cursor, which moves by the run's whole

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Thread and process policies: inheritance, a process default change seen
  * by running threads (the generation), the fast-path is_local test, and
  * interning (equal policies share one immutable copy). */

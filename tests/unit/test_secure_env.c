@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Secure execution (issue 12, item 5): a set-user-ID-root program linked
  * with nodalloc, run by an unprivileged user (nobody, via setpriv), must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The malloc/free fast paths of malloc.c (internal.h, slab section):
  *  - the object index check accepts exactly the object starts of a slab,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Emulated topology: allocations land on the CPU's memory node, a CPU of a
  * memoryless node uses its memory node and keeps the fast path, migration
  * switches node, freed memory is never reused for another node, threads

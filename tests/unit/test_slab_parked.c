@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Memory freed into a parked heap serves the next thread of the node
  * (issue 16, "also seen"): a thread fills node 0 under bind:0 and exits
  * (its heaps are parked), another thread frees every other object (remote

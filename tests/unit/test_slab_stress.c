@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Deterministic multi-thread stress: objects of many sizes filled with a
  * pattern, half of them freed by another thread (remote frees), some
  * realloc'd on the way; then thread churn (2000 short threads leaving

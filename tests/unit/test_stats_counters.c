@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Statistics counters fed by hand: each counter against a hand count with
  * the kernel's meanings (zone_statistics), the byte counters, the
  * versioned struct, and no count lost between threads. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The live statistics file (NODALLOC_STATS_EXPORT; issue 12, items 4, 5
  * and 13): created fresh by the process (0600, never a file that was

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Fuzzing the export reader (_nd_stats_read_export, what `nodactl stat`
  * runs; issue 12, item 4): thousands of files made from a real export by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Statistics printers: the numastat-like table laid out exactly, JSON that
  * python's json module parses with the right values, NODALLOC_STATS at
  * exit (the destructor, in a child run of this binary).

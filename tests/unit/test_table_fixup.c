@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Large tables when only one node has memory (the kernel's fixup_hashdist):
  * a table asked to spread is placed whole on that node, also for a CPU
  * of the memoryless node; sizing counts only nodes with memory. */

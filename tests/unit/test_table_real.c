@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Large tables on the real machine's topology (whatever it is): the size
  * follows the sizing rule for the memory of the allowed memory nodes,
  * every byte is accounted to a memory node, one memory node means local

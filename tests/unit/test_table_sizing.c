@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Large tables, the pure parts: the kernel's sizing rules against
  * hand-computed cases, the interleave granule choice, and the halving
  * retry loop under a fake capacity limit. Nothing is allocated. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Large tables on an emulated four-node machine (4 x 24 MiB): sizing from
  * the nodes' memory, the even spread measured page by page with
  * nd_node_of, local placement, zero-fill of reused memory, the report

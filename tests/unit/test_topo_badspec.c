@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Every kind of bad topology spec is rejected with a message naming the
  * node, the field and the column; nothing is half-applied (the live
  * topology stays the same object with the same tables). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The current CPU on the real topology: pinned to each allowed CPU in
  * turn, _nd_topo_cpu() (rseq cpu_id, else getcpu) names that CPU, in the
  * main thread and in a new thread; nd_emulate_cpu is refused with a

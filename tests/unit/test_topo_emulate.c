@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Emulated topology through the public API: the seed's memoryless-node case
  * (CPUs on a memoryless node get the nearest node with memory), the CPU
  * seam, and a bad spec leaving the live topology untouched. The emulation

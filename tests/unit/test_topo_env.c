@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* NODALLOC_TOPOLOGY and NODALLOC_SYSFS_ROOT at library init: the test
  * runs itself as a child with the variable set (the library reads the
  * environment in its constructor) and checks what the child reports and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Fallback lists (node order and tier order) on emulated topologies,
  * checked against lists derived by hand from the kernel's rule
  * (find_next_best_node in mm/page_alloc.c):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `nodactl --hardware` on an emulated topology (whole output compared),
  * on a fixture tree, on this machine, and its bad-argument exits. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Random specs from the grammar's pieces (deterministic seed): a rejected
  * spec always has a "topology spec: ... at column N" message with N inside
  * the spec; an accepted one always yields consistent tables: every online

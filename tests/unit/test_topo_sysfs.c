@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The sysfs reader on fixture trees (tests/fixtures/make-fixtures.sh):
  * gaps in node ids, sparse CPU ids, a memoryless node, a CPU-less memory
  * node, 16 nodes, a cpuset (Mems_allowed), a broken tree; and the real

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Bad sysfs trees are rejected by name and the program runs on a one-node
  * view (issue 12, items 3 and 5):
  * - sysfs-nocpu: CPUs in cpu/possible, none in any node's cpulist (was a

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # /init of the test bed's initramfs (busybox sh). Runs every test named by
 # vmtests=a,b,c on the kernel command line, one process each with a time
 # limit, and prints one machine-readable line per test:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Build the test bed's initramfs (gzip'd newc cpio):
 #   bash tests/vm/initramfs.sh OUT.cpio.gz EXPECTED_TOPOLOGY_FILE BINARY...
 # Holds busybox (static) with its applet links in /bin, /init, the test

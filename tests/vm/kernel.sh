@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Fetch the test bed's kernel once per build directory:
 #   bash tests/vm/kernel.sh CACHE_DIR     -> CACHE_DIR/kernel/vmlinuz
 # Debian's linux-image package for one pinned version, fetched with

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The NUMA VM test bed (tests/vm, docs/testbed.md). Included by the top
 # CMakeLists.txt. Every tests/vm/vm_<name>.c is one in-VM test program,
 # linked against the shared libnodalloc (so it also runs on nodalloc's

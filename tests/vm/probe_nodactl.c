@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * The program tests/vm/vm_nodactl.c runs under nodactl inside the VM, built
  * twice: dynamic (nodactl preloads libnodalloc into it) and static (only

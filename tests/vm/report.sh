@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The test bed's report, to paste into the issue note:
 #   bash tests/vm/report.sh BUILD_DIR [--logs] [TOPOLOGY...]
 # Boots every topology (or those named) with all in-VM tests, then prints

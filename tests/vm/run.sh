@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Boot one NUMA topology under QEMU (TCG) and run the in-VM tests there.
 #   bash tests/vm/run.sh BUILD_DIR TOPOLOGY [TEST...]
 # TOPOLOGY: one of topologies.sh's VM_TOPOLOGIES. TEST: names of

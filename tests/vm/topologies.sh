@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 # The NUMA topologies of the VM test bed: the one place that defines them.
 # Sourced by run.sh. topo_define NAME sets:

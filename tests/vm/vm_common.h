@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Shared helpers of the in-VM tests (tests/vm/vm_*.c). They run as root in
  * a QEMU guest whose NUMA layout is described by the expected-topology file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // VM test: nodalloc.hpp's resources and allocators on a real multi-node
 // kernel. For every node with memory, a std::pmr::vector on
 // nd::memory_resource::on_node(n) and an unordered_map with

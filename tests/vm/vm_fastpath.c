@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * Placement of the fast paths, as the kernel reports it (move_pages):
  *  - small objects of nd_malloc_onnode(size, X) are on X;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * VM test, the cache of freed large runs (src/large.c, docs/malloc.md
  * "Large blocks"): freed memory keeps its node. On CPU 0, per memory node

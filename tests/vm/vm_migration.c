@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * VM test 3, migration:
  *  - one thread allocates on CPU A, is moved (sched_setaffinity) to CPU B

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * VM test: nodactl sets the KERNEL policy of the program it starts, so all
  * of its memory follows the options, not only nodalloc's heap. The program

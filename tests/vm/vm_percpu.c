@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * VM test, per-CPU areas (issue 6): every CPU's area is on that CPU's
  * memory node (its own node, or for a CPU of a memoryless node the nearest

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * VM test 2, placement per CPU: a thread that starts on a CPU allocates
  * small objects (64 B x many) and large blocks (4 MiB), through nd_malloc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * VM test 4, memory policies, checked page by page with move_pages:
  *  - per call (nd_malloc_policy) and per thread (nd_set_policy):

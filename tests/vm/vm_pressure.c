@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * VM test: filling a node to exhaustion (issue 16). The kernel OOM-kills a
  * process whose page fault in an MPOL_BIND range finds the node at its min

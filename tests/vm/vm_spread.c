@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * VM test: interleaving under tight mappings and memory (issue 16, items
  * 2-4). Each part runs in a child process (this binary re-executed), so a

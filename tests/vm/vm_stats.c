@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * VM test 6, statistics: nodalloc's per-node counters (nd_stats_get)
  * against the kernel's (/sys/devices/system/node/nodeN/numastat) over a

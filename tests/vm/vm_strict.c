@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * VM test 5, strict binding on a full node. Target T: the last memory node
  * that is not CPU 0's memory node (small in every topology).

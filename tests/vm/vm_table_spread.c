@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * In-VM test (issue 7, seed 003): distributed large tables on the
  * sixteen-node bed. A start-up-like sequence allocates the kernel's boot

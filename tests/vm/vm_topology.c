@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /*
  * VM test 1, topology: the kernel's view (sysfs, and where a default page
  * lands for each CPU) matches the QEMU configuration, and nodalloc's view
