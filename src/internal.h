@@ -279,6 +279,21 @@ struct nd_heap;
  * 16-byte stores. */
 #define ND_SLAB_DIR0 15
 #define ND_PCACHE 4 /* nd_malloc_policy's cache: policy objects remembered */
+/* Size classes (docs/malloc.md): 16..128 by 16, then 4 per power of two. */
+#define ND_SLAB_CLASSES 40
+
+/* slab.c's remote-free buffer, one entry per size class: objects freed by
+ * this thread into one slab it does not own, chained through word 0 (each
+ * already marked free), sent home as one splice onto the slab's tfree when
+ * n reaches max, when a free of another slab of the class takes the entry,
+ * when the thread takes a new slab or exits, and at fork. Owner: the
+ * record's thread only (no other thread reads it). While an object waits
+ * here its slab counts it as out (used), so the slab cannot be released. */
+typedef struct _nd_rfree {
+	struct _nd_slab_hot *slab; /* NULL: entry empty */
+	void *head, *tail;         /* newest and oldest object of the chain */
+	uint32_t n, max;           /* objects on the chain; flush at max */
+} _nd_rfree_t;
 
 /* Owner and synchronisation: every field belongs to the record's thread,
  * except those marked "atomic": key, lkey and pc[].key may be set to
@@ -313,6 +328,8 @@ typedef struct _nd_thread {
 	} pc[ND_PCACHE];
 	unsigned pc_next;       /* next entry to replace */
 	uint64_t slow;          /* malloc slow paths taken (tests) */
+	uint64_t rf_sent;       /* remote-free splices sent (tests) */
+	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
 	struct nd_heap *ph[8];  /* policy heaps (bind, interleave, weighted) */
 	int nph;
 	/* ---- policy.c ---- */
@@ -724,8 +741,6 @@ int _nd_page_check(int node, char *err, size_t errlen);
 int _nd_slab_init(void);
 /* Largest size served by slabs; larger goes to large.c. */
 #define ND_SLAB_MAX ((size_t)32 << 10)
-/* Size classes (docs/malloc.md): 16..128 by 16, then 4 per power of two. */
-#define ND_SLAB_CLASSES 40
 unsigned _nd_slab_class_of(size_t size);   /* size <= ND_SLAB_MAX */
 size_t _nd_slab_class_size(unsigned c);
 /* malloc for size <= ND_SLAB_MAX: the calling thread's heap of its CPU's
@@ -757,6 +772,13 @@ const char *_nd_slab_invalid(const void *p, const _nd_pagedesc_t *d);
 void _nd_slab_thread_exit(void);
 /* Times this thread's malloc left the fast path (tests). */
 uint64_t _nd_slab_slow_count(void);
+/* The calling thread's remote-free buffer (_nd_rfree_t) goes home now
+ * (fork's prepare handler; tests). */
+void _nd_slab_flush_remote(void);
+/* Objects waiting in the calling thread's remote-free buffer, and the
+ * splices it has sent since its record was made (tests). */
+unsigned _nd_slab_remote_pending(void);
+uint64_t _nd_slab_remote_sent(void);
 
 /* ---- the malloc/free fast paths (docs/malloc.md). The hot structures
  * and the one pop and push live here, used by malloc.c's inlined paths

@@ -619,6 +619,7 @@ static bool unpark(heap_t *h, unsigned c)
 }
 
 static void heap_trim(heap_t *h);
+static unsigned rf_flush_all(_nd_thread_t *t);
 
 /* Moves every slab of p (a parked heap taken out of its pool) into h, the
  * caller's running heap of the same key: memory freed into a heap whose
@@ -686,7 +687,7 @@ static __attribute__((noinline)) void sweep_pool(heap_t *h)
 /* Pops an object of class c from heap h (owner), refilling as needed. */
 static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 {
-	bool swept = false;
+	bool swept = false, flushed = false;
 	for (;;) {
 		slab_t *s = h->cur[c];
 		if (s != &empty_slab) {
@@ -706,6 +707,14 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 			sweep_pool(h);
 			swept = true;
 			continue;
+		}
+		/* objects this thread holds for other heaps go home first (they
+		 * may be what a parked heap of this pool needs to be trimmed) */
+		if (!flushed) {
+			flushed = true;
+			_nd_thread_t *me = _nd_tls; /* h's owner */
+			if (me != &_nd_thread_boot && rf_flush_all(me))
+				continue;
 		}
 		s = slab_new(h, c, pol);
 		if (!s) {
@@ -880,6 +889,7 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 /* The thread-exit hook (thread.c): every heap is parked. */
 static void thread_exit_hook(_nd_thread_t *t)
 {
+	rf_flush_all(t); /* before the heaps park: trimming then sees them home */
 	t->heap = NULL;
 	t->lheap = NULL;
 	for (int i = 0; i < t->nheaps; i++) {
@@ -1311,17 +1321,21 @@ static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
 	}
 }
 
-/* Once the push is visible the owner may take the object and release the
- * slab: everything needed from the header is read before. */
-static __attribute__((noinline)) void free_remote(slab_t *s, void **o)
+/* Sends a chain of n objects of s (head .. tail, linked through word 0,
+ * each marked free) home: one CAS splices it onto tfree. Once the splice
+ * is visible the owner may take the objects and release the slab:
+ * everything needed from the header is read before. */
+static void remote_send(slab_t *s, void **head, void **tail, uint32_t n)
 {
 	heap_t *h = __atomic_load_n(&s->heap, __ATOMIC_RELAXED);
+	ND_ASSERT(h != NULL, "a slab with objects out has an owner heap");
+	ND_ASSERT(n >= 1 && n <= s->cap, "a remote chain holds 1..cap objects");
 	uint64_t bit = (uint64_t)1 << s->cls;
 	uintptr_t old = __atomic_load_n(&s->tfree, __ATOMIC_RELAXED), nv;
 	do {
-		o[0] = (void *)(old & TF_PTR);
-		/* count + 1, head = o, NOTIFY cleared */
-		nv = ((old >> TF_CNT_SHIFT) + 1) << TF_CNT_SHIFT | (uintptr_t)o;
+		tail[0] = (void *)(old & TF_PTR);
+		/* count + n, head = the chain's, NOTIFY cleared */
+		nv = ((old >> TF_CNT_SHIFT) + n) << TF_CNT_SHIFT | (uintptr_t)head;
 	} while (!__atomic_compare_exchange_n(&s->tfree, &old, nv, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 	if (old & NOTIFY)
 		__atomic_fetch_or(&h->notify, bit, __ATOMIC_RELEASE);
@@ -1330,6 +1344,93 @@ static __attribute__((noinline)) void free_remote(slab_t *s, void **o)
 	    !__atomic_load_n(pool_dirty_of(h), __ATOMIC_RELAXED))
 		__atomic_store_n(pool_dirty_of(h), 1, __ATOMIC_RELAXED);
 }
+
+/* ---- remote-free buffer (internal.h, _nd_rfree_t) -------------------------
+ * A thread batches its frees into slabs it does not own, per class: the
+ * objects of one slab chain up in the thread's record and go home in one
+ * splice, so the owner's cache line of tfree is written once per batch,
+ * not once per object. At most a quarter of a slab (and RF_MAX objects)
+ * waits, so the owner is not starved of its own memory; classes whose
+ * slabs hold fewer than 8 objects are not buffered. A thread without a
+ * record (one that never allocated, or past its exit hook) sends each
+ * object at once: a free never makes a record, which a free run after the
+ * thread's exit hook could leak. */
+#define RF_MAX 32
+
+static inline uint32_t rf_limit(const slab_t *s)
+{
+	uint32_t m = (uint32_t)s->cap / 4;
+	return m > RF_MAX ? RF_MAX : m;
+}
+
+static void rf_flush(_nd_thread_t *t, _nd_rfree_t *e)
+{
+	slab_t *s = (slab_t *)e->slab;
+	if (!s)
+		return;
+	e->slab = NULL;
+	t->rf_sent++;
+	remote_send(s, e->head, e->tail, e->n);
+}
+
+/* Every entry of t's buffer goes home; returns how many were sent. */
+static unsigned rf_flush_all(_nd_thread_t *t)
+{
+	unsigned n = 0;
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		n += t->rf[c].slab != NULL;
+		rf_flush(t, &t->rf[c]);
+	}
+	return n;
+}
+
+/* The free of o (marked) by a thread that does not own s. */
+static void free_remote(slab_t *s, void **o)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (nd_unlikely(t == &_nd_thread_boot)) {
+		remote_send(s, o, o, 1);
+		return;
+	}
+	_nd_rfree_t *e = &t->rf[s->cls];
+	if (nd_likely(e->slab == (_nd_slab_hot_t *)s)) {
+		o[0] = e->head;
+		e->head = o;
+		if (++e->n >= e->max)
+			rf_flush(t, e);
+		return;
+	}
+	rf_flush(t, e); /* another slab of the class (or none) held the entry */
+	uint32_t m = rf_limit(s);
+	if (m < 2) {
+		remote_send(s, o, o, 1);
+		return;
+	}
+	o[0] = NULL;
+	e->head = e->tail = o;
+	e->n = 1;
+	e->max = m;
+	e->slab = (_nd_slab_hot_t *)s;
+}
+
+void _nd_slab_flush_remote(void)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (t != &_nd_thread_boot)
+		rf_flush_all(t);
+}
+
+unsigned _nd_slab_remote_pending(void)
+{
+	_nd_thread_t *t = _nd_tls;
+	unsigned n = 0;
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+		if (t->rf[c].slab)
+			n += t->rf[c].n;
+	return n;
+}
+
+uint64_t _nd_slab_remote_sent(void) { return _nd_tls->rf_sent; }
 
 /* The marker says "already free", or check mode: validate, then free. */
 static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
