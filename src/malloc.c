@@ -31,6 +31,12 @@ static uintptr_t init_owner;
 /* Fork: every registered lock (internal.h, "Lock order") is held across
  * fork(), so the child never sees a half-made change; the child has one
  * thread and resets them. */
+static void fork_prepare(void)
+{
+	_nd_slab_flush_remote(); /* the forking thread's batched remote frees go home */
+	_nd_lock_fork_prepare();
+}
+
 static void fork_child(void)
 {
 	_nd_lock_fork_child();
@@ -52,7 +58,7 @@ bool _nd_init(void)
 	bool ok = _nd_topo_init() == 0 && _nd_stats_init() == 0 && _nd_policy_init() == 0 &&
 		  _nd_page_init() == 0 && _nd_slab_init() == 0;
 	if (ok)
-		pthread_atfork(_nd_lock_fork_prepare, _nd_lock_fork_parent, fork_child);
+		pthread_atfork(fork_prepare, _nd_lock_fork_parent, fork_child);
 	else
 		_nd_msg_error("initialization failed: allocations will fail with ENOMEM");
 	__atomic_store_n(&_nd_initialized, ok ? 1 : -1, __ATOMIC_RELEASE);
