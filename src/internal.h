@@ -211,8 +211,8 @@ typedef enum _nd_lock_rank {
 	ND_RANK_POLICY_POOL = 50, /* policy.c: interned policies */
 	ND_RANK_POLICY_PROC = 51, /* policy.c: process default (then thread) */
 	ND_RANK_THREAD = 55,      /* thread.c: thread records (pool, list) */
-	ND_RANK_SLAB_THREADS = 60,/* slab.c: policy heap pool, slab map creation */
-	ND_RANK_SLAB_NODE = 61,   /* slab.c: per-node pools and metadata (then page) */
+	ND_RANK_SLAB_THREADS = 60,/* heap.c: the parked policy heaps' pool */
+	ND_RANK_SLAB_NODE = 61,   /* meta.c: per node, parked heaps, metadata, slab map creation (then page) */
 	ND_RANK_LARGE_CACHE = 65, /* large.c: one per node, its cached runs (takes nothing) */
 	ND_RANK_PAGE_SETUP = 70,  /* page.c: reservation setup (takes topology freeze) */
 	ND_RANK_PAGE_ARENA = 71,  /* page.c: one per slot: buddy lists, descriptors */
@@ -368,7 +368,7 @@ static inline _nd_thread_t *_nd_thread_self(void)
 void _nd_thread_invalidate_all(void);
 /* The same for one record (the thread's own policy or CPU changed). */
 void _nd_thread_invalidate(_nd_thread_t *t);
-/* Thread exit: fn(record) runs first (slab.c parks the heaps), then the
+/* Thread exit: fn(record) runs first (heap.c parks the heaps), then the
  * record goes back to the pool and the thread's pointer to the boot one. */
 void _nd_thread_set_exit_hook(void (*fn)(_nd_thread_t *));
 /* What the thread-exit destructor does, for the calling thread (tests). */
@@ -734,8 +734,8 @@ int _nd_page_info(int node, _nd_page_info_t *out);
 int _nd_page_check(int node, char *err, size_t errlen);
 
 /* ======================================================================
- * src/slab.c: size classes, per-thread caches keyed by memory node,
- * per-node partial lists, remote frees.
+ * src/slab.c: size classes, slabs and their free lists, remote frees,
+ * every free (the structures of meta.c, slab.c and heap.c are below).
  * ====================================================================== */
 
 int _nd_slab_init(void);
@@ -743,22 +743,6 @@ int _nd_slab_init(void);
 #define ND_SLAB_MAX ((size_t)32 << 10)
 unsigned _nd_slab_class_of(size_t size);   /* size <= ND_SLAB_MAX */
 size_t _nd_slab_class_size(unsigned c);
-/* malloc for size <= ND_SLAB_MAX: the calling thread's heap of its CPU's
- * memory node under the thread's policy. Runs the library init on first
- * use; while the init itself allocates (same thread), or if it failed,
- * serves from the bootstrap buffer. NULL with errno ENOMEM. */
-void *_nd_slab_malloc(size_t size);
-/* The bootstrap buffer (256 KiB, bump only: frees are ignored). */
-void *_nd_slab_boot_alloc(size_t size, size_t align);
-bool _nd_slab_boot_owns(const void *p);
-size_t _nd_slab_boot_size(const void *p);
-/* Small allocation with placement. align: a power of two (<= 16 = none,
- * at most ND_PAGE_SIZE). pol: NULL = the thread's policy. node >= 0: that
- * node first, falling back along its list (pol ignored for the choice).
- * NULL with errno: ENOMEM, or EINVAL if (size, align) has no class
- * (see _nd_slab_fits). The caller runs the init first (before it: NULL,
- * errno untouched). */
-void *_nd_slab_alloc(size_t size, size_t align, const nd_policy_t *pol, int node);
 /* True if a class serves size bytes aligned to align. */
 bool _nd_slab_fits(size_t size, size_t align);
 /* d = _nd_page_desc(p) with d->use == ND_USE_SLAB. Reports (fatal) an
@@ -782,7 +766,7 @@ uint64_t _nd_slab_remote_sent(void);
 
 /* ---- the malloc/free fast paths (docs/malloc.md). The hot structures
  * and the one pop and push live here, used by malloc.c's inlined paths
- * and slab.c's alike. slab.c owns every field.
+ * and slab.c's and heap.c's alike. slab.c owns every field.
  *
  * Owner and synchronisation of the hot fields: free, used: the owner
  * thread of the slab's heap (or whoever took a parked heap out of its
@@ -802,7 +786,7 @@ typedef struct _nd_slab_hot {
 	ND_SLAB_HOT_FIELDS
 } _nd_slab_hot_t;
 
-/* A heap starts with its current slab per class (slab.c's heap_t). */
+/* A heap starts with its current slab per class (_nd_heap_t below). */
 typedef struct _nd_heap_hot {
 	_nd_slab_hot_t *cur[ND_SLAB_CLASSES]; /* owner only; an empty slab if none */
 } _nd_heap_hot_t;
@@ -887,7 +871,7 @@ static inline __attribute__((always_inline)) bool _nd_slab_key_ok(const _nd_thre
 }
 
 /* nd_malloc_policy's cache entry still describes the caller's object p
- * (slab.c, _nd_slab_policy: the words that can differ on this topology). */
+ * (heap.c, _nd_heap_policy: the words that can differ on this topology). */
 static inline __attribute__((always_inline)) bool _nd_slab_pc_same(const struct _nd_pcache *e, const nd_policy_t *p)
 {
 	uint64_t mf;
@@ -902,24 +886,178 @@ static inline __attribute__((always_inline)) bool _nd_slab_pc_same(const struct 
 	return true;
 }
 
-/* malloc.c's fast path found size's free list empty (heap still valid):
- * collect, carve or change slab in the current heap. */
-void *_nd_slab_refill(size_t size);
 /* Free of an object whose marker says it is free already (fatal). */
 void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s) __attribute__((noreturn));
 /* Free by a thread that does not own s (remote free). */
 void _nd_slab_free_other(void *p, _nd_slab_hot_t *s);
 /* The owner's push left s empty, or s was on the full list. */
 void _nd_slab_free_emptied(_nd_slab_hot_t *s);
-/* The placement calls' slow paths (init, validation, resolution, refill). */
-void *_nd_slab_onnode(size_t size, int node);
-void *_nd_slab_local(size_t size);
-/* nd_malloc_policy's, for a size the class path serves (see docs/malloc.md). */
-void *_nd_slab_policy(size_t size, const nd_policy_t *p);
 /* The node a small block's memory is on (its slab's run), for realloc. */
 int _nd_slab_node(const _nd_pagedesc_t *d);
 /* The object's free marker is set (realloc of a freed block). */
 bool _nd_slab_freed(const void *p, const _nd_pagedesc_t *d);
+
+/* ---- the slab layer's structures (meta.c, slab.c, heap.c share them) ----
+ * tfree = count << 48 | list head | NOTIFY: the remote list carries its
+ * length, so the owner takes it in one exchange without walking it (slab
+ * objects live in the page level's reservation, below 2^47). */
+#define ND_TF_NOTIFY ((uintptr_t)1)                     /* parked full, tell the heap */
+#define ND_TF_PTR ((uintptr_t)0x0000fffffffffff0ull)    /* list head */
+#define ND_TF_CNT_SHIFT 48                              /* objects on the list */
+
+struct nd_heap;
+/* A slab: one page run of one size class, its header out of line.
+ * Owner and synchronisation, per field: see the hot fields above (free,
+ * used: owner; lim, tp: atomic, written by the owner). Below: cls, cap,
+ * size, node, npages: fixed while the slab lives. carved, next/prev,
+ * fbias: owner only (relaxed atomics where free's slow path of another
+ * thread reads carved, _nd_slab_invalid). tfree: any thread (CAS). heap:
+ * atomic, changes only when a parked heap's slab moves to a running heap
+ * of the same key (absorb); a remote free that read the old heap only
+ * sets a notify bit there. hnext: the node lock (meta.c's header pool).
+ * Counters: used + fbias = objects out (handed out, or freed by another
+ * thread and not collected yet) <= carved <= cap. */
+typedef struct _nd_slab {
+	/* line 1: the fast paths' fields, then the owner's */
+	ND_SLAB_HOT_FIELDS
+	uint8_t cls;
+	uint16_t cap;          /* objects in the slab */
+	uint16_t carved;       /* atomic: objects ever put on a free list (lazy carving) */
+	uint32_t size;
+	struct nd_heap *heap;  /* atomic: owner heap */
+	/* line 2: written by other threads */
+	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
+	int32_t node;          /* serving node of the run */
+	uint32_t npages;
+	struct _nd_slab *hnext;    /* free header list (node lock) */
+	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
+	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
+} _nd_slab_t;
+_Static_assert(offsetof(_nd_slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
+	       offsetof(_nd_slab_t, used) == offsetof(_nd_slab_hot_t, used), "_nd_slab_t starts with the hot fields");
+
+/* A heap serves the allocations of one key: a node (node heaps, pol NULL:
+ * local, preferred, preferred-many, nd_malloc_onnode, whose slabs are on
+ * that node or where its list fell back), or an interned policy that
+ * restricts or spreads nodes (bind: pol + the node it wants; interleave
+ * and weighted: pol, node -1, each slab's node chosen when it is taken).
+ * Lists, cur[], fullh[]: the owner (its thread, or whoever took it out of
+ * a pool). owner, notify: atomic (remote frees read and set them). node,
+ * pol: fixed. pool_next: its pool's lock. */
+typedef struct nd_heap {
+	_nd_slab_t *cur[ND_SLAB_CLASSES];   /* partial list heads; &_nd_slab_empty if none (_nd_heap_hot_t) */
+	_nd_slab_t *fullh[ND_SLAB_CLASSES]; /* full list heads (NULL-terminated) */
+	_nd_thread_t *owner;            /* atomic: the owner's record; NULL while parked */
+	uint64_t notify;                /* atomic: class bits, a full slab got a remote free */
+	int node;                       /* the node its allocations want; -1: the policy's */
+	const nd_policy_t *pol;         /* NULL: a node heap; else bind/interleave/weighted */
+	struct nd_heap *pool_next;      /* pool of the node, or the policy pool (their lock) */
+} _nd_heap_t;
+_Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur), "_nd_heap_t starts with cur[]");
+
+/* ---- src/meta.c: the slab layer's metadata: per-node bump allocator,
+ * slab header pool, the slab map (page -> header) ---- */
+
+/* Per node: the pool of parked node heaps (heap.c), the metadata bump area
+ * and the free slab headers (meta.c), all under one lock. Lock order:
+ * heap.c's policy pool lock -> node locks (ascending) -> page-level locks
+ * (the metadata allocator calls the page level with the node lock held). */
+typedef struct _nd_meta_node {
+	_nd_lock_t lock;
+	char *meta_cur, *meta_end;  /* bump area (lock) */
+	_nd_slab_t *free_hdrs;      /* released slab headers (lock) */
+	_nd_heap_t *pool;           /* parked node heaps (lock) */
+	int pool_dirty;             /* atomic: a parked heap got a remote free */
+} _nd_meta_node_t;
+extern _nd_meta_node_t _nd_meta_node[ND_MAX_NODES] __attribute__((visibility("hidden")));
+/* Atomic: a parked policy heap got a remote free (heap.c's policy pool). */
+extern int _nd_meta_ppool_dirty __attribute__((visibility("hidden")));
+/* Node index used (for the fork handlers' lock array bound). */
+void _nd_meta_note_node(int node);
+/* Zeroed, cache-line aligned, never freed; on node (else its fallback
+ * nodes, else plain mmap). NULL if no memory. */
+void *_nd_meta_alloc(int node, size_t size);
+/* A slab header on node's metadata (reused or new, not zeroed), and back. */
+_nd_slab_t *_nd_meta_hdr_get(int node);
+void _nd_meta_hdr_put(int node, _nd_slab_t *s);
+/* Makes the slab map (once; the first slab calls it), and sets the map
+ * entry of page to s (NULL: none). */
+void _nd_meta_map_ensure(void);
+void _nd_meta_map_set(const void *page, const _nd_slab_t *s);
+/* At the slab init: the map for the largest reservation, if it can be had. */
+void _nd_meta_map_init(void);
+/* The flag a remote free into a parked heap of h's pool sets. */
+static inline int *_nd_meta_pool_dirty(const _nd_heap_t *h)
+{
+	return h->pol ? &_nd_meta_ppool_dirty : &_nd_meta_node[h->node].pool_dirty;
+}
+
+/* ---- slab.c's parts that heap.c uses (owner of the heap only) ---- */
+extern _nd_slab_t _nd_slab_empty __attribute__((visibility("hidden"))); /* cur[] of a class without slab */
+extern bool _nd_slab_check __attribute__((visibility("hidden")));       /* NODALLOC_CHECK=1 */
+void _nd_slab_corrupt_link(const _nd_slab_t *s, void *const *o, const char *fn) __attribute__((noreturn, noinline, cold));
+/* A free object's link (word 0) must be NULL or another object of the
+ * same slab that was carved: a write past the end of the object before it
+ * (a heap overflow) or after free that hit the link is reported by name
+ * here, before anything follows it (slow paths; every path in check
+ * mode, which never takes the inline pop). */
+static inline void _nd_slab_check_link(const _nd_slab_t *s, void *const *o, const char *fn)
+{
+	uintptr_t n = (uintptr_t)o[0];
+	if (n && nd_unlikely(_nd_slab_index((const _nd_slab_hot_t *)s, (const void *)n) >= s->carved))
+		_nd_slab_corrupt_link(s, o, fn);
+}
+/* A new slab of class c for h (the caller owns h), from a run under pol
+ * wanting h's node; NULL + ENOMEM. Back to the page level: used + fbias
+ * == 0 or every object out is on the remote list. */
+_nd_slab_t *_nd_slab_new(_nd_heap_t *h, unsigned c, const nd_policy_t *pol);
+void _nd_slab_release(_nd_slab_t *s);
+/* Up to a page of never-used objects onto the (empty) free list. */
+void _nd_slab_carve(_nd_slab_t *s);
+/* Remote frees into the private list; returns how many. */
+unsigned _nd_slab_collect(_nd_slab_t *s);
+/* Every object out is on the remote list: nothing live. */
+bool _nd_slab_all_remote(const _nd_slab_t *s);
+/* The heap's lists (owner): partial (cur[] head, mirrored in the owner's
+ * dir[] when h is its current heap) and full (fbias applied). */
+void _nd_slab_part_unlink(_nd_heap_t *h, _nd_slab_t *s);
+void _nd_slab_part_insert(_nd_heap_t *h, _nd_slab_t *s);
+void _nd_slab_part_push_front(_nd_heap_t *h, _nd_slab_t *s);
+void _nd_slab_full_unlink(_nd_heap_t *h, _nd_slab_t *s);
+void _nd_slab_full_push(_nd_heap_t *h, _nd_slab_t *s);
+/* t's current heap becomes h (dir[] rewritten). */
+void _nd_slab_set_heap(_nd_thread_t *t, _nd_heap_t *h);
+/* Smallest class >= size whose objects are aligned to align, or -1. */
+int _nd_slab_class_for(size_t size, size_t align);
+/* t's remote-free buffer goes home; returns the entries sent. */
+unsigned _nd_slab_rf_flush_all(_nd_thread_t *t);
+
+/* ======================================================================
+ * src/heap.c: which heap an allocation uses, heaps and their threads'
+ * life cycle, adoption of parked heaps. The allocation entry points.
+ * ====================================================================== */
+
+/* Registers the thread-exit hook (after _nd_slab_init). 0. */
+int _nd_heap_init(void);
+/* malloc for size <= ND_SLAB_MAX: the calling thread's heap of its CPU's
+ * memory node under the thread's policy. NULL with errno ENOMEM; NULL with
+ * errno untouched before the init is done (the caller runs it). */
+void *_nd_heap_malloc(size_t size);
+/* malloc.c's fast path found size's free list empty (heap still valid):
+ * collect, carve or change slab in the current heap. */
+void *_nd_heap_refill(size_t size);
+/* Small allocation with placement. align: a power of two (<= 16 = none,
+ * at most ND_PAGE_SIZE). pol: NULL = the thread's policy. node >= 0: that
+ * node first, falling back along its list (pol ignored for the choice).
+ * NULL with errno: ENOMEM, or EINVAL if (size, align) has no class
+ * (see _nd_slab_fits). The caller runs the init first (before it: NULL,
+ * errno untouched). */
+void *_nd_heap_alloc(size_t size, size_t align, const nd_policy_t *pol, int node);
+/* The placement calls' slow paths (validation, resolution, refill). */
+void *_nd_heap_onnode(size_t size, int node);
+void *_nd_heap_local(size_t size);
+/* nd_malloc_policy's, for a size the class path serves (see docs/malloc.md). */
+void *_nd_heap_policy(size_t size, const nd_policy_t *p);
 
 /* ======================================================================
  * src/large.c: allocations above ND_SLAB_MAX, straight from page runs,

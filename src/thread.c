@@ -104,7 +104,7 @@ void _nd_thread_invalidate(_nd_thread_t *t)
 }
 
 /* The caller bumped the policy generation before (seq_cst); a thread
- * storing a key re-reads the generation after its store (slab.c), so
+ * storing a key re-reads the generation after its store (heap.c), so
  * either it sees the new generation or this store lands after its own. */
 void _nd_thread_invalidate_all(void)
 {
