@@ -191,6 +191,8 @@ static __attribute__((noinline)) void sweep_pool(heap_t *h)
 static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 {
 	ND_ASSERT(h->owner == _nd_tls, "heap_alloc runs on h's owner");
+	uint64_t *nref = &h->owner->cls_refill[c]; /* statistics (the snapshot reads it) */
+	__atomic_store_n(nref, *nref + 1, __ATOMIC_RELAXED);
 	bool swept = false, flushed = false;
 	for (;;) {
 		slab_t *s = h->cur[c];
@@ -394,7 +396,7 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 /* The thread-exit hook (thread.c): every heap is parked. */
 static void thread_exit_hook(_nd_thread_t *t)
 {
-	_nd_slab_rf_flush_all(t); /* before the heaps park: trimming then sees them home */
+	_nd_slab_thread_done(t); /* before the heaps park: trimming then sees the frees home */
 	t->heap = NULL;
 	t->lheap = NULL;
 	for (int i = 0; i < t->nheaps; i++) {

@@ -329,6 +329,11 @@ typedef struct _nd_thread {
 	unsigned pc_next;       /* next entry to replace */
 	uint64_t slow;          /* malloc slow paths taken (tests) */
 	uint64_t rf_sent;       /* remote-free splices sent (tests) */
+	/* per class, for _nd_slab_class_stats (written by this thread with
+	 * relaxed stores, read by a snapshot with relaxed loads; folded into
+	 * slab.c's totals when the thread exits) */
+	uint64_t cls_remote[ND_SLAB_CLASSES]; /* frees into slabs of other threads */
+	uint64_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
 	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
 	struct nd_heap *ph[8];  /* policy heaps (bind, interleave, weighted) */
 	int nph;
@@ -368,6 +373,10 @@ static inline _nd_thread_t *_nd_thread_self(void)
 void _nd_thread_invalidate_all(void);
 /* The same for one record (the thread's own policy or CPU changed). */
 void _nd_thread_invalidate(_nd_thread_t *t);
+/* Every record ever made (in use or pooled), under the thread lock:
+ * fn(record, arg) (statistics: it must not allocate or take a lock of a
+ * lower rank). */
+void _nd_thread_each(void (*fn)(_nd_thread_t *t, void *arg), void *arg);
 /* Thread exit: fn(record) runs first (heap.c parks the heaps), then the
  * record goes back to the pool and the thread's pointer to the boot one. */
 void _nd_thread_set_exit_hook(void (*fn)(_nd_thread_t *));
@@ -763,6 +772,22 @@ void _nd_slab_flush_remote(void);
  * splices it has sent since its record was made (tests). */
 unsigned _nd_slab_remote_pending(void);
 uint64_t _nd_slab_remote_sent(void);
+/* Per size class figures (issue 13), with no cost on the fast paths:
+ * derived from the slab headers and from counters kept on the slow and
+ * remote paths only. A snapshot: read without stopping the threads that
+ * change them (each figure is exact for a quiescent process). */
+typedef struct _nd_slab_class_stats {
+	uint32_t size;         /* object size of the class */
+	uint64_t slabs;        /* live slabs */
+	uint64_t slab_bytes;   /* bytes of their page runs */
+	uint64_t capacity;     /* objects those slabs hold */
+	uint64_t objects;      /* objects out (handed out, or freed by another
+				* thread and not collected by the owner yet) */
+	uint64_t remote_frees; /* frees by a thread that did not own the slab */
+	uint64_t refills;      /* malloc slow paths of the class (free list empty) */
+} _nd_slab_class_stats_t;
+/* Fills out[0 .. ND_SLAB_CLASSES) (n entries at most); returns the count. */
+int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
 
 /* ---- the malloc/free fast paths (docs/malloc.md). The hot structures
  * and the one pop and push live here, used by malloc.c's inlined paths
@@ -930,6 +955,7 @@ typedef struct _nd_slab {
 	int32_t node;          /* serving node of the run */
 	uint32_t npages;
 	struct _nd_slab *hnext;    /* free header list (node lock) */
+	struct _nd_slab *all_next; /* every header of its node, append only (meta.c) */
 	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
 	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
 } _nd_slab_t;
@@ -966,6 +992,7 @@ typedef struct _nd_meta_node {
 	_nd_lock_t lock;
 	char *meta_cur, *meta_end;  /* bump area (lock) */
 	_nd_slab_t *free_hdrs;      /* released slab headers (lock) */
+	_nd_slab_t *all_hdrs;       /* every header made (lock; read lock-free, acquire) */
 	_nd_heap_t *pool;           /* parked node heaps (lock) */
 	int pool_dirty;             /* atomic: a parked heap got a remote free */
 } _nd_meta_node_t;
@@ -977,9 +1004,14 @@ void _nd_meta_note_node(int node);
 /* Zeroed, cache-line aligned, never freed; on node (else its fallback
  * nodes, else plain mmap). NULL if no memory. */
 void *_nd_meta_alloc(int node, size_t size);
-/* A slab header on node's metadata (reused or new, not zeroed), and back. */
+/* A slab header on node's metadata (reused or new, not zeroed: keep
+ * all_next), and back. */
 _nd_slab_t *_nd_meta_hdr_get(int node);
 void _nd_meta_hdr_put(int node, _nd_slab_t *s);
+/* fn(header, arg) for every slab header ever made, live or released
+ * (heap == NULL), without a lock: the lists only grow at the head and a
+ * header's all_next never changes (statistics). */
+void _nd_meta_hdr_each(void (*fn)(const _nd_slab_t *s, void *arg), void *arg);
 /* Makes the slab map (once; the first slab calls it), and sets the map
  * entry of page to s (NULL: none). */
 void _nd_meta_map_ensure(void);
@@ -1031,6 +1063,9 @@ void _nd_slab_set_heap(_nd_thread_t *t, _nd_heap_t *h);
 int _nd_slab_class_for(size_t size, size_t align);
 /* t's remote-free buffer goes home; returns the entries sent. */
 unsigned _nd_slab_rf_flush_all(_nd_thread_t *t);
+/* Thread exit (before its heaps park): the buffer goes home, the
+ * record's per-class counters go into the totals. */
+void _nd_slab_thread_done(_nd_thread_t *t);
 
 /* ======================================================================
  * src/heap.c: which heap an allocation uses, heaps and their threads'

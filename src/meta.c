@@ -81,10 +81,12 @@ _nd_slab_t *_nd_meta_hdr_get(int node)
 	_nd_meta_node_t *ns = &_nd_meta_node[node];
 	_nd_lock(&ns->lock);
 	_nd_slab_t *s = ns->free_hdrs;
-	if (s)
+	if (s) {
 		ns->free_hdrs = s->hnext;
-	else
-		s = meta_alloc_locked(node, sizeof(_nd_slab_t));
+	} else if ((s = meta_alloc_locked(node, sizeof(_nd_slab_t))) != NULL) {
+		s->all_next = ns->all_hdrs;
+		__atomic_store_n(&ns->all_hdrs, s, __ATOMIC_RELEASE);
+	}
 	_nd_unlock(&ns->lock);
 	return s;
 }
@@ -96,6 +98,15 @@ void _nd_meta_hdr_put(int node, _nd_slab_t *s)
 	s->hnext = ns->free_hdrs;
 	ns->free_hdrs = s;
 	_nd_unlock(&ns->lock);
+}
+
+void _nd_meta_hdr_each(void (*fn)(const _nd_slab_t *s, void *arg), void *arg)
+{
+	int n = __atomic_load_n(&nodes_used, __ATOMIC_RELAXED);
+	for (int i = 0; i < n; i++)
+		for (const _nd_slab_t *s = __atomic_load_n(&_nd_meta_node[i].all_hdrs, __ATOMIC_ACQUIRE); s;
+		     s = s->all_next)
+			fn(s, arg);
 }
 
 /* Until the map exists every lookup decodes to its zeroed `none` (lim 0):

@@ -176,7 +176,9 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 		errno = ENOMEM;
 		return NULL;
 	}
+	slab_t *all_next = s->all_next; /* meta.c's list of every header */
 	memset(s, 0, sizeof *s);
+	s->all_next = all_next;
 	s->start = p;
 	s->size = cls_size[c];
 	s->mul = cls_mul[c];
@@ -477,13 +479,20 @@ unsigned _nd_slab_rf_flush_all(_nd_thread_t *t)
 }
 
 /* The free of o (marked) by a thread that does not own s. */
+/* Counters of exited threads and of threads without a record (relaxed
+ * atomic adds), for _nd_slab_class_stats. */
+static uint64_t gone_remote[ND_SLAB_CLASSES], gone_refill[ND_SLAB_CLASSES];
+
 static void free_remote(slab_t *s, void **o)
 {
 	_nd_thread_t *t = _nd_tls;
 	if (nd_unlikely(t == &_nd_thread_boot)) {
+		__atomic_fetch_add(&gone_remote[s->cls], 1, __ATOMIC_RELAXED);
 		remote_send(s, o, o, 1);
 		return;
 	}
+	uint64_t *nrem = &t->cls_remote[s->cls];
+	__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);
 	_nd_rfree_t *e = &t->rf[s->cls];
 	if (nd_likely(e->slab == (_nd_slab_hot_t *)s)) {
 		o[0] = e->head;
@@ -504,6 +513,61 @@ static void free_remote(slab_t *s, void **o)
 	e->n = 1;
 	e->max = m;
 	e->slab = (_nd_slab_hot_t *)s;
+}
+
+void _nd_slab_thread_done(_nd_thread_t *t)
+{
+	_nd_slab_rf_flush_all(t);
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		__atomic_fetch_add(&gone_remote[c], t->cls_remote[c], __ATOMIC_RELAXED);
+		__atomic_fetch_add(&gone_refill[c], t->cls_refill[c], __ATOMIC_RELAXED);
+		__atomic_store_n(&t->cls_remote[c], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->cls_refill[c], 0, __ATOMIC_RELAXED);
+	}
+}
+
+/* ---- per-class statistics (issue 13) ---------------------------------------
+ * Read from the slab headers (meta.c keeps every header ever made) and the
+ * thread records' counters: nothing on the fast paths. The owners' fields
+ * are read with relaxed loads while they change: a snapshot, exact when
+ * the process is quiet. */
+static void stats_slab(const slab_t *s, void *arg)
+{
+	_nd_slab_class_stats_t *out = arg;
+	if (!__atomic_load_n(&s->heap, __ATOMIC_RELAXED))
+		return; /* released */
+	_nd_slab_class_stats_t *e = &out[s->cls];
+	e->slabs++;
+	e->slab_bytes += (uint64_t)s->npages << ND_PAGE_SHIFT;
+	e->capacity += s->cap;
+	e->objects += (uint32_t)(ND_LOAD_RELAXED(s->used) + ND_LOAD_RELAXED(s->fbias));
+}
+
+static void stats_thread(_nd_thread_t *t, void *arg)
+{
+	_nd_slab_class_stats_t *out = arg;
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		out[c].remote_frees += __atomic_load_n(&t->cls_remote[c], __ATOMIC_RELAXED);
+		out[c].refills += __atomic_load_n(&t->cls_refill[c], __ATOMIC_RELAXED);
+	}
+}
+
+int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n)
+{
+	_nd_slab_class_stats_t all[ND_SLAB_CLASSES];
+	memset(all, 0, sizeof all);
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		all[c].size = cls_size[c];
+		all[c].remote_frees = __atomic_load_n(&gone_remote[c], __ATOMIC_RELAXED);
+		all[c].refills = __atomic_load_n(&gone_refill[c], __ATOMIC_RELAXED);
+	}
+	_nd_meta_hdr_each(stats_slab, all);
+	_nd_thread_each(stats_thread, all);
+	if (n > ND_SLAB_CLASSES)
+		n = ND_SLAB_CLASSES;
+	if (n > 0)
+		memcpy(out, all, (size_t)n * sizeof all[0]);
+	return n > 0 ? n : 0;
 }
 
 void _nd_slab_flush_remote(void)

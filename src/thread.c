@@ -114,6 +114,14 @@ void _nd_thread_invalidate_all(void)
 	_nd_unlock(&thread_lock);
 }
 
+void _nd_thread_each(void (*fn)(_nd_thread_t *t, void *arg), void *arg)
+{
+	_nd_lock(&thread_lock);
+	for (_nd_thread_t *t = all; t; t = t->all_next)
+		fn(t, arg);
+	_nd_unlock(&thread_lock);
+}
+
 void _nd_thread_set_exit_hook(void (*fn)(_nd_thread_t *))
 {
 	exit_hook = fn;
