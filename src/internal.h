@@ -783,7 +783,7 @@ typedef struct _nd_slab_class_stats {
 	uint64_t capacity;     /* objects those slabs hold */
 	uint64_t objects;      /* objects out (handed out, or freed by another
 				* thread and not collected by the owner yet) */
-	uint64_t remote_frees; /* frees by a thread that did not own the slab */
+	uint64_t remote_frees; /* frees by a thread (with a record) that did not own the slab */
 	uint64_t refills;      /* malloc slow paths of the class (free list empty) */
 } _nd_slab_class_stats_t;
 /* Fills out[0 .. ND_SLAB_CLASSES) (n entries at most); returns the count. */

@@ -137,7 +137,9 @@ static __attribute__((noinline)) void *malloc_init(size_t size)
 	return size <= ND_SLAB_MAX ? _nd_heap_malloc(size) : _nd_large_alloc(size, 0, NULL, -1);
 }
 
-static inline void *malloc_small(size_t size)
+/* A key miss of the <= ND_SLAB_DIRECT path (rare: a CPU or policy
+ * change, the first call, check mode). */
+static __attribute__((noinline)) void *malloc_small(size_t size)
 {
 	void *o = _nd_heap_malloc(size);
 	if (nd_unlikely(o == NULL) && __atomic_load_n(&_nd_initialized, __ATOMIC_RELAXED) <= 0)
@@ -161,8 +163,9 @@ void *nd_malloc(size_t size)
 		}
 		return malloc_small(size);
 	}
-	if (nd_likely(size <= ND_SLAB_MAX))
-		return malloc_small(size);
+	/* initialized: the heap layer's NULL is ENOMEM (a tail call) */
+	if (nd_likely(size <= ND_SLAB_MAX) && nd_likely(_nd_initialized > 0))
+		return _nd_heap_malloc(size);
 	return malloc_init(size);
 }
 

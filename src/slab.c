@@ -176,9 +176,10 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 		errno = ENOMEM;
 		return NULL;
 	}
-	slab_t *all_next = s->all_next; /* meta.c's list of every header */
-	memset(s, 0, sizeof *s);
-	s->all_next = all_next;
+	/* all but all_next (meta.c's list, walked lock-free by statistics) */
+	const size_t an = offsetof(slab_t, all_next), an_end = an + sizeof s->all_next;
+	memset(s, 0, an);
+	memset((char *)s + an_end, 0, sizeof *s - an_end);
 	s->start = p;
 	s->size = cls_size[c];
 	s->mul = cls_mul[c];
@@ -419,7 +420,7 @@ static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
  * each marked free) home: one CAS splices it onto tfree. Once the splice
  * is visible the owner may take the objects and release the slab:
  * everything needed from the header is read before. */
-static void remote_send(slab_t *s, void **head, void **tail, uint32_t n)
+static __attribute__((noinline)) void remote_send(slab_t *s, void **head, void **tail, uint32_t n)
 {
 	heap_t *h = __atomic_load_n(&s->heap, __ATOMIC_RELAXED);
 	ND_ASSERT(h != NULL, "a slab with objects out has an owner heap");
@@ -464,6 +465,8 @@ static void rf_flush(_nd_thread_t *t, _nd_rfree_t *e)
 		return;
 	e->slab = NULL;
 	t->rf_sent++;
+	uint64_t *nrem = &t->cls_remote[s->cls]; /* statistics (a snapshot reads it) */
+	__atomic_store_n(nrem, *nrem + e->n, __ATOMIC_RELAXED);
 	remote_send(s, e->head, e->tail, e->n);
 }
 
@@ -478,41 +481,47 @@ unsigned _nd_slab_rf_flush_all(_nd_thread_t *t)
 	return n;
 }
 
-/* The free of o (marked) by a thread that does not own s. */
-/* Counters of exited threads and of threads without a record (relaxed
- * atomic adds), for _nd_slab_class_stats. */
+/* Counters of exited threads (relaxed atomic adds at their exit), for
+ * _nd_slab_class_stats. */
 static uint64_t gone_remote[ND_SLAB_CLASSES], gone_refill[ND_SLAB_CLASSES];
 
-static void free_remote(slab_t *s, void **o)
+/* free_remote's entry did not hold s: a thread without a record sends o
+ * at once; else the entry goes home and starts a chain of s with o. */
+static __attribute__((noinline)) void free_remote_new(_nd_thread_t *t, slab_t *s, void **o)
 {
-	_nd_thread_t *t = _nd_tls;
-	if (nd_unlikely(t == &_nd_thread_boot)) {
-		__atomic_fetch_add(&gone_remote[s->cls], 1, __ATOMIC_RELAXED);
-		remote_send(s, o, o, 1);
-		return;
-	}
-	uint64_t *nrem = &t->cls_remote[s->cls];
-	__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);
-	_nd_rfree_t *e = &t->rf[s->cls];
-	if (nd_likely(e->slab == (_nd_slab_hot_t *)s)) {
-		o[0] = e->head;
-		e->head = o;
-		ND_ASSERT(e->n < e->max, "a buffer entry holds fewer than max objects");
-		if (++e->n >= e->max)
-			rf_flush(t, e);
-		return;
-	}
-	rf_flush(t, e); /* another slab of the class (or none) held the entry */
 	uint32_t m = rf_limit(s);
 	if (m < 2) {
+		__atomic_store_n(&t->cls_remote[s->cls], t->cls_remote[s->cls] + 1, __ATOMIC_RELAXED);
 		remote_send(s, o, o, 1);
 		return;
 	}
+	_nd_rfree_t *e = &t->rf[s->cls];
+	rf_flush(t, e); /* another slab of the class (or none) held the entry */
 	o[0] = NULL;
 	e->head = e->tail = o;
 	e->n = 1;
 	e->max = m;
 	e->slab = (_nd_slab_hot_t *)s;
+}
+
+/* The free of o (marked) by a thread that does not own s: a leaf while
+ * the entry of s's class holds s (the boot record's entries hold none). */
+static inline void free_remote(slab_t *s, void **o)
+{
+	_nd_thread_t *t = _nd_tls;
+	_nd_rfree_t *e = &t->rf[s->cls];
+	if (nd_likely(e->slab == (_nd_slab_hot_t *)s)) {
+		o[0] = e->head;
+		e->head = o;
+		ND_ASSERT(e->n < e->max, "a buffer entry holds fewer than max objects");
+		if (nd_unlikely(++e->n >= e->max))
+			rf_flush(t, e);
+		return;
+	}
+	if (t == &_nd_thread_boot) /* no record: at once (and not counted) */
+		remote_send(s, o, o, 1);
+	else
+		free_remote_new(t, s, o);
 }
 
 void _nd_slab_thread_done(_nd_thread_t *t)
