@@ -59,6 +59,33 @@
 void _nd_assert_fail(const char *file, int line, const char *cond, const char *what)
 	__attribute__((noreturn, cold));
 
+/* Small helpers every layer uses (one copy each). */
+static inline size_t _nd_strlen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+/* Bit i of a bitmap of 64-bit words. */
+static inline bool _nd_bit_get(const uint64_t *m, size_t i)
+{
+	return (m[i >> 6] >> (i & 63)) & 1;
+}
+static inline void _nd_bit_set(uint64_t *m, size_t i)
+{
+	m[i >> 6] |= (uint64_t)1 << (i & 63);
+}
+/* floor(log2(v)) for v > 0; ceil(log2(v)) for v > 0 (0 for v <= 1). */
+static inline unsigned _nd_log2_floor(uint64_t v)
+{
+	return 63u - (unsigned)__builtin_clzll(v);
+}
+static inline unsigned _nd_log2_ceil(uint64_t v)
+{
+	return v <= 1 ? 0 : 64u - (unsigned)__builtin_clzll(v - 1);
+}
+
 /* Raises the counter *v to at least to (relaxed; lock-free): the "highest
  * node index used + 1" counters the fork handlers read for lock arrays. */
 static inline void _nd_atomic_raise(int *v, int to)
@@ -179,9 +206,22 @@ void _nd_msg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void _nd_msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "nodalloc: fatal: ..." and aborts (invalid free and the like). */
 void _nd_msg_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-/* Formats into buf like snprintf; returns the length it would have had. */
+/* Formats into buf like snprintf (msg.c's own formatter: flags - 0 #,
+ * width and precision, lengths hh h l ll z j t, d i u x X o c s p %);
+ * returns the length it would have had. */
 int _nd_msg_format(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int _nd_msg_vformat(char *buf, size_t len, const char *fmt, va_list ap);
+int _nd_msg_vformat(char *buf, size_t len, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+/* An error of an API call (bad argument, no such node): the caller hears
+ * of it by errno or the return value; the line is printed only under
+ * NODALLOC_VERBOSE=1 (issue 14). Configuration errors use _nd_msg_error. */
+void _nd_msg_api(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* options.c pushes these down once it has read them (msg.c never calls
+ * up): the message descriptor (NODALLOC_MSG_FD; <= 0 means stderr) and
+ * NODALLOC_VERBOSE. Before that: stderr, not verbose. */
+void _nd_msg_set_fd(int fd);
+int _nd_msg_fd(void);
+void _nd_msg_set_verbose(bool on);
+bool _nd_msg_verbose(void);
 /* Writes text to fd as it is (for printers). */
 void _nd_msg_out(int fd, const char *text);
 
@@ -438,6 +478,22 @@ typedef struct _nd_topo {
 	const uint8_t *cpu_allowed; /* [cpu_limit] in the process's affinity at load */
 	const uint8_t *mem_allowed; /* [node_limit] in Mems_allowed at load */
 } _nd_topo_t;
+
+/* node is an online node of t (the one test of a node id). */
+static inline bool _nd_topo_valid_node(const _nd_topo_t *t, int node)
+{
+	return node >= 0 && node < t->node_limit && t->online[node];
+}
+
+/* The page level keeps this much of a node's memory free under strict
+ * binding (the watermark, docs/arenas.md): 1/64 of the node, at least
+ * 32 MiB. */
+#define ND_NODE_FLOOR_MIN ((uint64_t)32 << 20)
+static inline uint64_t _nd_topo_floor(uint64_t mem_total)
+{
+	uint64_t f = mem_total / 64;
+	return f < ND_NODE_FLOOR_MIN ? ND_NODE_FLOOR_MIN : f;
+}
 
 /* Init from NODALLOC_TOPOLOGY / NODALLOC_SYSFS_ROOT / /sys (a bad spec or
  * tree is reported and the next source is tried; a machine without NUMA
@@ -943,6 +999,8 @@ size_t _nd_large_cache_limit(int node);
  * parts are exposed for unit tests.
  * ====================================================================== */
 
+/* nd_table_alloc after the library's init (api_init.c runs it). */
+int _nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out);
 /* The kernel's sizing (alloc_large_system_hash, mm/mm_init.c) for mem
  * bytes of memory: the entry count to try first, a power of two >= 1.
  * Does not validate d (nd_table_alloc does). */
@@ -964,6 +1022,10 @@ void *_nd_table_try_halving(size_t bucket_size, unsigned *log2qty, _nd_table_try
  * src/percpu.c: dense per-CPU areas (public API nd_percpu_*); test seams.
  * ====================================================================== */
 
+/* nd_percpu_alloc and nd_percpu_uses_rseq after the library's init
+ * (api_init.c runs it): the first call sets the areas up. */
+nd_percpu_t _nd_percpu_alloc(size_t size, size_t align);
+bool _nd_percpu_uses_rseq(void);
 /* The memory node CPU cpu's area is bound to (recorded also under an
  * emulated topology, where no mbind is done); -1 if the CPU is not
  * possible or the areas are not set up yet. */

@@ -169,11 +169,10 @@ static bool rseq_usable(const _nd_topo_t *t)
 
 static bool setup_locked(void)
 {
-	/* Both idempotent: a per-CPU allocation may come before the
-	 * library's constructor (from another library's constructor). */
-	_nd_opt_init();
-	_nd_topo_init();
-	/* The areas are sized and bound by the topology: freeze it first, so
+	/* Options and topology are read: the public entry (api_init.c) ran
+	 * the library's init first, even before the library's constructor
+	 * (a per-CPU allocation from another library's constructor).
+	 * The areas are sized and bound by the topology: freeze it first, so
 	 * that the one read next is final. */
 	_nd_topo_freeze();
 	const _nd_topo_t *t = _nd_topo();
@@ -332,7 +331,7 @@ static bool commit_locked(size_t want)
 
 /* ---- allocation --------------------------------------------------------- */
 
-nd_percpu_t nd_percpu_alloc(size_t size, size_t align)
+nd_percpu_t _nd_percpu_alloc(size_t size, size_t align)
 {
 	if (size == 0) {
 		_nd_msg_error("nd_percpu_alloc: size 0");
@@ -616,7 +615,7 @@ size_t nd_percpu_bytes(void)
 	return b;
 }
 
-int nd_percpu_uses_rseq(void)
+bool _nd_percpu_uses_rseq(void)
 {
 	return setup() && pc.use_rseq;
 }

@@ -259,11 +259,10 @@ static void emit_report(const nd_table_t *t)
 		len = sizeof line - 2;
 	line[len++] = '\n';
 	line[len] = '\0';
-	int64_t fd = _nd_opt_int(ND_OPT_MSG_FD);
-	_nd_msg_out(fd > 0 ? (int)fd : 2, line);
+	_nd_msg_out(_nd_msg_fd(), line);
 }
 
-int nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
+int _nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
 {
 	if (!d || !out) {
 		errno = EINVAL;
@@ -283,10 +282,6 @@ int nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
 		return bad(name, "low_limit is above high_limit");
 	if (d->nodes && (d->flags & ND_TABLE_LOCAL))
 		return bad(name, "nodes is for spread tables (ND_TABLE_LOCAL places on the caller's node)");
-	if (!_nd_ensure_init()) {
-		errno = ENOMEM;
-		return -1;
-	}
 
 	const _nd_topo_t *topo = _nd_topo();
 	/* place_t is ~3.5 KiB: fine on a thread stack. */
