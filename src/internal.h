@@ -19,6 +19,7 @@
 #define ND_HUGE_SHIFT 21
 #define ND_HUGE_SIZE ((size_t)1 << ND_HUGE_SHIFT)
 #define ND_CACHE_LINE 64
+#define ND_MAX_CPU_BITS 8192 /* CPU masks: the kernel's largest NR_CPUS on x86-64 */
 
 #define nd_likely(x) __builtin_expect(!!(x), 1)
 #define nd_unlikely(x) __builtin_expect(!!(x), 0)
@@ -215,6 +216,9 @@ int _nd_msg_vformat(char *buf, size_t len, const char *fmt, va_list ap) __attrib
  * of it by errno or the return value; the line is printed only under
  * NODALLOC_VERBOSE=1 (issue 14). Configuration errors use _nd_msg_error. */
 void _nd_msg_api(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "nodalloc: info: ..." under NODALLOC_VERBOSE=1 only (what the library
+ * decided on its own, e.g. following an inherited kernel policy). */
+void _nd_msg_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* options.c pushes these down once it has read them (msg.c never calls
  * up): the message descriptor (NODALLOC_MSG_FD; <= 0 means stderr) and
  * NODALLOC_VERBOSE. Before that: stderr, not verbose. */
@@ -242,22 +246,25 @@ bool _nd_trylock(_nd_lock_t *l);
 /* Lock order: a thread holding a lock takes only locks of a higher rank
  * (arrays: ascending index). Fork takes them all in this order. Every
  * lock of the library is declared with ND_LOCK_DEFINE / ND_LOCK_ARRAY /
- * ND_LOCK_DYN_ARRAY below (tests/check_locks.sh refuses any other). */
+ * ND_LOCK_DYN_ARRAY / ND_LOCK_FIELD below (tests/check_locks.sh refuses
+ * any other, and checks that each rank here names exactly one registered
+ * lock class and each class a rank here). The 14 locks, by rank:
+ * file: variable (what it protects; what it may take while held). */
 typedef enum _nd_lock_rank {
-	ND_RANK_TABLE_FMT = 10,   /* table.c: nd_table_format's per-node buffer */
-	ND_RANK_STATS_SNAP = 20,  /* stats.c: the printers' snapshot */
-	ND_RANK_PERCPU = 30,      /* percpu.c: setup, alloc, free (takes page, topology) */
-	ND_RANK_INIT = 40,        /* malloc.c: the init sequence (takes everything below) */
-	ND_RANK_POLICY_POOL = 50, /* policy.c: interned policies */
-	ND_RANK_POLICY_PROC = 51, /* policy.c: process default (then thread) */
-	ND_RANK_THREAD = 55,      /* thread.c: thread records (pool, list) */
-	ND_RANK_SLAB_THREADS = 60,/* slab.c: policy heap pool, slab map creation */
-	ND_RANK_SLAB_NODE = 61,   /* slab.c: per-node pools and metadata (then page) */
-	ND_RANK_LARGE_CACHE = 65, /* large.c: one per node, its cached runs (takes nothing) */
-	ND_RANK_PAGE_SETUP = 70,  /* page.c: reservation setup (takes topology freeze) */
-	ND_RANK_PAGE_ARENA = 71,  /* page.c: one per slot: buddy lists, descriptors */
-	ND_RANK_PAGE_WMARK = 72,  /* page.c: reading the kernel's watermarks (takes no other lock) */
-	ND_RANK_TOPO_SWAP = 80,   /* topology.c: replacing the live topology, freeze */
+	ND_RANK_TABLE_FMT = 10,   /* table.c: fmt_lock (nd_table_format's per-node buffer) */
+	ND_RANK_STATS_SNAP = 20,  /* stats.c: snap_lock (the printers' snapshot) */
+	ND_RANK_PERCPU = 30,      /* percpu.c: pc_lock (setup, alloc, free; takes page, topology swap) */
+	ND_RANK_INIT = 40,        /* malloc.c: init_lock (the init sequence; takes everything below) */
+	ND_RANK_POLICY_POOL = 50, /* policy.c: pool_lock (interned policies) */
+	ND_RANK_POLICY_PROC = 51, /* policy.c: proc_lock (process default; then thread) */
+	ND_RANK_THREAD = 55,      /* thread.c: thread_lock (thread records: pool, list) */
+	ND_RANK_SLAB_THREADS = 60,/* slab.c: pheap_lock (policy heap pool, slab map creation) */
+	ND_RANK_SLAB_NODE = 61,   /* slab.c: nodes[].lock (per-node pools and metadata; then page) */
+	ND_RANK_LARGE_CACHE = 65, /* large.c: lnodes[].lock (one per node, its cached runs; takes nothing) */
+	ND_RANK_PAGE_SETUP = 70,  /* page.c: g.lock (reservation setup; takes topology freeze) */
+	ND_RANK_PAGE_ARENA = 71,  /* page.c: g.arenas[].lock (one per slot: buddy lists, descriptors) */
+	ND_RANK_PAGE_WMARK = 72,  /* page.c: wm.lock (reading the kernel's watermarks; takes no other lock) */
+	ND_RANK_TOPO_SWAP = 80,   /* topology.c: swap_lock (replacing the live topology, freeze) */
 } _nd_lock_rank_t;
 
 /* One registry entry: a static lock, a static array of structs holding a
@@ -485,6 +492,12 @@ static inline bool _nd_topo_valid_node(const _nd_topo_t *t, int node)
 	return node >= 0 && node < t->node_limit && t->online[node];
 }
 
+/* node is an online node of t with memory the process may use. */
+static inline bool _nd_topo_has_mem(const _nd_topo_t *t, int node)
+{
+	return _nd_topo_valid_node(t, node) && t->has_mem[node];
+}
+
 /* The page level keeps this much of a node's memory free under strict
  * binding (the watermark, docs/arenas.md): 1/64 of the node, at least
  * 32 MiB. */
@@ -608,6 +621,18 @@ void _nd_stats_reset(void);
 /* ======================================================================
  * src/policy.c: memory policies and the choice of node.
  * ====================================================================== */
+
+/* policy_parse.c: the checks every policy passes; its normal form in
+ * *out (unused fields zeroed, the weighted set derived from the weights),
+ * so equal policies compare equal byte for byte. 0, or -1 with err. */
+int _nd_policy_normalize(const nd_policy_t *p, nd_policy_t *out, char *err, size_t errlen);
+/* Formats into err (NULL allowed); returns -1. */
+int _nd_policy_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void _nd_policy_zero(nd_policy_t *p);
+/* policy.c: first node of m at or after from, or -1. */
+int _nd_policy_mask_next(const nd_nodemask_t *m, int from);
+/* The local policy (one object: slab.c and malloc.c pass it too). */
+extern const nd_policy_t _nd_policy_local __attribute__((visibility("hidden")));
 
 /* Reads NODALLOC_POLICY (a bad value is reported by name; local stays). */
 int _nd_policy_init(void);

@@ -303,38 +303,40 @@ static void emit(const char *level, const char *fmt, va_list ap)
 	_nd_os_write(msg_fd, buf, len);
 }
 
+/* Each level is one formatted line on the message descriptor. */
+#define EMIT(level)                      \
+	do {                             \
+		va_list ap;              \
+		va_start(ap, fmt);       \
+		emit(level, fmt, ap);    \
+		va_end(ap);              \
+	} while (0)
+
 void _nd_msg_warn(const char *fmt, ...)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	emit("warning", fmt, ap);
-	va_end(ap);
+	EMIT("warning");
 }
 
 void _nd_msg_error(const char *fmt, ...)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	emit("error", fmt, ap);
-	va_end(ap);
+	EMIT("error");
 }
 
 void _nd_msg_api(const char *fmt, ...)
 {
-	if (!msg_verbose)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	emit("error", fmt, ap);
-	va_end(ap);
+	if (msg_verbose)
+		EMIT("error");
+}
+
+void _nd_msg_info(const char *fmt, ...)
+{
+	if (msg_verbose)
+		EMIT("info");
 }
 
 void _nd_msg_fatal(const char *fmt, ...)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	emit("fatal", fmt, ap);
-	va_end(ap);
+	EMIT("fatal");
 	_nd_os_abort();
 }
 

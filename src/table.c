@@ -28,17 +28,6 @@
 #define TABLE_MAX_ENTRIES ((uint64_t)1 << 31) /* kernel: 0x80000000 */
 #define HUGE_GRANULE_SHIFT (ND_HUGE_SHIFT - ND_PAGE_SHIFT) /* 9: 2 MiB */
 
-static unsigned ilog2_u64(uint64_t v) /* v > 0 */
-{
-	return 63u - (unsigned)__builtin_clzll(v);
-}
-
-static uint64_t roundup_pow2(uint64_t v)
-{
-	if (v <= 1)
-		return 1;
-	return (uint64_t)1 << (ilog2_u64(v - 1) + 1);
-}
 
 /* ---- sizing (pure) ---------------------------------------------------- */
 
@@ -79,7 +68,7 @@ uint64_t _nd_table_size(const nd_table_desc_t *d, uint64_t mem)
 	 * rounding so the rounding cannot overflow. */
 	if (n > ((uint64_t)1 << 32))
 		n = (uint64_t)1 << 32;
-	n = roundup_pow2(n);
+	n = (uint64_t)1 << _nd_log2_ceil(n); /* roundup_pow_of_two */
 
 	/* Cap: high_limit, else 1/16 of memory; never above 2^31 entries. */
 	uint64_t max = d->high_limit;
@@ -93,7 +82,7 @@ uint64_t _nd_table_size(const nd_table_desc_t *d, uint64_t mem)
 		n = max;
 	/* The kernel takes ilog2: a limit that is not a power of two rounds
 	 * down. Less memory than 16 buckets still gets one entry. */
-	return n ? (uint64_t)1 << ilog2_u64(n) : 1;
+	return n ? (uint64_t)1 << _nd_log2_floor(n) : 1;
 }
 
 /* ---- granularity (pure) ----------------------------------------------- */
@@ -327,7 +316,7 @@ int _nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
 	}
 
 	uint64_t wanted = _nd_table_size(d, mem);
-	unsigned log2qty = ilog2_u64(wanted);
+	unsigned log2qty = _nd_log2_floor(wanted);
 	void *base = _nd_table_try_halving(d->bucket_size, &log2qty, try_place, &pl);
 	if (!base) {
 		errno = ENOMEM;
@@ -457,7 +446,7 @@ int nd_table_format(const nd_table_t *t, char *buf, size_t len)
 
 	/* Order as the kernel prints it: ilog2(bytes) - PAGE_SHIFT (0 for
 	 * tables below a page). */
-	unsigned lg = ilog2_u64(t->bytes ? t->bytes : 1);
+	unsigned lg = _nd_log2_floor(t->bytes ? t->bytes : 1);
 	int order = lg > ND_PAGE_SHIFT ? (int)(lg - ND_PAGE_SHIFT) : 0;
 	char where[400];
 	if (used == 0)

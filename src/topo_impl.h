@@ -12,7 +12,7 @@
 #define ND_TOPO_LOCAL_DIST 10
 #define ND_TOPO_REMOTE_DIST 20
 #define ND_TOPO_MAX_DIST 255
-#define ND_TOPO_MAX_CPUS 8192 /* the kernel's largest NR_CPUS on x86-64 */
+#define ND_TOPO_MAX_CPUS ND_MAX_CPU_BITS
 
 typedef struct topo_impl {
 	_nd_topo_t pub; /* first: &pub is what callers see */

@@ -113,6 +113,16 @@ static int cpu_cb(long id, void *arg, int at)
 	return add_cpu(a->sp, id, a->base + at);
 }
 
+/* A node's field (cpus/ncpus share *seen): named for messages, once. */
+static int field_once(spec_parse_t *sp, const char *name, bool *seen, const char *at, const char *twice)
+{
+	sp->field = name;
+	if (*seen)
+		return sp_fail(sp, at, "%s", twice);
+	*seen = true;
+	return 0;
+}
+
 static int parse_node_clause(spec_parse_t *sp)
 {
 	const char *at = sp->p;
@@ -163,10 +173,8 @@ static int parse_node_clause(spec_parse_t *sp)
 			const char *fat = sp->p;
 			const char *fname = NULL;
 			if (keyword(sp, "cpus=")) {
-				sp->field = fname = "cpus";
-				if (have_cpus)
-					return sp_fail(sp, fat, "given twice");
-				have_cpus = true;
+				if (field_once(sp, fname = "cpus", &have_cpus, fat, "given twice"))
+					return -1;
 				struct cpu_arg a = { sp, sp->p };
 				const char *why = "";
 				int r = _nd_topo_walk_list(sp->p, ND_TOPO_MAX_CPUS - 1, cpu_cb, &a, &why);
@@ -179,10 +187,8 @@ static int parse_node_clause(spec_parse_t *sp)
 				}
 				sp->p += r;
 			} else if (keyword(sp, "ncpus=")) {
-				sp->field = fname = "ncpus";
-				if (have_cpus)
-					return sp_fail(sp, fat, "given twice (or with cpus=)");
-				have_cpus = true;
+				if (field_once(sp, fname = "ncpus", &have_cpus, fat, "given twice (or with cpus=)"))
+					return -1;
 				long cnt;
 				int k = _nd_topo_parse_uint(sp->p, ND_TOPO_MAX_CPUS, &cnt);
 				if (k == 0 || cnt == 0 || cnt > ND_TOPO_MAX_CPUS) {
@@ -199,10 +205,8 @@ static int parse_node_clause(spec_parse_t *sp)
 				}
 				sp->p += k;
 			} else if (keyword(sp, "mem=")) {
-				sp->field = fname = "mem";
-				if (have_mem)
-					return sp_fail(sp, fat, "given twice");
-				have_mem = true;
+				if (field_once(sp, fname = "mem", &have_mem, fat, "given twice"))
+					return -1;
 				char tok[40];
 				token(sp->p, tok, sizeof tok);
 				uint64_t bytes;

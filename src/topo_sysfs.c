@@ -75,6 +75,20 @@ static int bitmap_cb(long id, void *arg, int at)
 	return 0;
 }
 
+/* A node state file (has_memory, has_cpu) into out[] for online nodes:
+ * 1 if read, 0 if the tree has none (out untouched), -1 if bad. */
+static int node_state(sysfs_read_t *sr, const char *rel, const topo_impl_t *t, uint8_t *out)
+{
+	if (sys_read(sr, rel) < 0)
+		return 0;
+	uint64_t set[ND_MAX_NODES / 64] = { 0 };
+	if (sys_list(sr, ND_MAX_NODES - 1, bitmap_cb, set))
+		return -1;
+	for (int n = 0; n < t->pub.node_limit; n++)
+		out[n] = t->online[n] && _nd_bit_get(set, n);
+	return 1;
+}
+
 struct max_arg {
 	long max;
 };
@@ -306,24 +320,14 @@ const _nd_topo_t *_nd_topo_build_sysfs(const char *root, char *err, size_t errle
 		}
 	}
 	/* Memory: has_memory if present, else MemTotal > 0. */
-	if (sys_read(sr, "node/has_memory") >= 0) {
-		uint64_t hm[ND_MAX_NODES / 64] = { 0 };
-		if (sys_list(sr, ND_MAX_NODES - 1, bitmap_cb, hm))
-			goto fail;
-		for (int n = 0; n < L; n++)
-			t->has_mem[n] = t->online[n] && _nd_bit_get(hm, n);
-	} else {
-		for (int n = 0; n < L; n++)
-			t->has_mem[n] = t->online[n] && t->mem_total[n] > 0;
-	}
+	int st = node_state(sr, "node/has_memory", t, t->has_mem);
+	if (st < 0)
+		goto fail;
+	for (int n = 0; n < L && st == 0; n++)
+		t->has_mem[n] = t->online[n] && t->mem_total[n] > 0;
 	/* has_cpu: the kernel's file if present (it agrees with cpulist). */
-	if (sys_read(sr, "node/has_cpu") >= 0) {
-		uint64_t hc[ND_MAX_NODES / 64] = { 0 };
-		if (sys_list(sr, ND_MAX_NODES - 1, bitmap_cb, hc))
-			goto fail;
-		for (int n = 0; n < L; n++)
-			t->has_cpu[n] = t->online[n] && _nd_bit_get(hc, n);
-	}
+	if (node_state(sr, "node/has_cpu", t, t->has_cpu) < 0)
+		goto fail;
 	/* Mems_allowed (cpuset): a node outside it has no memory for us. A
 	 * fixture tree may carry root/proc/self/status. */
 	char spath[300];

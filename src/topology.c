@@ -204,6 +204,9 @@ void _nd_topo_build_lists(topo_impl_t *t, uint8_t *used)
 			prev = node;
 		}
 		t->fb_len[local] = k;
+		ND_ASSERT(k <= L, "a fallback list holds each memory node at most once");
+		ND_ASSERT(!t->has_mem[local] || (k > 0 && t->fb[local][0] == local),
+			  "a node with memory is first in its own fallback list");
 	}
 
 	/* Tiers: a memory node with CPUs is in the top tier (key 0); a
@@ -255,6 +258,7 @@ void _nd_topo_build_lists(topo_impl_t *t, uint8_t *used)
 			for (int i = lead ? 1 : 0; i < len; i++)
 				if (t->tier[src[i]] == tier)
 					t->fbt[local][k++] = src[i];
+		ND_ASSERT(k == len, "the tier-order list holds the same nodes as the node-order list");
 	}
 
 	/* CPUs: the memory node (numa_mem_id()), the dense list. */
@@ -269,6 +273,8 @@ void _nd_topo_build_lists(topo_impl_t *t, uint8_t *used)
 		}
 		t->cpus[nc++] = c;
 		t->cpu_mem_node[c] = t->fb_len[node] ? t->fb[node][0] : -1;
+		ND_ASSERT(t->cpu_mem_node[c] < 0 || t->has_mem[t->cpu_mem_node[c]],
+			  "a CPU's memory node (numa_mem_id) has memory");
 	}
 	t->ncpus = nc;
 	if (t->dense_limit < 0)
