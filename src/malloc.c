@@ -80,7 +80,6 @@ static bool init_or_boot(void)
 
 /* ---- allocation ---------------------------------------------------------- */
 
-static const nd_policy_t local_pol = { .mode = ND_POLICY_LOCAL };
 
 /* Above ND_SLAB_MAX (the slab layer runs the init for small sizes). */
 static __attribute__((noinline)) void *malloc_large(size_t size)
@@ -125,7 +124,7 @@ static void *alloc_aligned(size_t align, size_t size, const nd_policy_t *pol, in
 	if (_nd_slab_fits(size, align))
 		return _nd_slab_alloc(size, align, pol, node);
 	if (pol == NULL && node >= 0)
-		pol = &local_pol;
+		pol = &_nd_policy_local;
 	return _nd_large_alloc(size, align, pol, node);
 }
 
@@ -293,26 +292,20 @@ void *nd_aligned_alloc(size_t align, size_t size)
 
 /* ---- placement API ------------------------------------------------------- */
 
-static bool valid_node(int node)
-{
-	const _nd_topo_t *t = _nd_topo();
-	return node >= 0 && node < t->node_limit && t->online[node];
-}
-
 /* On a node known to be valid (init done). */
 static void *place_onnode(size_t size, int node)
 {
 	if (size <= ND_SLAB_MAX)
 		return _nd_slab_onnode(size, node);
-	return _nd_large_alloc(size, 0, &local_pol, node);
+	return _nd_large_alloc(size, 0, &_nd_policy_local, node);
 }
 
 static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 {
 	if (!init_or_boot())
 		return _nd_slab_boot_alloc(size, 16);
-	if (!valid_node(node)) {
-		_nd_msg_error("nd_malloc_onnode: node %d does not exist (node limit %d)", node, _nd_topo()->node_limit);
+	if (!_nd_topo_valid_node(_nd_topo(), node)) {
+		_nd_msg_api("nd_malloc_onnode: node %d does not exist (node limit %d)", node, _nd_topo()->node_limit);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -341,7 +334,7 @@ static __attribute__((noinline)) void *local_slow(size_t size)
 		return _nd_slab_boot_alloc(size, 16);
 	if (size <= ND_SLAB_MAX)
 		return _nd_slab_local(size);
-	return _nd_large_alloc(size, 0, &local_pol, -1);
+	return _nd_large_alloc(size, 0, &_nd_policy_local, -1);
 }
 
 /* Fast path: the heap of the CPU's memory node, valid while lkey matches. */
@@ -371,7 +364,7 @@ void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t gran
 	if (!init_or_boot())
 		return _nd_slab_boot_alloc(size, 16);
 	if (!nodes || nd_nodemask_count(nodes) == 0) {
-		_nd_msg_error("nd_malloc_interleaved: empty node set");
+		_nd_msg_api("nd_malloc_interleaved: empty node set");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -381,14 +374,14 @@ void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t gran
 	pol.nodes = *nodes;
 	int shift = _nd_policy_granularity_shift(granularity ? granularity : ND_PAGE_SIZE);
 	if (shift < 0) {
-		_nd_msg_error("nd_malloc_interleaved: bad granularity %zu", granularity);
+		_nd_msg_api("nd_malloc_interleaved: bad granularity %zu", granularity);
 		errno = EINVAL;
 		return NULL;
 	}
 	pol.granularity_shift = (unsigned)shift;
 	char err[200];
 	if (nd_policy_check(&pol, err, sizeof err) != 0) {
-		_nd_msg_error("nd_malloc_interleaved: %s", err);
+		_nd_msg_api("nd_malloc_interleaved: %s", err);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -406,7 +399,7 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 		return _nd_slab_policy(size, p); /* validates, caches, reports */
 	char err[200];
 	if (nd_policy_check(p, err, sizeof err) != 0) {
-		_nd_msg_error("nd_malloc_policy: %s", err);
+		_nd_msg_api("nd_malloc_policy: %s", err);
 		errno = EINVAL;
 		return NULL;
 	}

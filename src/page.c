@@ -653,9 +653,7 @@ static int setup_locked(void)
 		if (!a->mixed) {
 			if (t->emulated)
 				a->cap = t->mem_total[s] >> ND_PAGE_SHIFT;
-			a->floor = t->mem_total[s] / 64;
-			if (a->floor < ((uint64_t)32 << 20))
-				a->floor = (uint64_t)32 << 20;
+			a->floor = _nd_topo_floor(t->mem_total[s]);
 			if (g.bind) {
 				int r = bind_range(a->base, (size_t)1 << shift, s);
 				if (r == -22 /* EINVAL: node not allowed */) {

@@ -158,7 +158,6 @@ static int ppool_dirty; /* atomic: a parked policy heap got a remote free */
 static slab_t empty_slab; /* free == NULL: the fast path falls through */
 
 static bool check_mode;      /* NODALLOC_CHECK=1 */
-static const nd_policy_t local_pol = { .mode = ND_POLICY_LOCAL };
 
 /* ---- metadata ------------------------------------------------------------ */
 
@@ -1013,7 +1012,7 @@ static void *alloc_class(unsigned c, const nd_policy_t *pol, int node)
 	if (node >= 0) {
 		h = heap_get(t, node);
 		if (!pol)
-			pol = &local_pol;
+			pol = &_nd_policy_local;
 	} else if (!pol || pol->mode == ND_POLICY_DEFAULT) {
 		h = _nd_slab_key_ok(t, &t->key) ? t->heap : resolve(t);
 		pol = t->hpol;
@@ -1139,7 +1138,7 @@ void *_nd_slab_onnode(size_t size, int node)
 		return NULL;
 	}
 	count_slow(t);
-	return alloc_class(class_of(size), &local_pol, node);
+	return alloc_class(class_of(size), &_nd_policy_local, node);
 }
 
 void *_nd_slab_local(size_t size)
@@ -1150,7 +1149,7 @@ void *_nd_slab_local(size_t size)
 		return NULL;
 	}
 	count_slow(t);
-	return alloc_class(class_of(size), &local_pol, -1);
+	return alloc_class(class_of(size), &_nd_policy_local, -1);
 }
 
 /* nd_malloc_policy's cache: an entry remembers a caller's policy object
@@ -1193,7 +1192,7 @@ void *_nd_slab_policy(size_t size, const nd_policy_t *p)
 		char err[200];
 		const nd_policy_t *ip = _nd_policy_intern(p, err, sizeof err);
 		if (!ip) {
-			_nd_msg_error("nd_malloc_policy: %s", err);
+			_nd_msg_api("nd_malloc_policy: %s", err);
 			return NULL; /* errno EINVAL or ENOMEM */
 		}
 		e = &t->pc[t->pc_next++ % ND_PCACHE];
@@ -1255,7 +1254,7 @@ void *_nd_slab_alloc(size_t size, size_t align, const nd_policy_t *pol, int node
 		return NULL;
 	}
 	if (node >= 0 && !pol)
-		pol = &local_pol;
+		pol = &_nd_policy_local;
 	return alloc_class((unsigned)c, pol, node);
 }
 
