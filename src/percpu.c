@@ -328,12 +328,12 @@ static bool commit_locked(size_t want)
 nd_percpu_t _nd_percpu_alloc(size_t size, size_t align)
 {
 	if (size == 0) {
-		_nd_msg_error("nd_percpu_alloc: size 0");
+		_nd_msg_api("nd_percpu_alloc: size 0");
 		errno = EINVAL;
 		return 0;
 	}
 	if (align & (align - 1)) {
-		_nd_msg_error("nd_percpu_alloc: align %zu is not a power of two", align);
+		_nd_msg_api("nd_percpu_alloc: align %zu is not a power of two", align);
 		errno = EINVAL;
 		return 0;
 	}
@@ -392,15 +392,17 @@ void nd_percpu_free(nd_percpu_t h)
 		return;
 	if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE) <= 0 || (h & (UNIT - 1)) ||
 	    h >= ((size_t)1 << pc.shift)) {
-		_nd_msg_error("nd_percpu_free: %#lx is not a per-CPU handle", (unsigned long)h);
+		_nd_msg_api("nd_percpu_free: %#lx is not a per-CPU handle", (unsigned long)h);
+		errno = EINVAL;
 		return;
 	}
 	size_t u = h >> UNIT_SHIFT;
 	_nd_lock(&pc_lock);
 	if (u < RESERVED_UNITS || !_nd_bit_get(start_bm, u) || !_nd_bit_get(used_bm, u)) {
 		_nd_unlock(&pc_lock);
-		_nd_msg_error("nd_percpu_free: %#lx is not an allocated per-CPU handle (double free?)",
-			      (unsigned long)h);
+		_nd_msg_api("nd_percpu_free: %#lx is not an allocated per-CPU handle (double free?)",
+			    (unsigned long)h);
+		errno = EINVAL;
 		return;
 	}
 	/* The allocation runs to the next start bit or the next free unit. */
@@ -424,7 +426,8 @@ static bool bad_handle(nd_percpu_t h, const char *who)
 {
 	if (nd_likely(h != 0))
 		return false;
-	_nd_msg_error("%s: %#lx is not a per-CPU handle (nd_percpu_alloc returns 0 on failure)", who,
+	errno = EINVAL;
+	_nd_msg_api("%s: %#lx is not a per-CPU handle (nd_percpu_alloc returns 0 on failure)", who,
 		      (unsigned long)h);
 	return true;
 }

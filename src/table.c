@@ -221,7 +221,7 @@ static void *try_place(size_t bytes, void *ctx)
 
 static int bad(const char *name, const char *what)
 {
-	_nd_msg_error("nd_table_alloc(%s): %s", name ? name : "(unnamed)", what);
+	_nd_msg_api("nd_table_alloc(%s): %s", name ? name : "(unnamed)", what);
 	errno = EINVAL;
 	return -1;
 }
@@ -344,9 +344,9 @@ int _nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
 		_nd_page_zero(base, out->bytes);
 
 	if (out->entries < wanted)
-		_nd_msg_warn("%s hash table reduced to %llu entries (wanted %llu): not enough memory", out->name,
+		_nd_msg_info("%s hash table reduced to %llu entries (wanted %llu): not enough memory", out->name,
 			     (unsigned long long)out->entries, (unsigned long long)wanted);
-	if (_nd_opt_int(ND_OPT_VERBOSE))
+	if (_nd_msg_verbose())
 		emit_report(out);
 	return 0;
 }
@@ -357,12 +357,14 @@ void nd_table_free(nd_table_t *t)
 		return;
 	_nd_pagedesc_t *pd = _nd_page_desc(t->base);
 	if (!pd || pd->state != ND_PG_RUN || pd->use != ND_USE_TABLE) {
-		_nd_msg_error("nd_table_free(%s): %p is not a table from nd_table_alloc", t->name, t->base);
+		_nd_msg_api("nd_table_free(%s): %p is not a table from nd_table_alloc", t->name, t->base);
+		errno = EINVAL;
 		return;
 	}
 	pd->use = ND_USE_NONE;
 	if (_nd_page_free(t->base) != 0) {
-		_nd_msg_error("nd_table_free(%s): %p is not a page run", t->name, t->base);
+		_nd_msg_api("nd_table_free(%s): %p is not a page run", t->name, t->base);
+		errno = EINVAL;
 		return;
 	}
 	memset(t, 0, sizeof *t);
