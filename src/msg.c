@@ -91,6 +91,7 @@ static void put_field(out_t *o, const spec_t *sp, const char *prefix, int zeros,
 static void put_uint(out_t *o, const spec_t *sp, unsigned long long v, bool neg, unsigned base, bool upper,
 		     const char *prefix)
 {
+	bool alt_octal = base == 8 && sp->alt; /* '#': the first digit is a 0 */
 	static const char lo[] = "0123456789abcdef", up[] = "0123456789ABCDEF";
 	const char *digits = upper ? up : lo;
 	char tmp[24]; /* 22 octal digits of 2^64 - 1 */
@@ -112,6 +113,8 @@ static void put_uint(out_t *o, const spec_t *sp, unsigned long long v, bool neg,
 		zeros = sp->prec > blen ? sp->prec - blen : 0;
 	else
 		zeros = blen == 0 ? 1 : 0;
+	if (alt_octal && zeros == 0)
+		zeros = 1;
 	if (sp->prec < 0 && sp->zero && !sp->left && sp->width > p + zeros + blen)
 		zeros = sp->width - p - blen;
 	put_field(o, sp, pre, zeros, tmp + k, blen);
@@ -220,8 +223,6 @@ int _nd_msg_vformat(char *buf, size_t len, const char *fmt, va_list ap)
 			const char *pre = "";
 			if (sp.alt && v != 0 && base == 16)
 				pre = *f == 'X' ? "0X" : "0x";
-			if (sp.alt && base == 8 && (sp.prec < 0 || sp.prec <= 1))
-				pre = v ? "0" : "";
 			put_uint(&o, &sp, v, false, base, *f == 'X', pre);
 			break;
 		}
