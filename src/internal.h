@@ -110,6 +110,11 @@ static inline void _nd_atomic_raise(int *v, int to)
 #define ND_MPOL_LOCAL 4
 #define ND_MPOL_PREFERRED_MANY 5
 #define ND_MPOL_WEIGHTED_INTERLEAVE 6
+/* Mode flags get_mempolicy returns OR-ed into the mode. */
+#define ND_MPOL_F_STATIC_NODES (1 << 15)
+#define ND_MPOL_F_RELATIVE_NODES (1 << 14)
+#define ND_MPOL_F_NUMA_BALANCING (1 << 13)
+#define ND_MPOL_MODE_FLAGS (ND_MPOL_F_STATIC_NODES | ND_MPOL_F_RELATIVE_NODES | ND_MPOL_F_NUMA_BALANCING)
 #define ND_MPOL_F_NODE (1 << 0)
 #define ND_MPOL_F_ADDR (1 << 1)
 #define ND_MPOL_MF_STRICT (1 << 0)
@@ -631,10 +636,19 @@ int _nd_policy_fail(char *err, size_t errlen, const char *fmt, ...) __attribute_
 void _nd_policy_zero(nd_policy_t *p);
 /* policy.c: first node of m at or after from, or -1. */
 int _nd_policy_mask_next(const nd_nodemask_t *m, int from);
+/* A kernel mempolicy (mode with its flags, node mask of ND_MAX_NODES
+ * bits) as nodalloc's policy, over the nodes of the live topology that
+ * have memory. 0, or -1 when there is nothing to follow (default, local,
+ * preferred without a node, no usable node). */
+int _nd_policy_from_kernel(int kmode, const uint64_t *kmask, nd_policy_t *out);
 /* The local policy (one object: slab.c and malloc.c pass it too). */
 extern const nd_policy_t _nd_policy_local __attribute__((visibility("hidden")));
 
-/* Reads NODALLOC_POLICY (a bad value is reported by name; local stays). */
+/* Reads NODALLOC_POLICY (a bad value is reported by name; local stays).
+ * Without it, a kernel policy the process inherited (get_mempolicy: bind,
+ * preferred, preferred-many, interleave, weighted interleave) becomes the
+ * process default, so the heap follows `numactl -i all` or `-m 1`; the
+ * kernel's default or local policy leaves nodalloc's local. */
 int _nd_policy_init(void);
 /* The policy in force for this thread (thread, else process, else local):
  * an interned, immutable policy that stays valid for the process's life. */
