@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child_fixture.h"
 #include "internal.h"
 
 static int child(void)
@@ -30,42 +31,27 @@ static int child(void)
 	return 0;
 }
 
-/* Runs this program as a child under kernel policy kmode over node 0
- * (kmode < 0: none), env name=value if name; its stdout (and stderr if
- * both) in out. */
-static int run(int kmode, const char *name, const char *value, bool both, char *out, size_t len)
+/* In the child before exec: no NODALLOC_* but the case's, and the
+ * kernel policy *mode over node 0 (< 0: none). */
+static void set_kernel_policy(void *arg)
 {
-	int fd[2];
-	if (pipe(fd) != 0)
-		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fd[1], 1);
-		if (both)
-			dup2(fd[1], 2);
-		unsetenv("NODALLOC_POLICY");
-		unsetenv("NODALLOC_TOPOLOGY");
-		unsetenv("NODALLOC_VERBOSE");
-		if (name)
-			setenv(name, value, 1);
-		unsigned long mask[ND_MAX_NODES / 64] = { 1 };
-		if (kmode >= 0 && syscall(SYS_set_mempolicy, kmode, mask, ND_MAX_NODES + 1) != 0)
-			_exit(3);
-		char self[4096];
-		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-		self[n > 0 ? n : 0] = '\0';
-		execl(self, self, "child", (char *)NULL);
-		_exit(127);
-	}
-	close(fd[1]);
-	size_t got = 0;
-	ssize_t r;
-	while (got + 1 < len && (r = read(fd[0], out + got, len - 1 - got)) > 0)
-		got += (size_t)r;
-	out[got] = '\0';
-	close(fd[0]);
-	int st = 0;
-	waitpid(pid, &st, 0);
+	int kmode = *(int *)arg;
+	unsigned long mask[ND_MAX_NODES / 64] = { 1 };
+	if (kmode >= 0 && syscall(SYS_set_mempolicy, kmode, mask, ND_MAX_NODES + 1) != 0)
+		_exit(3);
+}
+
+/* Runs this program as a child under kernel policy kmode over node 0
+ * (kmode < 0: none), env name=value if name; its stdout and stderr in
+ * out. Returns its exit status. */
+static const char *self;
+static int run(int kmode, const char *name, const char *value, char *out, size_t len)
+{
+	char *const args[] = { (char *)self, "child", NULL };
+	for (const char *const *v = (const char *const[]){ "NODALLOC_POLICY", "NODALLOC_TOPOLOGY", "NODALLOC_VERBOSE", NULL };
+	     *v; v++)
+		unsetenv(*v);
+	int st = run_child_then(self, args, name, value, true, out, len, set_kernel_policy, &kmode);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -97,28 +83,29 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "child") == 0)
 		return child();
+	self = argv[0];
 	translation();
 	char out[4096];
 	/* Under the kernel's default: local. */
-	CHECK_EQ(run(-1, NULL, NULL, false, out, sizeof out), 0);
+	CHECK_EQ(run(-1, NULL, NULL, out, sizeof out), 0);
 	CHECK(strstr(out, "policy=local") != NULL, "got: %s", out);
 	/* numactl -i 0 / -m 0 / --preferred=0 */
-	CHECK_EQ(run(ND_MPOL_INTERLEAVE, NULL, NULL, false, out, sizeof out), 0);
+	CHECK_EQ(run(ND_MPOL_INTERLEAVE, NULL, NULL, out, sizeof out), 0);
 	CHECK(strstr(out, "policy=interleave:0") != NULL && strstr(out, "node=0"), "got: %s", out);
-	CHECK_EQ(run(ND_MPOL_BIND, NULL, NULL, false, out, sizeof out), 0);
+	CHECK_EQ(run(ND_MPOL_BIND, NULL, NULL, out, sizeof out), 0);
 	CHECK(strstr(out, "policy=bind:0") != NULL && strstr(out, "node=0"), "got: %s", out);
-	CHECK_EQ(run(ND_MPOL_PREFERRED, NULL, NULL, false, out, sizeof out), 0);
+	CHECK_EQ(run(ND_MPOL_PREFERRED, NULL, NULL, out, sizeof out), 0);
 	CHECK(strstr(out, "policy=preferred:0") != NULL, "got: %s", out);
 	/* said under VERBOSE only */
-	CHECK_EQ(run(ND_MPOL_BIND, NULL, NULL, true, out, sizeof out), 0);
+	CHECK_EQ(run(ND_MPOL_BIND, NULL, NULL, out, sizeof out), 0);
 	CHECK(strstr(out, "inherited") == NULL, "got: %s", out);
-	CHECK_EQ(run(ND_MPOL_BIND, "NODALLOC_VERBOSE", "1", true, out, sizeof out), 0);
+	CHECK_EQ(run(ND_MPOL_BIND, "NODALLOC_VERBOSE", "1", out, sizeof out), 0);
 	CHECK(strstr(out, "nodalloc: info: NODALLOC_POLICY is not set: the heap follows the inherited kernel policy (bind:0)"),
 	      "got: %s", out);
 	/* NODALLOC_POLICY wins; an emulated topology's nodes are not the kernel's. */
-	CHECK_EQ(run(ND_MPOL_BIND, "NODALLOC_POLICY", "local", false, out, sizeof out), 0);
+	CHECK_EQ(run(ND_MPOL_BIND, "NODALLOC_POLICY", "local", out, sizeof out), 0);
 	CHECK(strstr(out, "policy=local") != NULL, "got: %s", out);
-	CHECK_EQ(run(ND_MPOL_INTERLEAVE, "NODALLOC_TOPOLOGY", "0: cpus=0 mem=1G; 1: cpus=1 mem=1G", false, out, sizeof out), 0);
+	CHECK_EQ(run(ND_MPOL_INTERLEAVE, "NODALLOC_TOPOLOGY", "0: cpus=0 mem=1G; 1: cpus=1 mem=1G", out, sizeof out), 0);
 	CHECK(strstr(out, "policy=local") != NULL, "got: %s", out);
 	return CHECK_DONE();
 }
