@@ -359,6 +359,8 @@ void _nd_topo_discard(const _nd_topo_t *t)
 
 static void publish(topo_impl_t *t)
 {
+	/* cpu_slower folds unknown CPUs by t->ncpus */
+	ND_ASSERT(t->ncpus > 0 && t->dense_limit <= t->pub.cpu_limit, "a published topology has a possible CPU");
 	__atomic_store_n(&fast_topo, t, __ATOMIC_RELEASE);
 	/* Emulated: only ids below the dense prefix are emulated CPUs as they
 	 * are; real: the same holds for the machine's CPU ids. */
