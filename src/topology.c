@@ -455,8 +455,7 @@ int _nd_topo_init(void)
 	}
 	if (_nd_topo_load_sysfs("/sys", err, sizeof err) == 0)
 		return 0;
-	if (_nd_opt_int(ND_OPT_VERBOSE))
-		_nd_msg_warn("%s; assuming one node", err);
+	_nd_msg_info("%s; assuming one node", err);
 	const _nd_topo_t *flat = _nd_topo_build_flat(err, sizeof err);
 	if (!flat) {
 		_nd_msg_error("%s", err);
