@@ -96,6 +96,8 @@ int _nd_os_munmap(void *p, size_t len);
 /* Fresh mapping over [p, p+len) (MAP_FIXED): pages, page tables, policy
  * dropped. 0 or -errno. */
 int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve);
+/* A new mapping at exactly p, never over another one: 0, -EEXIST, -errno. */
+int _nd_os_mmap_at(void *p, size_t len, bool noreserve);
 int _nd_os_madvise(void *p, size_t len, int advice);
 int _nd_os_mprotect(void *p, size_t len, int prot);
 /* mask is a bitmap of maxnode bits (kernel convention: maxnode = bits+1
