@@ -386,6 +386,8 @@ typedef enum _nd_opt {
 	ND_OPT_HUGE_SPREAD,    /* bool: MADV_HUGEPAGE on spread runs with granules >= 2 MiB */
 	ND_OPT_LARGE_DECAY_MS, /* int: ms a freed large run stays cached for reuse (0: off) */
 	ND_OPT_ABORT_ON_CONFIG_ERROR, /* bool: a bad option name or value is fatal */
+	ND_OPT_PURGE_DECAY_MS, /* int: ms dirty free pages wait before they are purged (0: off) */
+	ND_OPT_THP,            /* string: never, madvise or always (huge pages for node memory) */
 	ND_OPT__COUNT
 } _nd_opt_t;
 
