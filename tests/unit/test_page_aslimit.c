@@ -21,22 +21,7 @@
 #include <unistd.h>
 
 #include "check.h"
-
-/* Address space in use now, without stdio (nothing may allocate before
- * the limit is set: the first malloc reserves the arenas). */
-static unsigned long vm_bytes(void)
-{
-	char buf[128];
-	int fd = open("/proc/self/statm", O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	return strtoul(buf, NULL, 10) * 4096;
-}
+#include "vm_bytes.h"
 
 static int child(unsigned long room, size_t block)
 {

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "vm_bytes.h"
 
 static int count(const char *text, const char *needle)
 {
@@ -51,19 +52,6 @@ static int run(const char *arg, const char *env, char *out, size_t len)
 	close(fd);
 	unlink(path);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* Address space in use now, without stdio (nothing may allocate before
- * the limit is set). */
-static unsigned long vm_bytes(void)
-{
-	char buf[128];
-	int fd = open("/proc/self/statm", O_RDONLY);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
-	if (fd >= 0)
-		close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	return strtoul(buf, NULL, 10) * 4096;
 }
 
 static int child_aslimit(void)

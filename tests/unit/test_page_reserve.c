@@ -16,21 +16,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "vm_bytes.h"
 #include "internal.h"
-
-static long vm_bytes(void)
-{
-	char buf[128];
-	int fd = open("/proc/self/statm", O_RDONLY);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	return strtol(buf, NULL, 10) * 4096;
-}
 
 int main(void)
 {
