@@ -166,8 +166,12 @@ void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n)
 		_nd_room_bind(p, len, a->node);
 	/* NODALLOC_THP: always = every node page may be huge (the slab and
 	 * small runs too, as jemalloc's thp:always); never = none, whatever
-	 * the system's mode. The mixed slot keeps its own rules (spread.c). */
-	if (!a->mixed && g.thp != ND_THP_MADVISE)
+	 * the system's mode; madvise under the system's madvise mode: none
+	 * but big runs (page.c advises each), and NOHUGEPAGE everywhere else
+	 * (the same there) so that a big run's range, given back with
+	 * NOHUGEPAGE, merges with its neighbours again. The mixed slot keeps
+	 * its own rules (spread.c). */
+	if (!a->mixed && (g.thp != ND_THP_MADVISE || g.thp_runs))
 		_nd_os_madvise(p, len, g.thp == ND_THP_ALWAYS ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 }
 
