@@ -96,6 +96,8 @@ int _nd_os_munmap(void *p, size_t len);
 /* Fresh mapping over [p, p+len) (MAP_FIXED): pages, page tables, policy
  * dropped. 0 or -errno. */
 int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve);
+/* A new mapping at exactly p, never over another one: 0, -EEXIST, -errno. */
+int _nd_os_mmap_at(void *p, size_t len, bool noreserve);
 int _nd_os_madvise(void *p, size_t len, int advice);
 int _nd_os_mprotect(void *p, size_t len, int prot);
 /* mask is a bitmap of maxnode bits (kernel convention: maxnode = bits+1
@@ -410,6 +412,8 @@ typedef enum _nd_opt {
 	ND_OPT_HUGE_SPREAD,    /* bool: MADV_HUGEPAGE on spread runs with granules >= 2 MiB */
 	ND_OPT_LARGE_DECAY_MS, /* int: ms a freed large run stays cached for reuse (0: off) */
 	ND_OPT_ABORT_ON_CONFIG_ERROR, /* bool: a bad option name or value is fatal */
+	ND_OPT_PURGE_DECAY_MS, /* int: ms dirty free pages wait before they are purged (0: off) */
+	ND_OPT_THP,            /* string: never, madvise or always (huge pages for node memory) */
 	ND_OPT__COUNT
 } _nd_opt_t;
 
@@ -657,6 +661,7 @@ enum {
 	ND_PG_TAIL = 0,   /* inside a free block or a run: not a head */
 	ND_PG_FREE = 1,   /* head of a free buddy block */
 	ND_PG_RUN = 2,    /* head of an allocated run */
+	ND_PG_HOLE = 3,   /* first page of a slot's part not mapped (yet): npages */
 };
 enum {
 	ND_USE_NONE = 0,
@@ -685,6 +690,143 @@ typedef struct _nd_pagedesc {
 #define ND_PGF_DIRTY 0x01  /* page.c: page counted as committed */
 #define ND_PGF_PLACED 0x02 /* page.c: mixed-slot page, node is valid */
 #define ND_PGF_KIL 0x04    /* page.c: mixed-slot run head, interleaved by the kernel */
+
+/* ---- buddy.c: the buddy allocator of one slot over its descriptors.
+ * Pure (no system call, no lock, no global): the caller holds the slot's
+ * lock. Page indexes are relative to the slot. ---- */
+#define ND_BUDDY_NIL UINT32_MAX
+#define ND_BUDDY_MAX_ORDER 28  /* 1 TiB slot of 4 KiB pages: indexes fit uint32 */
+#define ND_BUDDY_SCAN_ORDER 17 /* _nd_buddy_check counts dirty flags below this order */
+typedef struct _nd_buddy {
+	_nd_pagedesc_t *desc;  /* the slot's descriptors, 2^order_max of them */
+	uint64_t free_pages;   /* pages in free blocks */
+	uint64_t dirty_free;   /* committed pages in free blocks (written under the slot lock, read lock-free: atomic) */
+	uint64_t nblocks;      /* free blocks */
+	unsigned order_max;    /* the slot holds 2^order_max pages */
+	unsigned purge_order;  /* free blocks of this order or more are clean (invariant I) */
+	uint32_t head[ND_BUDDY_MAX_ORDER + 1]; /* free lists by order (ND_BUDDY_NIL: empty) */
+} _nd_buddy_t;
+/* An empty slot (no free block: the caller gives the usable range). */
+void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, unsigned purge_order);
+/* Link block i of order o (dirty: 0 or 2^o committed pages) / unlink it
+ * (its head becomes a TAIL). */
+void _nd_buddy_push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty);
+void _nd_buddy_del(_nd_buddy_t *b, uint32_t i);
+/* Takes a free block of order >= k split down to k: its index (NIL if
+ * none) and its dirty page count in *dirty. */
+uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty);
+/* Tail of a taken block (index i, 2^k pages, d dirty) after a run of n
+ * pages back to the free lists, unmerged. Returns the tail's dirty pages. */
+uint64_t _nd_buddy_give_tail(_nd_buddy_t *b, uint64_t i, unsigned k, uint64_t d, uint64_t n);
+/* [s, s+len) back as aligned blocks, all clean or all dirty; merge: with
+ * free buddies (a freed run), else not (their buddies are in use). */
+void _nd_buddy_give(_nd_buddy_t *b, uint64_t s, uint64_t len, bool dirty, bool merge);
+/* Head i of a run of n pages served by node. */
+void _nd_buddy_mark_run(_nd_buddy_t *b, uint32_t i, uint64_t n, int node);
+/* After a purge pass: merge clean free buddies (one pass per order). */
+void _nd_buddy_merge_clean(_nd_buddy_t *b);
+uint64_t _nd_buddy_count_dirty(const _nd_buddy_t *b, uint64_t i, uint64_t n);
+void _nd_buddy_clear_dirty(_nd_buddy_t *b, uint64_t i, uint64_t n);
+/* Largest free order, -1 if none. */
+int _nd_buddy_largest(const _nd_buddy_t *b);
+/* Walk the slot and check every descriptor invariant; 0 or -1 with err. */
+int _nd_buddy_check(const _nd_buddy_t *b, char *err, size_t errlen);
+
+/* ---- the page level's shared state (page.c owns it; room.c, purge.c
+ * and spread.c work on it). One per slot: ---- */
+typedef struct _nd_arena {
+	_nd_lock_t lock;  /* protects bd (free lists, free-block descriptors) and mapped */
+	int node;         /* node id, -1 for the mixed slot: fixed at setup */
+	bool usable;      /* fixed at setup */
+	bool mixed;       /* fixed at setup */
+	char *base;       /* fixed at setup */
+	_nd_buddy_t bd;
+	uint64_t mapped;  /* pages of the slot mapped (lazy reservation, page.c); lock */
+	/* Atomics (no lock). For the mixed slot only cap is meaningful. */
+	uint64_t used;       /* pages in runs served by this node (node and mixed slots) */
+	uint64_t cap;        /* hard capacity in pages (emulated memory size) */
+	uint64_t committed;  /* pages this node has counted in _nd_stats_committed */
+	uint64_t floor;      /* no zoneinfo: bytes kept free (max(MemTotal/64, 32 MiB)) */
+	/* Headroom (room.c; atomics written under its lock): what the node
+	 * could still give at the last /proc/zoneinfo read, and `committed`
+	 * at the last two reads. */
+	uint64_t wm_avail;   /* pages */
+	uint64_t wm_c_last, wm_c_prev;
+	/* Decay (purge.c; atomic): ns when the slot's oldest dirty free pages
+	 * were freed, 0 when it holds none. */
+	uint64_t dirty_since;
+} __attribute__((aligned(ND_CACHE_LINE))) _nd_arena_t;
+
+typedef struct _nd_page_global {
+	_nd_lock_t lock;      /* setup; taken first at fork */
+	volatile int ready;
+	int failed;           /* setup failed (reported once, never retried) */
+	uintptr_t base;       /* reservation start (0 before setup) */
+	uintptr_t total;      /* bytes of all slots (0 before setup) */
+	unsigned slot_shift;
+	uintptr_t slot_mask;
+	unsigned order_max;   /* slot_shift - ND_PAGE_SHIFT */
+	int node_limit;       /* node slots; the mixed slot has index node_limit */
+	int nslots;
+	_nd_pagedesc_t *desc;
+	size_t desc_bytes;
+	_nd_arena_t *arenas;
+	size_t arenas_bytes;
+	bool lazy;            /* slots mapped on demand (address space limit) */
+	bool bind;            /* real topology: mbind slots and granules */
+	bool strict;          /* MPOL_BIND (else MPOL_PREFERRED) */
+	bool check_free;      /* real topology: headroom check before committing */
+	bool huge_spread;     /* MADV_HUGEPAGE on spreads with granules >= 2 MiB */
+	int thp;              /* ND_THP_*: NODALLOC_THP */
+	bool thp_runs;        /* MADV_HUGEPAGE on the 2 MiB pages of big node runs */
+	int advice;           /* MADV_DONTNEED or MADV_FREE */
+	uint64_t purge_pages; /* runs of at least this many pages are purged on free */
+	unsigned purge_order; /* free blocks of this order or more are clean */
+	uint64_t dirty_limit; /* dirty free pages a slot keeps before a purge pass */
+	uint64_t decay_ns;    /* dirty free pages older than this are purged (0: off) */
+} _nd_page_global_t;
+extern _nd_page_global_t _nd_page_g __attribute__((visibility("hidden")));
+#define ND_THP_NEVER 0
+#define ND_THP_MADVISE 1  /* MADV_HUGEPAGE when the system's mode is madvise or always */
+#define ND_THP_ALWAYS 2   /* MADV_HUGEPAGE always */
+
+/* ---- room.c: a node's room: hard capacity, the kernel's watermarks
+ * (headroom), committed pages, binding a range to the node. ---- */
+void _nd_room_stats(void (*fn)(int, int64_t), int node, int64_t pages);
+/* Pages counted as committed for na's node (+/-; never below 0). */
+void _nd_room_committed(_nd_arena_t *na, int64_t pages);
+/* Charges n pages to na: capacity, and on a real node the headroom for
+ * check_pages fresh pages (0: no check). false: no room (nothing charged). */
+bool _nd_room_take(_nd_arena_t *na, uint64_t n, uint64_t check_pages);
+void _nd_room_give(_nd_arena_t *na, uint64_t n);
+/* A newly mapped range [i, i+n) of slot a's pages: bound to its node,
+ * huge page advice (NODALLOC_THP=always/never). */
+void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n);
+/* Lazy reservation: map more of slot a (lock held) so that a free block
+ * of order k exists; false if the slot is full or the mapping fails. */
+bool _nd_room_grow(_nd_arena_t *a, unsigned k);
+/* mbind [p, p+len) to node (bind or preferred, NODALLOC_STRICT). */
+int _nd_room_bind(void *p, size_t len, int node);
+
+/* ---- purge.c: giving memory back to the OS. ---- */
+/* [p, p+len) of slot a back to the OS; it reads as zero afterwards
+ * whatever the kernel says. true when it kept its mapping (and policy). */
+bool _nd_purge_range(const _nd_arena_t *a, void *p, size_t len, int advice);
+/* Every dirty free block of a node slot purged (merged madvise calls),
+ * then merged. Slot lock held. Returns pages purged. */
+uint64_t _nd_purge_slot(_nd_arena_t *a);
+/* After a free put dirty pages back (slot lock held): the dirty limit,
+ * and the decay clock started. */
+void _nd_purge_after_free(_nd_arena_t *a);
+/* Decay: purge slots whose dirty pages have been free for decay_ns
+ * (called on page-level calls; no thread). */
+void _nd_purge_decay(void);
+
+/* ---- spread.c: runs whose granules are spread over nodes (the mixed
+ * slot). The caller (page.c) has checked the arguments and set up. ---- */
+void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64_t first);
+/* Free of a mixed-slot run already claimed (head made a TAIL). */
+void _nd_spread_free(_nd_arena_t *m, uint32_t i, uint64_t n, bool kil);
 
 int _nd_page_init(void);
 /* A run of npages on exactly node (no fallback, no statistics); aligned to
@@ -728,6 +870,7 @@ typedef struct _nd_page_info {
 	void *base;               /* slot start */
 	size_t slot_bytes;
 	uint64_t slot_pages;
+	uint64_t mapped_pages;    /* of the slot (lazy reservation: what it grew to) */
 	uint64_t free_pages;      /* in free buddy blocks of this slot */
 	uint64_t dirty_pages;     /* committed pages inside free blocks */
 	uint64_t free_blocks;

@@ -506,6 +506,19 @@ OVERRIDE void *realloc(void *p, size_t size) __attribute__((alias("nd_realloc"))
 OVERRIDE void *aligned_alloc(size_t align, size_t size) __attribute__((alias("nd_aligned_alloc")));
 OVERRIDE size_t malloc_usable_size(void *p) __attribute__((alias("nd_usable_size")));
 
+/* glibc's malloc_trim: every free page the library keeps committed goes
+ * back to the OS now (the large-run caches, the page level's dirty free
+ * pages); pad is ignored. 1 if memory was released, else 0. */
+OVERRIDE int malloc_trim(size_t pad)
+{
+	(void)pad;
+	if (!_nd_ensure_init())
+		return 0;
+	size_t b = _nd_large_flush(-1);
+	b += _nd_page_trim(-1);
+	return b != 0;
+}
+
 OVERRIDE void *reallocarray(void *p, size_t n, size_t size)
 {
 	size_t total;
