@@ -19,6 +19,7 @@
 #define ND_HUGE_SHIFT 21
 #define ND_HUGE_SIZE ((size_t)1 << ND_HUGE_SHIFT)
 #define ND_CACHE_LINE 64
+#define ND_MAX_CPU_BITS 8192 /* CPU masks: the kernel's largest NR_CPUS on x86-64 */
 
 #define nd_likely(x) __builtin_expect(!!(x), 1)
 #define nd_unlikely(x) __builtin_expect(!!(x), 0)
@@ -58,6 +59,33 @@
 #endif
 void _nd_assert_fail(const char *file, int line, const char *cond, const char *what)
 	__attribute__((noreturn, cold));
+
+/* Small helpers every layer uses (one copy each). */
+static inline size_t _nd_strlen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+/* Bit i of a bitmap of 64-bit words. */
+static inline bool _nd_bit_get(const uint64_t *m, size_t i)
+{
+	return (m[i >> 6] >> (i & 63)) & 1;
+}
+static inline void _nd_bit_set(uint64_t *m, size_t i)
+{
+	m[i >> 6] |= (uint64_t)1 << (i & 63);
+}
+/* floor(log2(v)) for v > 0; ceil(log2(v)) for v > 0 (0 for v <= 1). */
+static inline unsigned _nd_log2_floor(uint64_t v)
+{
+	return 63u - (unsigned)__builtin_clzll(v);
+}
+static inline unsigned _nd_log2_ceil(uint64_t v)
+{
+	return v <= 1 ? 0 : 64u - (unsigned)__builtin_clzll(v - 1);
+}
 
 /* Raises the counter *v to at least to (relaxed; lock-free): the "highest
  * node index used + 1" counters the fork handlers read for lock arrays. */
@@ -181,9 +209,25 @@ void _nd_msg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void _nd_msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "nodalloc: fatal: ..." and aborts (invalid free and the like). */
 void _nd_msg_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-/* Formats into buf like snprintf; returns the length it would have had. */
+/* Formats into buf like snprintf (msg.c's own formatter: flags - 0 #,
+ * width and precision, lengths hh h l ll z j t, d i u x X o c s p %);
+ * returns the length it would have had. */
 int _nd_msg_format(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int _nd_msg_vformat(char *buf, size_t len, const char *fmt, va_list ap);
+int _nd_msg_vformat(char *buf, size_t len, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+/* An error of an API call (bad argument, no such node): the caller hears
+ * of it by errno or the return value; the line is printed only under
+ * NODALLOC_VERBOSE=1 (issue 14). Configuration errors use _nd_msg_error. */
+void _nd_msg_api(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "nodalloc: info: ..." under NODALLOC_VERBOSE=1 only (what the library
+ * decided on its own, e.g. following an inherited kernel policy). */
+void _nd_msg_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* options.c pushes these down once it has read them (msg.c never calls
+ * up): the message descriptor (NODALLOC_MSG_FD; <= 0 means stderr) and
+ * NODALLOC_VERBOSE. Before that: stderr, not verbose. */
+void _nd_msg_set_fd(int fd);
+int _nd_msg_fd(void);
+void _nd_msg_set_verbose(bool on);
+bool _nd_msg_verbose(void);
 /* Writes text to fd as it is (for printers). */
 void _nd_msg_out(int fd, const char *text);
 
@@ -204,7 +248,10 @@ bool _nd_trylock(_nd_lock_t *l);
 /* Lock order: a thread holding a lock takes only locks of a higher rank
  * (arrays: ascending index). Fork takes them all in this order. Every
  * lock of the library is declared with ND_LOCK_DEFINE / ND_LOCK_ARRAY /
- * ND_LOCK_DYN_ARRAY below (tests/check_locks.sh refuses any other). */
+ * ND_LOCK_DYN_ARRAY / ND_LOCK_FIELD below (tests/check_locks.sh refuses
+ * any other, and checks that each rank here names exactly one registered
+ * lock class and each class a rank here). The 14 locks, by rank:
+ * file: variable (what it protects; what it may take while held). */
 typedef enum _nd_lock_rank {
 	ND_RANK_TABLE_FMT = 10,   /* table.c: nd_table_format's per-node buffer */
 	ND_RANK_STATS_SNAP = 20,  /* stats.c: the printers' snapshot */
@@ -469,6 +516,28 @@ typedef struct _nd_topo {
 	const uint8_t *mem_allowed; /* [node_limit] in Mems_allowed at load */
 } _nd_topo_t;
 
+/* node is an online node of t (the one test of a node id). */
+static inline bool _nd_topo_valid_node(const _nd_topo_t *t, int node)
+{
+	return node >= 0 && node < t->node_limit && t->online[node];
+}
+
+/* node is an online node of t with memory the process may use. */
+static inline bool _nd_topo_has_mem(const _nd_topo_t *t, int node)
+{
+	return _nd_topo_valid_node(t, node) && t->has_mem[node];
+}
+
+/* The page level keeps this much of a node's memory free under strict
+ * binding (the watermark, docs/arenas.md): 1/64 of the node, at least
+ * 32 MiB. */
+#define ND_NODE_FLOOR_MIN ((uint64_t)32 << 20)
+static inline uint64_t _nd_topo_floor(uint64_t mem_total)
+{
+	uint64_t f = mem_total / 64;
+	return f < ND_NODE_FLOOR_MIN ? ND_NODE_FLOOR_MIN : f;
+}
+
 /* Init from NODALLOC_TOPOLOGY / NODALLOC_SYSFS_ROOT / /sys (a bad spec or
  * tree is reported and the next source is tried; a machine without NUMA
  * sysfs becomes one node). Idempotent. 0 or -1. */
@@ -582,6 +651,18 @@ void _nd_stats_reset(void);
 /* ======================================================================
  * src/policy.c: memory policies and the choice of node.
  * ====================================================================== */
+
+/* policy_parse.c: the checks every policy passes; its normal form in
+ * *out (unused fields zeroed, the weighted set derived from the weights),
+ * so equal policies compare equal byte for byte. 0, or -1 with err. */
+int _nd_policy_normalize(const nd_policy_t *p, nd_policy_t *out, char *err, size_t errlen);
+/* Formats into err (NULL allowed); returns -1. */
+int _nd_policy_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void _nd_policy_zero(nd_policy_t *p);
+/* policy.c: first node of m at or after from, or -1. */
+int _nd_policy_mask_next(const nd_nodemask_t *m, int from);
+/* The local policy (one object: slab.c and malloc.c pass it too). */
+extern const nd_policy_t _nd_policy_local __attribute__((visibility("hidden")));
 
 /* Reads NODALLOC_POLICY (a bad value is reported by name; local stays). */
 int _nd_policy_init(void);
@@ -1281,6 +1362,8 @@ size_t _nd_large_cache_limit(int node);
  * parts are exposed for unit tests.
  * ====================================================================== */
 
+/* nd_table_alloc after the library's init (api_init.c runs it). */
+int _nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out);
 /* The kernel's sizing (alloc_large_system_hash, mm/mm_init.c) for mem
  * bytes of memory: the entry count to try first, a power of two >= 1.
  * Does not validate d (nd_table_alloc does). */
@@ -1302,6 +1385,10 @@ void *_nd_table_try_halving(size_t bucket_size, unsigned *log2qty, _nd_table_try
  * src/percpu.c: dense per-CPU areas (public API nd_percpu_*); test seams.
  * ====================================================================== */
 
+/* nd_percpu_alloc and nd_percpu_uses_rseq after the library's init
+ * (api_init.c runs it): the first call sets the areas up. */
+nd_percpu_t _nd_percpu_alloc(size_t size, size_t align);
+bool _nd_percpu_uses_rseq(void);
 /* The memory node CPU cpu's area is bound to (recorded also under an
  * emulated topology, where no mbind is done); -1 if the CPU is not
  * possible or the areas are not set up yet. */

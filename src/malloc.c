@@ -126,7 +126,6 @@ static size_t boot_size(const void *p)
 	return *(const size_t *)((const char *)p - 16);
 }
 
-static const nd_policy_t local_pol = { .mode = ND_POLICY_LOCAL };
 
 /* Above ND_SLAB_MAX, and a small size before the init (the heap layer
  * does not call up to run it: it returns NULL with errno untouched). */
@@ -180,7 +179,7 @@ static void *alloc_aligned(size_t align, size_t size, const nd_policy_t *pol, in
 	if (_nd_slab_fits(size, align))
 		return _nd_heap_alloc(size, align, pol, node);
 	if (pol == NULL && node >= 0)
-		pol = &local_pol;
+		pol = &_nd_policy_local;
 	return _nd_large_alloc(size, align, pol, node);
 }
 
@@ -348,26 +347,20 @@ void *nd_aligned_alloc(size_t align, size_t size)
 
 /* ---- placement API ------------------------------------------------------- */
 
-static bool valid_node(int node)
-{
-	const _nd_topo_t *t = _nd_topo();
-	return node >= 0 && node < t->node_limit && t->online[node];
-}
-
 /* On a node known to be valid (init done). */
 static void *place_onnode(size_t size, int node)
 {
 	if (size <= ND_SLAB_MAX)
 		return _nd_heap_onnode(size, node);
-	return _nd_large_alloc(size, 0, &local_pol, node);
+	return _nd_large_alloc(size, 0, &_nd_policy_local, node);
 }
 
 static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 {
 	if (!init_or_boot())
 		return boot_alloc(size, 16);
-	if (!valid_node(node)) {
-		_nd_msg_error("nd_malloc_onnode: node %d does not exist (node limit %d)", node, _nd_topo()->node_limit);
+	if (!_nd_topo_valid_node(_nd_topo(), node)) {
+		_nd_msg_api("nd_malloc_onnode: node %d does not exist (node limit %d)", node, _nd_topo()->node_limit);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -396,7 +389,7 @@ static __attribute__((noinline)) void *local_slow(size_t size)
 		return boot_alloc(size, 16);
 	if (size <= ND_SLAB_MAX)
 		return _nd_heap_local(size);
-	return _nd_large_alloc(size, 0, &local_pol, -1);
+	return _nd_large_alloc(size, 0, &_nd_policy_local, -1);
 }
 
 /* Fast path: the heap of the CPU's memory node, valid while lkey matches. */
@@ -426,7 +419,7 @@ void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t gran
 	if (!init_or_boot())
 		return boot_alloc(size, 16);
 	if (!nodes || nd_nodemask_count(nodes) == 0) {
-		_nd_msg_error("nd_malloc_interleaved: empty node set");
+		_nd_msg_api("nd_malloc_interleaved: empty node set");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -436,14 +429,14 @@ void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t gran
 	pol.nodes = *nodes;
 	int shift = _nd_policy_granularity_shift(granularity ? granularity : ND_PAGE_SIZE);
 	if (shift < 0) {
-		_nd_msg_error("nd_malloc_interleaved: bad granularity %zu", granularity);
+		_nd_msg_api("nd_malloc_interleaved: bad granularity %zu", granularity);
 		errno = EINVAL;
 		return NULL;
 	}
 	pol.granularity_shift = (unsigned)shift;
 	char err[200];
 	if (nd_policy_check(&pol, err, sizeof err) != 0) {
-		_nd_msg_error("nd_malloc_interleaved: %s", err);
+		_nd_msg_api("nd_malloc_interleaved: %s", err);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -461,7 +454,7 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 		return _nd_heap_policy(size, p); /* validates, caches, reports */
 	char err[200];
 	if (nd_policy_check(p, err, sizeof err) != 0) {
-		_nd_msg_error("nd_malloc_policy: %s", err);
+		_nd_msg_api("nd_malloc_policy: %s", err);
 		errno = EINVAL;
 		return NULL;
 	}

@@ -256,9 +256,7 @@ static void slot_init(_nd_arena_t *a, int s, const _nd_topo_t *t)
 	if (!a->mixed) {
 		if (t->emulated)
 			a->cap = t->mem_total[s] >> ND_PAGE_SHIFT;
-		a->floor = t->mem_total[s] / 64;
-		if (a->floor < ((uint64_t)32 << 20))
-			a->floor = (uint64_t)32 << 20;
+		a->floor = _nd_topo_floor(t->mem_total[s]);
 		if (g.bind) {
 			/* lazy: chunks are bound as they are mapped (room.c);
 			 * whether the node is allowed is probed on one page */
