@@ -253,20 +253,20 @@ bool _nd_trylock(_nd_lock_t *l);
  * lock class and each class a rank here). The 14 locks, by rank:
  * file: variable (what it protects; what it may take while held). */
 typedef enum _nd_lock_rank {
-	ND_RANK_TABLE_FMT = 10,   /* table.c: nd_table_format's per-node buffer */
-	ND_RANK_STATS_SNAP = 20,  /* stats.c: the printers' snapshot */
-	ND_RANK_PERCPU = 30,      /* percpu.c: setup, alloc, free (takes page, topology) */
-	ND_RANK_INIT = 40,        /* malloc.c: the init sequence (takes everything below) */
-	ND_RANK_POLICY_POOL = 50, /* policy.c: interned policies */
-	ND_RANK_POLICY_PROC = 51, /* policy.c: process default (then thread) */
-	ND_RANK_THREAD = 55,      /* thread.c: thread records (pool, list) */
-	ND_RANK_SLAB_THREADS = 60,/* heap.c: the parked policy heaps' pool */
-	ND_RANK_SLAB_NODE = 61,   /* meta.c: per node, parked heaps, metadata, slab map creation (then page) */
-	ND_RANK_LARGE_CACHE = 65, /* large.c: one per node, its cached runs (takes nothing) */
-	ND_RANK_PAGE_SETUP = 70,  /* page.c: reservation setup (takes topology freeze) */
-	ND_RANK_PAGE_ARENA = 71,  /* page.c: one per slot: buddy lists, descriptors */
-	ND_RANK_PAGE_WMARK = 72,  /* page.c: reading the kernel's watermarks (takes no other lock) */
-	ND_RANK_TOPO_SWAP = 80,   /* topology.c: replacing the live topology, freeze */
+	ND_RANK_TABLE_FMT = 10,   /* table.c: fmt_lock (nd_table_format's per-node buffer) */
+	ND_RANK_STATS_SNAP = 20,  /* stats.c: snap_lock (the printers' snapshot) */
+	ND_RANK_PERCPU = 30,      /* percpu.c: pc_lock (setup, alloc, free; takes page, topology swap) */
+	ND_RANK_INIT = 40,        /* malloc.c: init_lock (the init sequence; takes everything below) */
+	ND_RANK_POLICY_POOL = 50, /* policy.c: pool_lock (interned policies) */
+	ND_RANK_POLICY_PROC = 51, /* policy.c: proc_lock (process default; then thread) */
+	ND_RANK_THREAD = 55,      /* thread.c: thread_lock (thread records: pool, list) */
+	ND_RANK_SLAB_THREADS = 60,/* heap.c: pheap_lock (the parked policy heaps' pool) */
+	ND_RANK_SLAB_NODE = 61,   /* meta.c: nodes[].lock (per node: parked heaps, metadata, slab map creation; then page) */
+	ND_RANK_LARGE_CACHE = 65, /* large.c: lnodes[].lock (one per node, its cached runs; takes nothing) */
+	ND_RANK_PAGE_SETUP = 70,  /* page.c: g.lock (reservation setup; takes topology swap for the freeze) */
+	ND_RANK_PAGE_ARENA = 71,  /* page.c: g.arenas[].lock (one per slot: buddy lists, descriptors) */
+	ND_RANK_PAGE_WMARK = 72,  /* room.c: wm.lock (reading the kernel's watermarks; takes no other lock) */
+	ND_RANK_TOPO_SWAP = 80,   /* topology.c: swap_lock (replacing the live topology, freeze) */
 } _nd_lock_rank_t;
 
 /* One registry entry: a static lock, a static array of structs holding a
