@@ -871,6 +871,23 @@ extern _nd_page_global_t _nd_page_g __attribute__((visibility("hidden")));
 #define ND_THP_MADVISE 1  /* MADV_HUGEPAGE when the system's mode is madvise or always */
 #define ND_THP_ALWAYS 2   /* MADV_HUGEPAGE always */
 
+/* Smallest k with 2^k >= x (0 for x <= 1): buddy orders. */
+static inline unsigned _nd_page_ceil_log2(uint64_t x)
+{
+	return x <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(x - 1);
+}
+
+/* ---- reserve.c: the reservation (page.c's setup calls these under its
+ * lock). ---- */
+/* The page level's settings (g) from the options: binding mode, purge
+ * threshold and advice, dirty limit, decay, THP. */
+void _nd_reserve_read_options(void);
+/* The layout: *res (slot 0's start), *desc (descriptors), *shift (slot
+ * size). Sets g.lazy. 0, or -1 reported once ("initialization failed"). */
+int _nd_reserve_layout(const _nd_topo_t *t, int nslots, void **res, void **desc, unsigned *shift);
+/* Slot s of the layout in g: node, capacity, binding, free space. */
+void _nd_reserve_slot_init(_nd_arena_t *a, int s, const _nd_topo_t *t);
+
 /* ---- room.c: a node's room: hard capacity, the kernel's watermarks
  * (headroom), committed pages, binding a range to the node. ---- */
 void _nd_room_stats(void (*fn)(int, int64_t), int node, int64_t pages);
