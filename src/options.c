@@ -41,6 +41,8 @@ static const opt_row_t rows[ND_OPT__COUNT] = {
 	[ND_OPT_HUGE_SPREAD] = { "huge_spread", K_BOOL, 1, NULL, "ask for huge pages (MADV_HUGEPAGE) on interleaved runs with granules of 2 MiB or more" },
 	[ND_OPT_ABORT_ON_CONFIG_ERROR] = { "abort_on_config_error", K_BOOL, 0, NULL, "a bad option name or value is fatal (abort) instead of a warning" },
 	[ND_OPT_LARGE_DECAY_MS] = { "large_decay_ms", K_INT, 1000, NULL, "keep freed large runs (>= purge_threshold) this many ms for reuse; 0: return them at once" },
+	[ND_OPT_PURGE_DECAY_MS] = { "purge_decay_ms", K_INT, 1000, NULL, "return free pages of small runs to the OS once free this many ms; 0: only past the dirty limit or on malloc_trim" },
+	[ND_OPT_THP] = { "thp", K_STR, 0, "madvise", "transparent huge pages for node memory: never, madvise (big runs, when the system's mode is madvise) or always" },
 };
 
 /* Longest string value + 1: a 16-node distance matrix spec is ~830

@@ -435,6 +435,22 @@ int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve)
 	return r < 0 && r > -4096 ? (int)r : 0;
 }
 
+/* A new mapping at exactly p (MAP_FIXED_NOREPLACE: never over another
+ * mapping). 0, or -EEXIST when any of [p, p+len) is taken (also on a
+ * kernel before 4.17, which takes the flag as a hint), or -errno. */
+int _nd_os_mmap_at(void *p, size_t len, bool noreserve)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | (noreserve ? MAP_NORESERVE : 0);
+	long r = sc6(SYS_mmap, (long)p, (long)len, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (r < 0 && r > -4096)
+		return (int)r;
+	if ((void *)r != p) {
+		sc2(SYS_munmap, r, (long)len);
+		return -EEXIST;
+	}
+	return 0;
+}
+
 /* read(2) of up to len bytes (EINTR retried): bytes read, 0 at the end,
  * or -errno. For files read in pieces (/proc/zoneinfo grows with CPUs). */
 long _nd_os_read(int fd, void *buf, size_t len)
