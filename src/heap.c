@@ -51,7 +51,6 @@ static heap_t **pool_of(const nd_policy_t *pol, int node, _nd_lock_t **lk)
 	return pol ? &ppool : &_nd_meta_node[node].pool;
 }
 
-static const nd_policy_t local_pol = { .mode = ND_POLICY_LOCAL };
 
 static inline uintptr_t my_tp(void) { return (uintptr_t)__builtin_thread_pointer(); }
 static inline unsigned class_of(size_t size) { return _nd_slab_cls_tab[(size + 15) >> 4]; }
@@ -525,7 +524,7 @@ static void *alloc_class(unsigned c, const nd_policy_t *pol, int node)
 	if (node >= 0) {
 		h = heap_get(t, node);
 		if (!pol)
-			pol = &local_pol;
+			pol = &_nd_policy_local;
 	} else if (!pol || pol->mode == ND_POLICY_DEFAULT) {
 		h = _nd_slab_key_ok(t, &t->key) ? t->heap : resolve(t);
 		pol = t->hpol;
@@ -609,7 +608,7 @@ void *_nd_heap_onnode(size_t size, int node)
 		return NULL;
 	}
 	count_slow(t);
-	return alloc_class(class_of(size), &local_pol, node);
+	return alloc_class(class_of(size), &_nd_policy_local, node);
 }
 
 void *_nd_heap_local(size_t size)
@@ -620,7 +619,7 @@ void *_nd_heap_local(size_t size)
 		return NULL;
 	}
 	count_slow(t);
-	return alloc_class(class_of(size), &local_pol, -1);
+	return alloc_class(class_of(size), &_nd_policy_local, -1);
 }
 
 /* nd_malloc_policy's cache: an entry remembers a caller's policy object
@@ -663,7 +662,7 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 		char err[200];
 		const nd_policy_t *ip = _nd_policy_intern(p, err, sizeof err);
 		if (!ip) {
-			_nd_msg_error("nd_malloc_policy: %s", err);
+			_nd_msg_api("nd_malloc_policy: %s", err);
 			return NULL; /* errno EINVAL or ENOMEM */
 		}
 		e = &t->pc[t->pc_next++ % ND_PCACHE];
@@ -710,7 +709,7 @@ void *_nd_heap_alloc(size_t size, size_t align, const nd_policy_t *pol, int node
 		return NULL;
 	}
 	if (node >= 0 && !pol)
-		pol = &local_pol;
+		pol = &_nd_policy_local;
 	return alloc_class((unsigned)c, pol, node);
 }
 

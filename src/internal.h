@@ -19,6 +19,7 @@
 #define ND_HUGE_SHIFT 21
 #define ND_HUGE_SIZE ((size_t)1 << ND_HUGE_SHIFT)
 #define ND_CACHE_LINE 64
+#define ND_MAX_CPU_BITS 8192 /* CPU masks: the kernel's largest NR_CPUS on x86-64 */
 
 #define nd_likely(x) __builtin_expect(!!(x), 1)
 #define nd_unlikely(x) __builtin_expect(!!(x), 0)
@@ -59,6 +60,33 @@
 void _nd_assert_fail(const char *file, int line, const char *cond, const char *what)
 	__attribute__((noreturn, cold));
 
+/* Small helpers every layer uses (one copy each). */
+static inline size_t _nd_strlen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+/* Bit i of a bitmap of 64-bit words. */
+static inline bool _nd_bit_get(const uint64_t *m, size_t i)
+{
+	return (m[i >> 6] >> (i & 63)) & 1;
+}
+static inline void _nd_bit_set(uint64_t *m, size_t i)
+{
+	m[i >> 6] |= (uint64_t)1 << (i & 63);
+}
+/* floor(log2(v)) for v > 0; ceil(log2(v)) for v > 0 (0 for v <= 1). */
+static inline unsigned _nd_log2_floor(uint64_t v)
+{
+	return 63u - (unsigned)__builtin_clzll(v);
+}
+static inline unsigned _nd_log2_ceil(uint64_t v)
+{
+	return v <= 1 ? 0 : 64u - (unsigned)__builtin_clzll(v - 1);
+}
+
 /* Raises the counter *v to at least to (relaxed; lock-free): the "highest
  * node index used + 1" counters the fork handlers read for lock arrays. */
 static inline void _nd_atomic_raise(int *v, int to)
@@ -82,6 +110,11 @@ static inline void _nd_atomic_raise(int *v, int to)
 #define ND_MPOL_LOCAL 4
 #define ND_MPOL_PREFERRED_MANY 5
 #define ND_MPOL_WEIGHTED_INTERLEAVE 6
+/* Mode flags get_mempolicy returns OR-ed into the mode. */
+#define ND_MPOL_F_STATIC_NODES (1 << 15)
+#define ND_MPOL_F_RELATIVE_NODES (1 << 14)
+#define ND_MPOL_F_NUMA_BALANCING (1 << 13)
+#define ND_MPOL_MODE_FLAGS (ND_MPOL_F_STATIC_NODES | ND_MPOL_F_RELATIVE_NODES | ND_MPOL_F_NUMA_BALANCING)
 #define ND_MPOL_F_NODE (1 << 0)
 #define ND_MPOL_F_ADDR (1 << 1)
 #define ND_MPOL_MF_STRICT (1 << 0)
@@ -96,6 +129,8 @@ int _nd_os_munmap(void *p, size_t len);
 /* Fresh mapping over [p, p+len) (MAP_FIXED): pages, page tables, policy
  * dropped. 0 or -errno. */
 int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve);
+/* A new mapping at exactly p, never over another one: 0, -EEXIST, -errno. */
+int _nd_os_mmap_at(void *p, size_t len, bool noreserve);
 int _nd_os_madvise(void *p, size_t len, int advice);
 int _nd_os_mprotect(void *p, size_t len, int prot);
 /* mask is a bitmap of maxnode bits (kernel convention: maxnode = bits+1
@@ -179,9 +214,25 @@ void _nd_msg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void _nd_msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "nodalloc: fatal: ..." and aborts (invalid free and the like). */
 void _nd_msg_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-/* Formats into buf like snprintf; returns the length it would have had. */
+/* Formats into buf like snprintf (msg.c's own formatter: flags - 0 #,
+ * width and precision, lengths hh h l ll z j t, d i u x X o c s p %);
+ * returns the length it would have had. */
 int _nd_msg_format(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int _nd_msg_vformat(char *buf, size_t len, const char *fmt, va_list ap);
+int _nd_msg_vformat(char *buf, size_t len, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+/* An error of an API call (bad argument, no such node): the caller hears
+ * of it by errno or the return value; the line is printed only under
+ * NODALLOC_VERBOSE=1 (issue 14). Configuration errors use _nd_msg_error. */
+void _nd_msg_api(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "nodalloc: info: ..." under NODALLOC_VERBOSE=1 only (what the library
+ * decided on its own, e.g. following an inherited kernel policy). */
+void _nd_msg_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* options.c pushes these down once it has read them (msg.c never calls
+ * up): the message descriptor (NODALLOC_MSG_FD; <= 0 means stderr) and
+ * NODALLOC_VERBOSE. Before that: stderr, not verbose. */
+void _nd_msg_set_fd(int fd);
+int _nd_msg_fd(void);
+void _nd_msg_set_verbose(bool on);
+bool _nd_msg_verbose(void);
 /* Writes text to fd as it is (for printers). */
 void _nd_msg_out(int fd, const char *text);
 
@@ -202,22 +253,25 @@ bool _nd_trylock(_nd_lock_t *l);
 /* Lock order: a thread holding a lock takes only locks of a higher rank
  * (arrays: ascending index). Fork takes them all in this order. Every
  * lock of the library is declared with ND_LOCK_DEFINE / ND_LOCK_ARRAY /
- * ND_LOCK_DYN_ARRAY below (tests/check_locks.sh refuses any other). */
+ * ND_LOCK_DYN_ARRAY / ND_LOCK_FIELD below (tests/check_locks.sh refuses
+ * any other, and checks that each rank here names exactly one registered
+ * lock class and each class a rank here). The 14 locks, by rank:
+ * file: variable (what it protects; what it may take while held). */
 typedef enum _nd_lock_rank {
-	ND_RANK_TABLE_FMT = 10,   /* table.c: nd_table_format's per-node buffer */
-	ND_RANK_STATS_SNAP = 20,  /* stats.c: the printers' snapshot */
-	ND_RANK_PERCPU = 30,      /* percpu.c: setup, alloc, free (takes page, topology) */
-	ND_RANK_INIT = 40,        /* malloc.c: the init sequence (takes everything below) */
-	ND_RANK_POLICY_POOL = 50, /* policy.c: interned policies */
-	ND_RANK_POLICY_PROC = 51, /* policy.c: process default (then thread) */
-	ND_RANK_THREAD = 55,      /* thread.c: thread records (pool, list) */
-	ND_RANK_SLAB_THREADS = 60,/* heap.c: the parked policy heaps' pool */
-	ND_RANK_SLAB_NODE = 61,   /* meta.c: per node, parked heaps, metadata, slab map creation (then page) */
-	ND_RANK_LARGE_CACHE = 65, /* large.c: one per node, its cached runs (takes nothing) */
-	ND_RANK_PAGE_SETUP = 70,  /* page.c: reservation setup (takes topology freeze) */
-	ND_RANK_PAGE_ARENA = 71,  /* page.c: one per slot: buddy lists, descriptors */
-	ND_RANK_PAGE_WMARK = 72,  /* page.c: reading the kernel's watermarks (takes no other lock) */
-	ND_RANK_TOPO_SWAP = 80,   /* topology.c: replacing the live topology, freeze */
+	ND_RANK_TABLE_FMT = 10,   /* table.c: fmt_lock (nd_table_format's per-node buffer) */
+	ND_RANK_STATS_SNAP = 20,  /* stats.c: snap_lock (the printers' snapshot) */
+	ND_RANK_PERCPU = 30,      /* percpu.c: pc_lock (setup, alloc, free; takes page, topology swap) */
+	ND_RANK_INIT = 40,        /* malloc.c: init_lock (the init sequence; takes everything below) */
+	ND_RANK_POLICY_POOL = 50, /* policy.c: pool_lock (interned policies) */
+	ND_RANK_POLICY_PROC = 51, /* policy.c: proc_lock (process default; then thread) */
+	ND_RANK_THREAD = 55,      /* thread.c: thread_lock (thread records: pool, list) */
+	ND_RANK_SLAB_THREADS = 60,/* heap.c: pheap_lock (the parked policy heaps' pool) */
+	ND_RANK_SLAB_NODE = 61,   /* meta.c: nodes[].lock (per node: parked heaps, metadata, slab map creation; then page) */
+	ND_RANK_LARGE_CACHE = 65, /* large.c: lnodes[].lock (one per node, its cached runs; takes nothing) */
+	ND_RANK_PAGE_SETUP = 70,  /* page.c: g.lock (reservation setup; takes topology swap for the freeze) */
+	ND_RANK_PAGE_ARENA = 71,  /* page.c: g.arenas[].lock (one per slot: buddy lists, descriptors) */
+	ND_RANK_PAGE_WMARK = 72,  /* room.c: wm.lock (reading the kernel's watermarks; takes no other lock) */
+	ND_RANK_TOPO_SWAP = 80,   /* topology.c: swap_lock (replacing the live topology, freeze) */
 } _nd_lock_rank_t;
 
 /* One registry entry: a static lock, a static array of structs holding a
@@ -410,6 +464,8 @@ typedef enum _nd_opt {
 	ND_OPT_HUGE_SPREAD,    /* bool: MADV_HUGEPAGE on spread runs with granules >= 2 MiB */
 	ND_OPT_LARGE_DECAY_MS, /* int: ms a freed large run stays cached for reuse (0: off) */
 	ND_OPT_ABORT_ON_CONFIG_ERROR, /* bool: a bad option name or value is fatal */
+	ND_OPT_PURGE_DECAY_MS, /* int: ms dirty free pages wait before they are purged (0: off) */
+	ND_OPT_THP,            /* string: never, madvise or always (huge pages for node memory) */
 	ND_OPT__COUNT
 } _nd_opt_t;
 
@@ -464,6 +520,28 @@ typedef struct _nd_topo {
 	const uint8_t *cpu_allowed; /* [cpu_limit] in the process's affinity at load */
 	const uint8_t *mem_allowed; /* [node_limit] in Mems_allowed at load */
 } _nd_topo_t;
+
+/* node is an online node of t (the one test of a node id). */
+static inline bool _nd_topo_valid_node(const _nd_topo_t *t, int node)
+{
+	return node >= 0 && node < t->node_limit && t->online[node];
+}
+
+/* node is an online node of t with memory the process may use. */
+static inline bool _nd_topo_has_mem(const _nd_topo_t *t, int node)
+{
+	return _nd_topo_valid_node(t, node) && t->has_mem[node];
+}
+
+/* The page level keeps this much of a node's memory free under strict
+ * binding (the watermark, docs/arenas.md): 1/64 of the node, at least
+ * 32 MiB. */
+#define ND_NODE_FLOOR_MIN ((uint64_t)32 << 20)
+static inline uint64_t _nd_topo_floor(uint64_t mem_total)
+{
+	uint64_t f = mem_total / 64;
+	return f < ND_NODE_FLOOR_MIN ? ND_NODE_FLOOR_MIN : f;
+}
 
 /* Init from NODALLOC_TOPOLOGY / NODALLOC_SYSFS_ROOT / /sys (a bad spec or
  * tree is reported and the next source is tried; a machine without NUMA
@@ -579,7 +657,28 @@ void _nd_stats_reset(void);
  * src/policy.c: memory policies and the choice of node.
  * ====================================================================== */
 
-/* Reads NODALLOC_POLICY (a bad value is reported by name; local stays). */
+/* policy_parse.c: the checks every policy passes; its normal form in
+ * *out (unused fields zeroed, the weighted set derived from the weights),
+ * so equal policies compare equal byte for byte. 0, or -1 with err. */
+int _nd_policy_normalize(const nd_policy_t *p, nd_policy_t *out, char *err, size_t errlen);
+/* Formats into err (NULL allowed); returns -1. */
+int _nd_policy_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void _nd_policy_zero(nd_policy_t *p);
+/* policy.c: first node of m at or after from, or -1. */
+int _nd_policy_mask_next(const nd_nodemask_t *m, int from);
+/* A kernel mempolicy (mode with its flags, node mask of ND_MAX_NODES
+ * bits) as nodalloc's policy, over the nodes of the live topology that
+ * have memory. 0, or -1 when there is nothing to follow (default, local,
+ * preferred without a node, no usable node). */
+int _nd_policy_from_kernel(int kmode, const uint64_t *kmask, nd_policy_t *out);
+/* The local policy (one object: slab.c and malloc.c pass it too). */
+extern const nd_policy_t _nd_policy_local __attribute__((visibility("hidden")));
+
+/* Reads NODALLOC_POLICY (a bad value is reported by name; local stays).
+ * Without it, a kernel policy the process inherited (get_mempolicy: bind,
+ * preferred, preferred-many, interleave, weighted interleave) becomes the
+ * process default, so the heap follows `numactl -i all` or `-m 1`; the
+ * kernel's default or local policy leaves nodalloc's local. */
 int _nd_policy_init(void);
 /* The policy in force for this thread (thread, else process, else local):
  * an interned, immutable policy that stays valid for the process's life. */
@@ -657,6 +756,7 @@ enum {
 	ND_PG_TAIL = 0,   /* inside a free block or a run: not a head */
 	ND_PG_FREE = 1,   /* head of a free buddy block */
 	ND_PG_RUN = 2,    /* head of an allocated run */
+	ND_PG_HOLE = 3,   /* first page of a slot's part not mapped (yet): npages */
 };
 enum {
 	ND_USE_NONE = 0,
@@ -685,6 +785,160 @@ typedef struct _nd_pagedesc {
 #define ND_PGF_DIRTY 0x01  /* page.c: page counted as committed */
 #define ND_PGF_PLACED 0x02 /* page.c: mixed-slot page, node is valid */
 #define ND_PGF_KIL 0x04    /* page.c: mixed-slot run head, interleaved by the kernel */
+
+/* ---- buddy.c: the buddy allocator of one slot over its descriptors.
+ * Pure (no system call, no lock, no global): the caller holds the slot's
+ * lock. Page indexes are relative to the slot. ---- */
+#define ND_BUDDY_NIL UINT32_MAX
+#define ND_BUDDY_MAX_ORDER 28  /* 1 TiB slot of 4 KiB pages: indexes fit uint32 */
+#define ND_BUDDY_SCAN_ORDER 17 /* _nd_buddy_check counts dirty flags below this order */
+typedef struct _nd_buddy {
+	_nd_pagedesc_t *desc;  /* the slot's descriptors, 2^order_max of them */
+	uint64_t free_pages;   /* pages in free blocks */
+	uint64_t dirty_free;   /* committed pages in free blocks (written under the slot lock, read lock-free: atomic) */
+	uint64_t nblocks;      /* free blocks */
+	unsigned order_max;    /* the slot holds 2^order_max pages */
+	unsigned purge_order;  /* free blocks of this order or more are clean (invariant I) */
+	uint32_t head[ND_BUDDY_MAX_ORDER + 1]; /* free lists by order (ND_BUDDY_NIL: empty) */
+} _nd_buddy_t;
+/* An empty slot (no free block: the caller gives the usable range). */
+void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, unsigned purge_order);
+/* Link block i of order o (dirty: 0 or 2^o committed pages) / unlink it
+ * (its head becomes a TAIL). */
+void _nd_buddy_push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty);
+void _nd_buddy_del(_nd_buddy_t *b, uint32_t i);
+/* Takes a free block of order >= k split down to k: its index (NIL if
+ * none) and its dirty page count in *dirty. */
+uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty);
+/* Tail of a taken block (index i, 2^k pages, d dirty) after a run of n
+ * pages back to the free lists, unmerged. Returns the tail's dirty pages. */
+uint64_t _nd_buddy_give_tail(_nd_buddy_t *b, uint64_t i, unsigned k, uint64_t d, uint64_t n);
+/* [s, s+len) back as aligned blocks, all clean or all dirty; merge: with
+ * free buddies (a freed run), else not (their buddies are in use). */
+void _nd_buddy_give(_nd_buddy_t *b, uint64_t s, uint64_t len, bool dirty, bool merge);
+/* Head i of a run of n pages served by node. */
+void _nd_buddy_mark_run(_nd_buddy_t *b, uint32_t i, uint64_t n, int node);
+/* After a purge pass: merge clean free buddies (one pass per order). */
+void _nd_buddy_merge_clean(_nd_buddy_t *b);
+uint64_t _nd_buddy_count_dirty(const _nd_buddy_t *b, uint64_t i, uint64_t n);
+void _nd_buddy_clear_dirty(_nd_buddy_t *b, uint64_t i, uint64_t n);
+/* Largest free order, -1 if none. */
+int _nd_buddy_largest(const _nd_buddy_t *b);
+/* Walk the slot and check every descriptor invariant; 0 or -1 with err. */
+int _nd_buddy_check(const _nd_buddy_t *b, char *err, size_t errlen);
+
+/* ---- the page level's shared state (page.c owns it; room.c, purge.c
+ * and spread.c work on it). One per slot: ---- */
+typedef struct _nd_arena {
+	_nd_lock_t lock;  /* protects bd (free lists, free-block descriptors) and mapped */
+	int node;         /* node id, -1 for the mixed slot: fixed at setup */
+	bool usable;      /* fixed at setup */
+	bool mixed;       /* fixed at setup */
+	char *base;       /* fixed at setup */
+	_nd_buddy_t bd;
+	uint64_t mapped;  /* pages of the slot mapped (lazy reservation, page.c); lock */
+	/* Atomics (no lock). For the mixed slot only cap is meaningful. */
+	uint64_t used;       /* pages in runs served by this node (node and mixed slots) */
+	uint64_t cap;        /* hard capacity in pages (emulated memory size) */
+	uint64_t committed;  /* pages this node has counted in _nd_stats_committed */
+	uint64_t floor;      /* no zoneinfo: bytes kept free (max(MemTotal/64, 32 MiB)) */
+	/* Headroom (room.c; atomics written under its lock): what the node
+	 * could still give at the last /proc/zoneinfo read, and `committed`
+	 * at the last two reads. */
+	uint64_t wm_avail;   /* pages */
+	uint64_t wm_c_last, wm_c_prev;
+	/* Decay (purge.c; atomic): ns when the slot's oldest dirty free pages
+	 * were freed, 0 when it holds none. */
+	uint64_t dirty_since;
+} __attribute__((aligned(ND_CACHE_LINE))) _nd_arena_t;
+
+typedef struct _nd_page_global {
+	_nd_lock_t lock;      /* setup; taken first at fork */
+	volatile int ready;
+	int failed;           /* setup failed (reported once, never retried) */
+	uintptr_t base;       /* reservation start (0 before setup) */
+	uintptr_t total;      /* bytes of all slots (0 before setup) */
+	unsigned slot_shift;
+	uintptr_t slot_mask;
+	unsigned order_max;   /* slot_shift - ND_PAGE_SHIFT */
+	int node_limit;       /* node slots; the mixed slot has index node_limit */
+	int nslots;
+	_nd_pagedesc_t *desc;
+	size_t desc_bytes;
+	_nd_arena_t *arenas;
+	size_t arenas_bytes;
+	bool lazy;            /* slots mapped on demand (address space limit) */
+	bool bind;            /* real topology: mbind slots and granules */
+	bool strict;          /* MPOL_BIND (else MPOL_PREFERRED) */
+	bool check_free;      /* real topology: headroom check before committing */
+	bool huge_spread;     /* MADV_HUGEPAGE on spreads with granules >= 2 MiB */
+	int thp;              /* ND_THP_*: NODALLOC_THP */
+	bool thp_runs;        /* MADV_HUGEPAGE on the 2 MiB pages of big node runs */
+	int advice;           /* MADV_DONTNEED or MADV_FREE */
+	uint64_t purge_pages; /* runs of at least this many pages are purged on free */
+	unsigned purge_order; /* free blocks of this order or more are clean */
+	uint64_t dirty_limit; /* dirty free pages a slot keeps before a purge pass */
+	uint64_t decay_ns;    /* dirty free pages older than this are purged (0: off) */
+} _nd_page_global_t;
+extern _nd_page_global_t _nd_page_g __attribute__((visibility("hidden")));
+#define ND_THP_NEVER 0
+#define ND_THP_MADVISE 1  /* MADV_HUGEPAGE when the system's mode is madvise or always */
+#define ND_THP_ALWAYS 2   /* MADV_HUGEPAGE always */
+
+/* Smallest k with 2^k >= x (0 for x <= 1): buddy orders. */
+static inline unsigned _nd_page_ceil_log2(uint64_t x)
+{
+	return x <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(x - 1);
+}
+
+/* ---- reserve.c: the reservation (page.c's setup calls these under its
+ * lock). ---- */
+/* The page level's settings (g) from the options: binding mode, purge
+ * threshold and advice, dirty limit, decay, THP. */
+void _nd_reserve_read_options(void);
+/* The layout: *res (slot 0's start), *desc (descriptors), *shift (slot
+ * size). Sets g.lazy. 0, or -1 reported once ("initialization failed"). */
+int _nd_reserve_layout(const _nd_topo_t *t, int nslots, void **res, void **desc, unsigned *shift);
+/* Slot s of the layout in g: node, capacity, binding, free space. */
+void _nd_reserve_slot_init(_nd_arena_t *a, int s, const _nd_topo_t *t);
+
+/* ---- room.c: a node's room: hard capacity, the kernel's watermarks
+ * (headroom), committed pages, binding a range to the node. ---- */
+void _nd_room_stats(void (*fn)(int, int64_t), int node, int64_t pages);
+/* Pages counted as committed for na's node (+/-; never below 0). */
+void _nd_room_committed(_nd_arena_t *na, int64_t pages);
+/* Charges n pages to na: capacity, and on a real node the headroom for
+ * check_pages fresh pages (0: no check). false: no room (nothing charged). */
+bool _nd_room_take(_nd_arena_t *na, uint64_t n, uint64_t check_pages);
+void _nd_room_give(_nd_arena_t *na, uint64_t n);
+/* A newly mapped range [i, i+n) of slot a's pages: bound to its node,
+ * huge page advice (NODALLOC_THP=always/never). */
+void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n);
+/* Lazy reservation: map more of slot a (lock held) so that a free block
+ * of order k exists; false if the slot is full or the mapping fails. */
+bool _nd_room_grow(_nd_arena_t *a, unsigned k);
+/* mbind [p, p+len) to node (bind or preferred, NODALLOC_STRICT). */
+int _nd_room_bind(void *p, size_t len, int node);
+
+/* ---- purge.c: giving memory back to the OS. ---- */
+/* [p, p+len) of slot a back to the OS; it reads as zero afterwards
+ * whatever the kernel says. true when it kept its mapping (and policy). */
+bool _nd_purge_range(const _nd_arena_t *a, void *p, size_t len, int advice);
+/* Every dirty free block of a node slot purged (merged madvise calls),
+ * then merged. Slot lock held. Returns pages purged. */
+uint64_t _nd_purge_slot(_nd_arena_t *a);
+/* After a free put dirty pages back (slot lock held): the dirty limit,
+ * and the decay clock started. */
+void _nd_purge_after_free(_nd_arena_t *a);
+/* Decay: purge slots whose dirty pages have been free for decay_ns
+ * (called on page-level calls; no thread). */
+void _nd_purge_decay(void);
+
+/* ---- spread.c: runs whose granules are spread over nodes (the mixed
+ * slot). The caller (page.c) has checked the arguments and set up. ---- */
+void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64_t first);
+/* Free of a mixed-slot run already claimed (head made a TAIL). */
+void _nd_spread_free(_nd_arena_t *m, uint32_t i, uint64_t n, bool kil);
 
 int _nd_page_init(void);
 /* A run of npages on exactly node (no fallback, no statistics); aligned to
@@ -728,6 +982,7 @@ typedef struct _nd_page_info {
 	void *base;               /* slot start */
 	size_t slot_bytes;
 	uint64_t slot_pages;
+	uint64_t mapped_pages;    /* of the slot (lazy reservation: what it grew to) */
 	uint64_t free_pages;      /* in free buddy blocks of this slot */
 	uint64_t dirty_pages;     /* committed pages inside free blocks */
 	uint64_t free_blocks;
@@ -1138,6 +1393,8 @@ size_t _nd_large_cache_limit(int node);
  * parts are exposed for unit tests.
  * ====================================================================== */
 
+/* nd_table_alloc after the library's init (api_init.c runs it). */
+int _nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out);
 /* The kernel's sizing (alloc_large_system_hash, mm/mm_init.c) for mem
  * bytes of memory: the entry count to try first, a power of two >= 1.
  * Does not validate d (nd_table_alloc does). */
@@ -1159,6 +1416,10 @@ void *_nd_table_try_halving(size_t bucket_size, unsigned *log2qty, _nd_table_try
  * src/percpu.c: dense per-CPU areas (public API nd_percpu_*); test seams.
  * ====================================================================== */
 
+/* nd_percpu_alloc and nd_percpu_uses_rseq after the library's init
+ * (api_init.c runs it): the first call sets the areas up. */
+nd_percpu_t _nd_percpu_alloc(size_t size, size_t align);
+bool _nd_percpu_uses_rseq(void);
 /* The memory node CPU cpu's area is bound to (recorded also under an
  * emulated topology, where no mbind is done); -1 if the CPU is not
  * possible or the areas are not set up yet. */

@@ -126,7 +126,6 @@ static size_t boot_size(const void *p)
 	return *(const size_t *)((const char *)p - 16);
 }
 
-static const nd_policy_t local_pol = { .mode = ND_POLICY_LOCAL };
 
 /* Above ND_SLAB_MAX, and a small size before the init (the heap layer
  * does not call up to run it: it returns NULL with errno untouched). */
@@ -183,7 +182,7 @@ static void *alloc_aligned(size_t align, size_t size, const nd_policy_t *pol, in
 	if (_nd_slab_fits(size, align))
 		return _nd_heap_alloc(size, align, pol, node);
 	if (pol == NULL && node >= 0)
-		pol = &local_pol;
+		pol = &_nd_policy_local;
 	return _nd_large_alloc(size, align, pol, node);
 }
 
@@ -351,26 +350,20 @@ void *nd_aligned_alloc(size_t align, size_t size)
 
 /* ---- placement API ------------------------------------------------------- */
 
-static bool valid_node(int node)
-{
-	const _nd_topo_t *t = _nd_topo();
-	return node >= 0 && node < t->node_limit && t->online[node];
-}
-
 /* On a node known to be valid (init done). */
 static void *place_onnode(size_t size, int node)
 {
 	if (size <= ND_SLAB_MAX)
 		return _nd_heap_onnode(size, node);
-	return _nd_large_alloc(size, 0, &local_pol, node);
+	return _nd_large_alloc(size, 0, &_nd_policy_local, node);
 }
 
 static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 {
 	if (!init_or_boot())
 		return boot_alloc(size, 16);
-	if (!valid_node(node)) {
-		_nd_msg_error("nd_malloc_onnode: node %d does not exist (node limit %d)", node, _nd_topo()->node_limit);
+	if (!_nd_topo_valid_node(_nd_topo(), node)) {
+		_nd_msg_api("nd_malloc_onnode: node %d does not exist (node limit %d)", node, _nd_topo()->node_limit);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -399,7 +392,7 @@ static __attribute__((noinline)) void *local_slow(size_t size)
 		return boot_alloc(size, 16);
 	if (size <= ND_SLAB_MAX)
 		return _nd_heap_local(size);
-	return _nd_large_alloc(size, 0, &local_pol, -1);
+	return _nd_large_alloc(size, 0, &_nd_policy_local, -1);
 }
 
 /* Fast path: the heap of the CPU's memory node, valid while lkey matches. */
@@ -429,7 +422,7 @@ void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t gran
 	if (!init_or_boot())
 		return boot_alloc(size, 16);
 	if (!nodes || nd_nodemask_count(nodes) == 0) {
-		_nd_msg_error("nd_malloc_interleaved: empty node set");
+		_nd_msg_api("nd_malloc_interleaved: empty node set");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -439,14 +432,14 @@ void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t gran
 	pol.nodes = *nodes;
 	int shift = _nd_policy_granularity_shift(granularity ? granularity : ND_PAGE_SIZE);
 	if (shift < 0) {
-		_nd_msg_error("nd_malloc_interleaved: bad granularity %zu", granularity);
+		_nd_msg_api("nd_malloc_interleaved: bad granularity %zu", granularity);
 		errno = EINVAL;
 		return NULL;
 	}
 	pol.granularity_shift = (unsigned)shift;
 	char err[200];
 	if (nd_policy_check(&pol, err, sizeof err) != 0) {
-		_nd_msg_error("nd_malloc_interleaved: %s", err);
+		_nd_msg_api("nd_malloc_interleaved: %s", err);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -464,7 +457,7 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 		return _nd_heap_policy(size, p); /* validates, caches, reports */
 	char err[200];
 	if (nd_policy_check(p, err, sizeof err) != 0) {
-		_nd_msg_error("nd_malloc_policy: %s", err);
+		_nd_msg_api("nd_malloc_policy: %s", err);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -508,6 +501,19 @@ OVERRIDE void *calloc(size_t n, size_t size) __attribute__((alias("nd_calloc")))
 OVERRIDE void *realloc(void *p, size_t size) __attribute__((alias("nd_realloc")));
 OVERRIDE void *aligned_alloc(size_t align, size_t size) __attribute__((alias("nd_aligned_alloc")));
 OVERRIDE size_t malloc_usable_size(void *p) __attribute__((alias("nd_usable_size")));
+
+/* glibc's malloc_trim: every free page the library keeps committed goes
+ * back to the OS now (the large-run caches, the page level's dirty free
+ * pages); pad is ignored. 1 if memory was released, else 0. */
+OVERRIDE int malloc_trim(size_t pad)
+{
+	(void)pad;
+	if (!_nd_ensure_init())
+		return 0;
+	size_t b = _nd_large_flush(-1);
+	b += _nd_page_trim(-1);
+	return b != 0;
+}
 
 OVERRIDE void *reallocarray(void *p, size_t n, size_t size)
 {
