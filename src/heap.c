@@ -41,6 +41,11 @@ typedef _nd_heap_t heap_t;
 
 /* Protects ppool (parked policy heaps). */
 ND_LOCK_DEFINE(pheap_lock, ND_RANK_SLAB_THREADS);
+
+/* Set (release) by _nd_heap_init, the last step of malloc.c's init: before
+ * it the entry points return NULL and malloc.c runs the init (this layer
+ * does not read the top layer's state). */
+static int heap_ready;
 static heap_t *ppool;
 
 /* The pool of key (pol, node): the policy pool, or the node's (meta.c's
@@ -558,7 +563,7 @@ static inline void count_slow(_nd_thread_t *t)
  * change, check mode. */
 static __attribute__((noinline)) void *malloc_slow(size_t size)
 {
-	if (nd_unlikely(__atomic_load_n(&_nd_initialized, __ATOMIC_ACQUIRE) <= 0))
+	if (nd_unlikely(!__atomic_load_n(&heap_ready, __ATOMIC_ACQUIRE)))
 		return NULL; /* errno untouched: malloc.c runs the init (no call up a layer) */
 	_nd_thread_t *t = _nd_thread_self();
 	if (!t) {
@@ -701,7 +706,7 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 
 void *_nd_heap_alloc(size_t size, size_t align, const nd_policy_t *pol, int node)
 {
-	if (nd_unlikely(__atomic_load_n(&_nd_initialized, __ATOMIC_ACQUIRE) <= 0))
+	if (nd_unlikely(!__atomic_load_n(&heap_ready, __ATOMIC_ACQUIRE)))
 		return NULL;
 	int c = _nd_slab_class_for(size, align);
 	if (c < 0) {
@@ -717,5 +722,7 @@ void *_nd_heap_alloc(size_t size, size_t align, const nd_policy_t *pol, int node
 int _nd_heap_init(void)
 {
 	_nd_thread_set_exit_hook(thread_exit_hook);
+	/* last of the init sequence: every layer below is ready */
+	__atomic_store_n(&heap_ready, 1, __ATOMIC_RELEASE);
 	return 0;
 }
