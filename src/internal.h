@@ -639,6 +639,7 @@ enum {
 	ND_USE_META,      /* internal metadata */
 	ND_USE_PERCPU,
 	ND_USE_TABLE,
+	ND_USE_HEAP,      /* heap.c: every page, user = chunk header */
 };
 
 typedef struct _nd_pagedesc {
