@@ -205,6 +205,28 @@ ND_API long nd_where(const void *p, size_t size, uint64_t *counts, int max);
  * failing page's (EBUSY, ENOMEM, EACCES). */
 ND_API int nd_move(void *p, size_t size, int node);
 
+/* ---- heaps (src/heap.c, docs/malloc.md) --------------------------------
+ * Memory of one node or one policy that a program allocates from and then
+ * destroys as a whole (like mimalloc's mi_heap). Objects obey the heap's
+ * placement (a node heap falls back along the node's list when it is
+ * full; an interleave policy heap rotates per 64 KiB chunk) and are
+ * ordinary blocks for free, realloc, nd_usable_size and nd_node_of.
+ * Thread safety: the thread that created a heap allocates from it (and
+ * reallocs into it); any thread may free its objects, also while the
+ * owner allocates. nd_heap_destroy frees every object still live: call it
+ * when no other thread uses the heap's objects any more (any thread may
+ * call it then). realloc by another thread than the owner moves the block
+ * out of the heap (to an ordinary block on the same node).
+ * Errors: NULL with errno EINVAL (node missing, invalid policy, not a
+ * heap, bad alignment) or ENOMEM. */
+typedef struct nd_heap_api nd_heap_t;
+ND_API nd_heap_t *nd_heap_new(int node);
+ND_API nd_heap_t *nd_heap_new_policy(const nd_policy_t *p);
+ND_API void *nd_heap_malloc(nd_heap_t *h, size_t size);
+ND_API void *nd_heap_calloc(nd_heap_t *h, size_t n, size_t size);
+ND_API void *nd_heap_aligned_alloc(nd_heap_t *h, size_t align, size_t size);
+ND_API void nd_heap_destroy(nd_heap_t *h);
+
 /* ---- per-CPU areas (src/percpu.c) ------------------------------------- */
 
 /* An offset into every CPU's area; 0 = none. The copy of CPU c lives at

@@ -987,4 +987,13 @@ static inline bool _nd_ensure_init(void)
 	return nd_likely(_nd_initialized > 0) || _nd_init();
 }
 
+/* src/heap.c (top layer, beside malloc.c): the objects of nd_heap_t for
+ * malloc.c's free, realloc and usable size (d: a page of use ND_USE_HEAP;
+ * an address that is not an object start is reported, fatal). */
+void _nd_heap_free(void *p, const _nd_pagedesc_t *d);
+size_t _nd_heap_usable(const void *p, const _nd_pagedesc_t *d);
+bool _nd_heap_freed(const void *p, const _nd_pagedesc_t *d);
+/* realloc's new block: from the heap for its owner, else on its node. */
+void *_nd_heap_realloc_alloc(const _nd_pagedesc_t *d, size_t size);
+
 #endif /* ND_INTERNAL_H */

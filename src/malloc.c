@@ -162,6 +162,8 @@ static _nd_pagedesc_t *checked_desc(const void *p, const char *fn)
 		if (!((uintptr_t)p & (ND_PAGE_SIZE - 1)) && d->state == ND_PG_RUN)
 			return d;
 		why = "inside an allocation, not its start";
+	} else if (d && d->use == ND_USE_HEAP) {
+		return d; /* heap.c validates */
 	} else if (!d && _nd_slab_boot_owns(p)) {
 		return NULL;
 	} else {
@@ -183,6 +185,10 @@ static __attribute__((noinline)) void free_slow(void *p)
 			return; /* bootstrap memory is never reused */
 		if (d->use == ND_USE_SLAB) {
 			_nd_slab_free(p, d);
+			return;
+		}
+		if (d->use == ND_USE_HEAP) {
+			_nd_heap_free(p, d);
 			return;
 		}
 	}
@@ -234,6 +240,8 @@ static size_t usable(const void *p, const _nd_pagedesc_t *d)
 {
 	if (!d)
 		return _nd_slab_boot_size(p);
+	if (d->use == ND_USE_HEAP)
+		return _nd_heap_usable(p, d);
 	return d->use == ND_USE_SLAB ? _nd_slab_usable(p, d) : _nd_large_usable(p, d);
 }
 
@@ -253,13 +261,13 @@ void *nd_realloc(void *p, size_t size)
 		return NULL;
 	}
 	_nd_pagedesc_t *d = checked_desc(p, "realloc");
-	if (d && d->use == ND_USE_SLAB && _nd_slab_freed(p, d))
+	if (d && ((d->use == ND_USE_SLAB && _nd_slab_freed(p, d)) || (d->use == ND_USE_HEAP && _nd_heap_freed(p, d))))
 		_nd_msg_fatal("realloc(): invalid pointer %p (already freed)", p);
 	size_t have = usable(p, d);
 	if (d && size <= have) {
 		/* in place: growing within the class or run, or shrinking by at
 		 * most half (a bigger shrink moves, to give the memory back) */
-		if (d->use == ND_USE_SLAB && (size > have / 2 || have <= 64))
+		if ((d->use == ND_USE_SLAB || d->use == ND_USE_HEAP) && (size > have / 2 || have <= 64))
 			return p;
 		if (d->use == ND_USE_LARGE && size > have / 2 && size > ND_SLAB_MAX) {
 			_nd_large_resize(p, d, size);
@@ -279,7 +287,7 @@ void *nd_realloc(void *p, size_t size)
 		node = _nd_slab_node(d);
 	else if (d && d->use == ND_USE_LARGE && !(d->flags & ND_PGF_PLACED))
 		node = d->node;
-	void *q = realloc_alloc(size, node);
+	void *q = d && d->use == ND_USE_HEAP ? _nd_heap_realloc_alloc(d, size) : realloc_alloc(size, node);
 	if (!q)
 		return NULL; /* p untouched, errno ENOMEM */
 	memcpy(q, p, have < size ? have : size);

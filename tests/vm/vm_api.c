@@ -3,6 +3,8 @@
  * The programmer's API of issue 14, placement as the kernel reports it:
  *  - nd_mallocx_onnode / nd_mallocx_policy (prepared policy) with
  *    alignment and zeroing put small and large blocks on the node asked;
+ *  - objects of a node heap are on its node; an interleave heap's share
+ *    its nodes;
  *  - nd_where agrees with move_pages, and nd_move takes a block to another
  *    node (nd_where and move_pages both see it there, contents intact).
  * Runs pinned to CPU 0 in a fresh thread.
@@ -16,6 +18,10 @@
 #pragma weak nd_policy_prepare
 #pragma weak nd_where
 #pragma weak nd_move
+#pragma weak nd_heap_new
+#pragma weak nd_heap_new_policy
+#pragma weak nd_heap_malloc
+#pragma weak nd_heap_destroy
 
 static const vm_topo_t *T = &vm_topo;
 static int mem0, X;
@@ -119,12 +125,58 @@ static void *move_case(void *arg)
 	return NULL;
 }
 
+/* A node heap and an interleave policy heap: the kernel's placement of
+ * their objects (small and large). */
+static void *heap_case(void *arg)
+{
+	(void)arg;
+	static const size_t sizes[] = { 64, 3000, 100000 };
+	nd_heap_t *h = nd_heap_new(X);
+	CHECK(h != NULL, "nd_heap_new(%d)", X);
+	if (!h)
+		return NULL;
+	for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		enum { K = 64 };
+		char what[64];
+		snprintf(what, sizeof what, "heap-%zu", sizes[i]);
+		for (int j = 0; j < K; j++) {
+			void *p = nd_heap_malloc(h, sizes[i]);
+			CHECK(p != NULL, "%s", what);
+			if (p) {
+				vm_touch(p, sizes[i]);
+				check_on(what, p, sizes[i], X);
+			}
+		}
+	}
+	nd_heap_destroy(h); /* with every object live */
+	char pol[64];
+	snprintf(pol, sizeof pol, "interleave:%d,%d", mem0, X);
+	nd_policy_t p;
+	if (vm_policy(pol, &p) != 0 || !(h = nd_heap_new_policy(&p)))
+		return NULL;
+	enum { N = 64 * 64 }; /* 64 chunks of 64 KiB */
+	void **o = vm_buf(N * sizeof(void *));
+	for (int i = 0; i < N; i++)
+		vm_touch(o[i] = nd_heap_malloc(h, 1024), 1024);
+	vm_hist_t hh = VM_HIST_INIT;
+	vm_hist_objs(&hh, o, N, 1024);
+	char hs[256];
+	vm_hist_str(&hh, hs, sizeof hs);
+	CHECK(hh.node[mem0] + hh.node[X] == hh.total && hh.node[mem0] >= hh.total / 3 && hh.node[X] >= hh.total / 3,
+	      "interleave heap: pages %s", hs);
+	printf("VMTAB api case=heap-interleave pages=%s\n", hs);
+	nd_heap_destroy(h);
+	vm_unbuf(o, N * sizeof(void *));
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	if (vm_begin(argc, argv) != 0)
 		return CHECK_DONE();
 	if (!(VM_NEED(nd_mallocx_onnode) & VM_NEED(nd_mallocx_policy) & VM_NEED(nd_policy_prepare) & VM_NEED(nd_where) &
-	      VM_NEED(nd_move) & VM_NEED(nd_policy_parse)))
+	      VM_NEED(nd_move) & VM_NEED(nd_policy_parse) & VM_NEED(nd_heap_new) & VM_NEED(nd_heap_new_policy) &
+	      VM_NEED(nd_heap_malloc) & VM_NEED(nd_heap_destroy)))
 		return CHECK_DONE();
 	if (vm_pin(0) != 0) {
 		CHECK(0, "cannot pin to cpu 0");
@@ -142,5 +194,6 @@ int main(int argc, char **argv)
 	}
 	vm_run_on(0, x_case, NULL);
 	vm_run_on(0, move_case, NULL);
+	vm_run_on(0, heap_case, NULL);
 	return CHECK_DONE();
 }
