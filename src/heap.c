@@ -92,10 +92,19 @@ int nd_move(void *p, size_t size, int node)
 			return -1;
 		}
 		/* a page never touched (ENOENT) or not mapped (EFAULT) has nothing
-		 * to move; any other status < 0 is a page that stayed */
-		for (unsigned long i = 0; i < k && !first_err; i++)
-			if (status[i] < 0 && status[i] != -ENOENT && status[i] != -EFAULT)
-				first_err = -status[i];
+		 * to move. Other failures: the pages of a transparent huge page
+		 * after its first report EBUSY (the first moved them all), so a
+		 * page counts as failed only if it is not on node afterwards. */
+		bool again = false;
+		for (unsigned long i = 0; i < k; i++)
+			again |= status[i] < 0 && status[i] != -ENOENT && status[i] != -EFAULT;
+		int now[BATCH];
+		if (again) {
+			bool seen = _nd_os_move_pages(0, k, pages, NULL, now, 0) >= 0;
+			for (unsigned long i = 0; i < k && !first_err; i++)
+				if (status[i] < 0 && status[i] != -ENOENT && status[i] != -EFAULT && (!seen || now[i] != node))
+					first_err = -status[i];
+		}
 		a += k << ND_PAGE_SHIFT;
 		n -= k;
 	}
