@@ -324,7 +324,7 @@ ND_API int nd_table_format(const nd_table_t *t, char *buf, size_t len);
 
 /* ---- statistics (src/stats.c) ----------------------------------------- */
 
-#define ND_STATS_VERSION 1
+#define ND_STATS_VERSION 2
 
 /* The kernel's numastat meanings (docs/policy.md). The six counts are
  * page-run allocations (one per run, whatever its length, as the kernel
@@ -341,14 +341,26 @@ typedef struct nd_node_stats {
 	uint64_t bytes_reserved; /* virtual space reserved for this node */
 } nd_node_stats_t;
 
+/* ND_STATS_NODES nodes (4.6 KiB, fine on a stack); the machine's
+ * node_limit can be larger: nd_stats_get then fills the first
+ * ND_STATS_NODES and fails with ERANGE, and nd_stats_get_nodes reads the
+ * rest into a caller's array. (Version 1 of this struct had ND_MAX_NODES
+ * entries, 72 KiB, with the same fields before them: nd_stats_get still
+ * fills it for programs built against it.) */
+#define ND_STATS_NODES 64
 typedef struct nd_stats {
 	unsigned version;        /* ND_STATS_VERSION */
-	int node_limit;          /* entries in nodes[] that are valid */
-	nd_node_stats_t nodes[ND_MAX_NODES];
+	int node_limit;          /* the machine's highest node id + 1 */
+	nd_node_stats_t nodes[ND_STATS_NODES]; /* valid below node_limit */
 } nd_stats_t;
 
-/* Fills *out (set out->version = ND_STATS_VERSION first). 0 or -1. */
+/* Fills *out (set out->version = ND_STATS_VERSION first): 0, or -1 with
+ * errno EINVAL (NULL, unknown version) or ERANGE (node_limit above
+ * ND_STATS_NODES: the first ND_STATS_NODES are filled). */
 ND_API int nd_stats_get(nd_stats_t *out);
+/* Nodes first .. first+count-1 into nodes[0..count): returns the entries
+ * for existing nodes (the rest zeroed), or -1 with EINVAL. */
+ND_API int nd_stats_get_nodes(nd_node_stats_t *nodes, int first, int count);
 /* Print the per-node table (numastat layout) or JSON to a file descriptor. */
 ND_API void nd_stats_print(int fd);
 ND_API void nd_stats_print_json(int fd);
