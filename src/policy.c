@@ -230,12 +230,22 @@ static int mask_parse(const char *s, const char *e, nd_nodemask_t *m, const char
 
 int nd_nodemask_parse(const char *s, nd_nodemask_t *m, char *err, size_t errlen)
 {
-	if (!s || !m)
+	if (!s || !m) {
+		errno = EINVAL;
 		return fail(err, errlen, "node list: missing argument");
+	}
 	size_t n = 0;
 	while (s[n])
 		n++;
-	return mask_parse(s, s + n, m, "node list", 1, err, errlen);
+	/* parsed aside: a failure leaves *m empty, never a part of the list */
+	nd_nodemask_t r;
+	if (mask_parse(s, s + n, &r, "node list", 1, err, errlen) != 0) {
+		nd_nodemask_zero(m);
+		errno = EINVAL;
+		return -1;
+	}
+	*m = r;
+	return 0;
 }
 
 /* "0-3,5": the canonical node list. Returns the length it would have. */
