@@ -16,6 +16,12 @@ add_test(NAME cxx.placement COMMAND test_cxx_placement)
 set_tests_properties(cxx.placement PROPERTIES LABELS unit TIMEOUT 120
   ENVIRONMENT "NODALLOC_TOPOLOGY=0: cpus=0-1 mem=512M\\; 1: cpus=2-3 mem=512M\\; 2: mem=64M\\; distance: 0-1=20, 0-2=30, 1-2=30")
 
+# Again in check mode: the sized frees of the resources and allocators
+# (nd_free_sized, nd_free_aligned_sized) must name each block's size.
+add_test(NAME cxx.placement_check COMMAND test_cxx_placement)
+set_tests_properties(cxx.placement_check PROPERTIES LABELS unit TIMEOUT 120
+  ENVIRONMENT "NODALLOC_CHECK=1;NODALLOC_TOPOLOGY=0: cpus=0-1 mem=512M\\; 1: cpus=2-3 mem=512M\\; 2: mem=64M\\; distance: 0-1=20, 0-2=30, 1-2=30")
+
 # The header on its own, as a user's clang++ sees it (skipped without clang++).
 find_program(ND_CLANGXX clang++)
 if(ND_CLANGXX)
