@@ -9,7 +9,7 @@
  *
  * Init is lazy (first allocation or the constructor, whichever is first).
  * If the init itself allocates on the same thread (pthread_atfork may), the
- * allocation is served from slab.c's static bootstrap buffer; free()
+ * allocation is served from the static bootstrap buffer below; free()
  * ignores bootstrap pointers, realloc() copies them out.
  */
 #include <errno.h>
@@ -33,6 +33,12 @@ static bool sized_check;
 /* Fork: every registered lock (internal.h, "Lock order") is held across
  * fork(), so the child never sees a half-made change; the child has one
  * thread and resets them. */
+static void fork_prepare(void)
+{
+	_nd_slab_flush_remote(); /* the forking thread's batched remote frees go home */
+	_nd_lock_fork_prepare();
+}
+
 static void fork_child(void)
 {
 	_nd_lock_fork_child();
@@ -52,10 +58,10 @@ bool _nd_init(void)
 	__atomic_store_n(&init_owner, me, __ATOMIC_RELAXED);
 	_nd_opt_init();
 	bool ok = _nd_topo_init() == 0 && _nd_stats_init() == 0 && _nd_policy_init() == 0 &&
-		  _nd_page_init() == 0 && _nd_slab_init() == 0;
+		  _nd_page_init() == 0 && _nd_slab_init() == 0 && _nd_heap_init() == 0;
 	sized_check = _nd_opt_int(ND_OPT_CHECK) != 0;
 	if (ok)
-		pthread_atfork(_nd_lock_fork_prepare, _nd_lock_fork_parent, fork_child);
+		pthread_atfork(fork_prepare, _nd_lock_fork_parent, fork_child);
 	else
 		_nd_msg_error("initialization failed: allocations will fail with ENOMEM");
 	__atomic_store_n(&_nd_initialized, ok ? 1 : -1, __ATOMIC_RELEASE);
@@ -83,19 +89,67 @@ static bool init_or_boot(void)
 
 /* ---- allocation ---------------------------------------------------------- */
 
-static const nd_policy_t local_pol = { .mode = ND_POLICY_LOCAL };
+/* ---- bootstrap buffer ------------------------------------------------------
+ * Allocations made while the library initializes on the same thread (the
+ * init's own calls, e.g. pthread_atfork) or after a failed init. Bump only:
+ * free() ignores these blocks, realloc() copies them out. */
+#define BOOT_SIZE ((size_t)256 << 10)
+static char boot_buf[BOOT_SIZE] __attribute__((aligned(ND_PAGE_SIZE)));
+static size_t boot_used; /* atomic bump offset */
 
-/* Above ND_SLAB_MAX (the slab layer runs the init for small sizes). */
-static __attribute__((noinline)) void *malloc_large(size_t size)
+/* Each block has its size in the 16 bytes in front of it. */
+static void *boot_alloc(size_t size, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	if (size > BOOT_SIZE || align > BOOT_SIZE / 4) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size_t off = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), start, end;
+	do {
+		start = ND_ALIGN_UP(off + 16, align);
+		end = ND_ALIGN_UP(start + (size ? size : 1), 16);
+		if (end > BOOT_SIZE) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	} while (!__atomic_compare_exchange_n(&boot_used, &off, end, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	*(size_t *)(boot_buf + start - 16) = size;
+	return boot_buf + start;
+}
+
+static bool boot_owns(const void *p)
+{
+	return (const char *)p >= boot_buf && (const char *)p < boot_buf + BOOT_SIZE;
+}
+
+static size_t boot_size(const void *p)
+{
+	return *(const size_t *)((const char *)p - 16);
+}
+
+
+/* Above ND_SLAB_MAX, and a small size before the init (the heap layer
+ * does not call up to run it: it returns NULL with errno untouched). */
+static __attribute__((noinline)) void *malloc_init(size_t size)
 {
 	if (!init_or_boot())
-		return _nd_slab_boot_alloc(size, 16);
-	return _nd_large_alloc(size, 0, NULL, -1);
+		return boot_alloc(size, 16);
+	return size <= ND_SLAB_MAX ? _nd_heap_malloc(size) : _nd_large_alloc(size, 0, NULL, -1);
+}
+
+static inline void *malloc_small(size_t size)
+{
+	void *o = _nd_heap_malloc(size);
+	if (nd_unlikely(o == NULL) && __atomic_load_n(&_nd_initialized, __ATOMIC_RELAXED) <= 0)
+		return malloc_init(size);
+	return o;
 }
 
 /* The fast path (docs/malloc.md): the thread record's current slab for
  * size; the key still matches the CPU pair (same CPU, no policy change
- * since the heap was resolved); pop. Everything else goes to slab.c. */
+ * since the heap was resolved); pop. Everything else goes to heap.c. */
 void *nd_malloc(size_t size)
 {
 	_nd_thread_t *t = _nd_tls;
@@ -105,13 +159,13 @@ void *nd_malloc(size_t size)
 			void *o = _nd_slab_pop(s);
 			if (nd_likely(o != NULL))
 				return o;
-			return _nd_slab_refill(size);
+			return _nd_heap_refill(size);
 		}
-		return _nd_slab_malloc(size);
+		return malloc_small(size);
 	}
 	if (nd_likely(size <= ND_SLAB_MAX))
-		return _nd_slab_malloc(size);
-	return malloc_large(size);
+		return malloc_small(size);
+	return malloc_init(size);
 }
 
 /* The class's current slab of a heap (the placement calls' fast paths). */
@@ -124,11 +178,11 @@ static inline _nd_slab_hot_t *heap_slab(struct nd_heap *h, size_t size)
 static void *alloc_aligned(size_t align, size_t size, const nd_policy_t *pol, int node)
 {
 	if (!init_or_boot())
-		return _nd_slab_boot_alloc(size, align);
+		return boot_alloc(size, align);
 	if (_nd_slab_fits(size, align))
-		return _nd_slab_alloc(size, align, pol, node);
+		return _nd_heap_alloc(size, align, pol, node);
 	if (pol == NULL && node >= 0)
-		pol = &local_pol;
+		pol = &_nd_policy_local;
 	return _nd_large_alloc(size, align, pol, node);
 }
 
@@ -163,8 +217,8 @@ static _nd_pagedesc_t *checked_desc(const void *p, const char *fn)
 			return d;
 		why = "inside an allocation, not its start";
 	} else if (d && d->use == ND_USE_HEAP) {
-		return d; /* heap.c validates */
-	} else if (!d && _nd_slab_boot_owns(p)) {
+		return d; /* heap_api.c validates */
+	} else if (!d && boot_owns(p)) {
 		return NULL;
 	} else {
 		why = d ? "not allocated by malloc, or already freed" : "not from this allocator";
@@ -188,7 +242,7 @@ static __attribute__((noinline)) void free_slow(void *p)
 			return;
 		}
 		if (d->use == ND_USE_HEAP) {
-			_nd_heap_free(p, d);
+			_nd_uheap_free(p, d);
 			return;
 		}
 	}
@@ -239,9 +293,9 @@ static void *realloc_alloc(size_t size, int node)
 static size_t usable(const void *p, const _nd_pagedesc_t *d)
 {
 	if (!d)
-		return _nd_slab_boot_size(p);
+		return boot_size(p);
 	if (d->use == ND_USE_HEAP)
-		return _nd_heap_usable(p, d);
+		return _nd_uheap_usable(p, d);
 	return d->use == ND_USE_SLAB ? _nd_slab_usable(p, d) : _nd_large_usable(p, d);
 }
 
@@ -261,7 +315,7 @@ void *nd_realloc(void *p, size_t size)
 		return NULL;
 	}
 	_nd_pagedesc_t *d = checked_desc(p, "realloc");
-	if (d && ((d->use == ND_USE_SLAB && _nd_slab_freed(p, d)) || (d->use == ND_USE_HEAP && _nd_heap_freed(p, d))))
+	if (d && ((d->use == ND_USE_SLAB && _nd_slab_freed(p, d)) || (d->use == ND_USE_HEAP && _nd_uheap_freed(p, d))))
 		_nd_msg_fatal("realloc(): invalid pointer %p (already freed)", p);
 	size_t have = usable(p, d);
 	if (d && size <= have) {
@@ -287,7 +341,7 @@ void *nd_realloc(void *p, size_t size)
 		node = _nd_slab_node(d);
 	else if (d && d->use == ND_USE_LARGE && !(d->flags & ND_PGF_PLACED))
 		node = d->node;
-	void *q = d && d->use == ND_USE_HEAP ? _nd_heap_realloc_alloc(d, size) : realloc_alloc(size, node);
+	void *q = d && d->use == ND_USE_HEAP ? _nd_uheap_realloc_alloc(d, size) : realloc_alloc(size, node);
 	if (!q)
 		return NULL; /* p untouched, errno ENOMEM */
 	memcpy(q, p, have < size ? have : size);
@@ -309,26 +363,20 @@ void *nd_aligned_alloc(size_t align, size_t size)
 
 /* ---- placement API ------------------------------------------------------- */
 
-static bool valid_node(int node)
-{
-	const _nd_topo_t *t = _nd_topo();
-	return node >= 0 && node < t->node_limit && t->online[node];
-}
-
 /* On a node known to be valid (init done). */
 static void *place_onnode(size_t size, int node)
 {
 	if (size <= ND_SLAB_MAX)
-		return _nd_slab_onnode(size, node);
-	return _nd_large_alloc(size, 0, &local_pol, node);
+		return _nd_heap_onnode(size, node);
+	return _nd_large_alloc(size, 0, &_nd_policy_local, node);
 }
 
 static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 {
 	if (!init_or_boot())
-		return _nd_slab_boot_alloc(size, 16);
-	if (!valid_node(node)) {
-		_nd_msg_error("nd_malloc_onnode: node %d does not exist (node limit %d)", node, _nd_topo()->node_limit);
+		return boot_alloc(size, 16);
+	if (!_nd_topo_valid_node(_nd_topo(), node)) {
+		_nd_msg_api("nd_malloc_onnode: node %d does not exist (node limit %d)", node, _nd_topo()->node_limit);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -354,10 +402,10 @@ void *nd_malloc_onnode(size_t size, int node)
 static __attribute__((noinline)) void *local_slow(size_t size)
 {
 	if (!init_or_boot())
-		return _nd_slab_boot_alloc(size, 16);
+		return boot_alloc(size, 16);
 	if (size <= ND_SLAB_MAX)
-		return _nd_slab_local(size);
-	return _nd_large_alloc(size, 0, &local_pol, -1);
+		return _nd_heap_local(size);
+	return _nd_large_alloc(size, 0, &_nd_policy_local, -1);
 }
 
 /* Fast path: the heap of the CPU's memory node, valid while lkey matches. */
@@ -378,16 +426,16 @@ static void *alloc_policy(size_t size, const nd_policy_t *pol)
 {
 	bool il = pol->mode == ND_POLICY_INTERLEAVE || pol->mode == ND_POLICY_WEIGHTED;
 	if (size <= ND_SLAB_MAX && !(il && size > ND_PAGE_SIZE))
-		return _nd_slab_alloc(size, 0, pol, -1);
+		return _nd_heap_alloc(size, 0, pol, -1);
 	return _nd_large_alloc(size, 0, pol, -1);
 }
 
 void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t granularity)
 {
 	if (!init_or_boot())
-		return _nd_slab_boot_alloc(size, 16);
+		return boot_alloc(size, 16);
 	if (!nodes || nd_nodemask_count(nodes) == 0) {
-		_nd_msg_error("nd_malloc_interleaved: empty node set");
+		_nd_msg_api("nd_malloc_interleaved: empty node set");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -397,14 +445,14 @@ void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t gran
 	pol.nodes = *nodes;
 	int shift = _nd_policy_granularity_shift(granularity ? granularity : ND_PAGE_SIZE);
 	if (shift < 0) {
-		_nd_msg_error("nd_malloc_interleaved: bad granularity %zu", granularity);
+		_nd_msg_api("nd_malloc_interleaved: bad granularity %zu", granularity);
 		errno = EINVAL;
 		return NULL;
 	}
 	pol.granularity_shift = (unsigned)shift;
 	char err[200];
 	if (nd_policy_check(&pol, err, sizeof err) != 0) {
-		_nd_msg_error("nd_malloc_interleaved: %s", err);
+		_nd_msg_api("nd_malloc_interleaved: %s", err);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -416,13 +464,13 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 	if (!p || p->mode == ND_POLICY_DEFAULT)
 		return nd_malloc(size);
 	if (!init_or_boot())
-		return _nd_slab_boot_alloc(size, 16);
+		return boot_alloc(size, 16);
 	bool il = p->mode == ND_POLICY_INTERLEAVE || p->mode == ND_POLICY_WEIGHTED;
 	if (size <= ND_SLAB_MAX && !(il && size > ND_PAGE_SIZE))
-		return _nd_slab_policy(size, p); /* validates, caches, reports */
+		return _nd_heap_policy(size, p); /* validates, caches, reports */
 	char err[200];
 	if (nd_policy_check(p, err, sizeof err) != 0) {
-		_nd_msg_error("nd_malloc_policy: %s", err);
+		_nd_msg_api("nd_malloc_policy: %s", err);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -550,11 +598,11 @@ static __attribute__((noinline)) void *onnodex_slow(size_t size, int node, unsig
 		p = node == ND_NODE_LOCAL ? nd_malloc_local(aligned_size(size, flags))
 					  : onnode_slow(aligned_size(size, flags), node);
 	else if (!init_or_boot())
-		p = _nd_slab_boot_alloc(size, align);
-	else if (node != ND_NODE_LOCAL && !valid_node(node))
+		p = boot_alloc(size, align);
+	else if (node != ND_NODE_LOCAL && !_nd_topo_valid_node(_nd_topo(), node))
 		p = (errno = EINVAL, NULL);
 	else if (align > 16)
-		p = alloc_aligned(align, size, &local_pol, node < 0 ? -1 : node);
+		p = alloc_aligned(align, size, &_nd_policy_local, node < 0 ? -1 : node);
 	else
 		p = node < 0 ? local_slow(size) : place_onnode(size, node);
 	return p ? x_done_slow(p, size, flags) : NULL;
@@ -615,7 +663,7 @@ static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy
 	if (x_fast(size, flags) || align <= 16) {
 		q = policy_slow(x_fast(size, flags) ? aligned_size(size, flags) : size, p);
 	} else if (!init_or_boot()) {
-		q = _nd_slab_boot_alloc(size, align);
+		q = boot_alloc(size, align);
 	} else if (!p || p->mode == ND_POLICY_DEFAULT) {
 		q = alloc_aligned(align, size, NULL, -1);
 	} else {
@@ -727,6 +775,19 @@ OVERRIDE size_t malloc_usable_size(void *p) __attribute__((alias("nd_usable_size
 /* C23 (glibc declares them from 2.41 on) */
 OVERRIDE void free_sized(void *p, size_t size) __attribute__((alias("nd_free_sized")));
 OVERRIDE void free_aligned_sized(void *p, size_t align, size_t size) __attribute__((alias("nd_free_aligned_sized")));
+
+/* glibc's malloc_trim: every free page the library keeps committed goes
+ * back to the OS now (the large-run caches, the page level's dirty free
+ * pages); pad is ignored. 1 if memory was released, else 0. */
+OVERRIDE int malloc_trim(size_t pad)
+{
+	(void)pad;
+	if (!_nd_ensure_init())
+		return 0;
+	size_t b = _nd_large_flush(-1);
+	b += _nd_page_trim(-1);
+	return b != 0;
+}
 
 OVERRIDE void *reallocarray(void *p, size_t n, size_t size)
 {
