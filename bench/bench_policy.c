@@ -8,8 +8,13 @@
  *
  * CALL: malloc (under whatever NODALLOC_POLICY says), onnode:N
  * (nd_malloc_onnode(size, N)), local (nd_malloc_local), policy:SPEC
- * (nd_malloc_policy with one policy object parsed once and reused).
- * Frees go through free(). "null" runs the loop without allocating (its
+ * (nd_malloc_policy with one policy object parsed once and reused),
+ * prepared:SPEC (the same with nd_policy_prepare's copy), xonnode:N:F
+ * (nd_mallocx_onnode(size, N, F), N -1 = ND_NODE_LOCAL), xpolicy:F:SPEC
+ * (nd_mallocx_policy with the prepared copy), sized (malloc, then
+ * nd_free_sized), calloc (calloc(1, size)). F: flags as a number (64 =
+ * ND_MALLOCX_ZERO, 6 = 64-byte alignment). Frees go through free(),
+ * but for sized. "null" runs the loop without allocating (its
  * own cost, subtracted by policy.sh). Linked against the shared library,
  * so the thread-local accesses cost what they cost under LD_PRELOAD.
  */
@@ -30,6 +35,73 @@ static uint64_t rnd(uint64_t *s)
 	return *s = x;
 }
 
+/* The loop, one copy per call (kind is a constant in each: no dispatch
+ * inside the loop, so every call pays the same loop). kind -1: no
+ * allocation, the loop's own cost (policy.sh subtracts it). The block's
+ * first byte holds its size (256 as 0) for nd_free_sized. */
+static int node, kind;
+static unsigned flags;
+static const nd_policy_t *pp;
+
+static inline __attribute__((always_inline)) int loop(int k, long iters)
+{
+	enum { SLOTS = 1024 };
+	static unsigned char *slots[SLOTS];
+	uint64_t rng = 0x9E3779B97F4A7C15ULL;
+	for (long i = -SLOTS; i < iters; i++) {
+		uint64_t r = rnd(&rng);
+		size_t j = i < 0 ? (size_t)(i + SLOTS) : (size_t)(r >> 32) % SLOTS;
+		size_t sz = 16 + (size_t)(r & 0xffff) % 241;
+		unsigned char *p;
+		if (k < 0) {
+			p = (unsigned char *)null_buf;
+			__asm__ volatile("" : "+r"(p) : "r"(slots[j]) : "memory");
+		} else {
+			if (i >= 0) {
+				if (k == 6)
+					nd_free_sized(slots[j], slots[j][0] ? slots[j][0] : 256);
+				else
+					free(slots[j]);
+			}
+			switch (k) {
+			case 0: case 6: p = malloc(sz); break;
+			case 1: p = nd_malloc_onnode(sz, node); break;
+			case 2: p = nd_malloc_local(sz); break;
+			case 3: p = nd_malloc_policy(sz, pp); break;
+			case 4: p = nd_mallocx_onnode(sz, node, flags); break;
+			case 5: p = nd_mallocx_policy(sz, pp, flags); break;
+			default: p = calloc(1, sz); break;
+			}
+			if (!p) {
+				fprintf(stderr, "bench_policy: allocation of %zu bytes failed\n", sz);
+				return 1;
+			}
+		}
+		p[0] = (unsigned char)sz;
+		slots[j] = p;
+	}
+	unsigned sum = 0;
+	for (int i = 0; i < SLOTS; i++)
+		sum += slots[i][0];
+	printf("RESULT sum=%u\n", sum);
+	return 0;
+}
+
+static __attribute__((noinline)) int run(long iters)
+{
+	switch (kind) {
+	case -1: return loop(-1, iters);
+	case 0: return loop(0, iters);
+	case 1: return loop(1, iters);
+	case 2: return loop(2, iters);
+	case 3: return loop(3, iters);
+	case 4: return loop(4, iters);
+	case 5: return loop(5, iters);
+	case 6: return loop(6, iters);
+	default: return loop(7, iters);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -39,8 +111,8 @@ int main(int argc, char **argv)
 	const char *call = argv[1];
 	long iters = atol(argv[2]);
 	int null_mode = argc > 3 && strcmp(argv[3], "null") == 0;
-	int kind = 0, node = 0;
-	nd_policy_t pol;
+	static nd_policy_t pol;
+	pp = &pol;
 	char err[256];
 	if (strcmp(call, "malloc") == 0) {
 		kind = 0;
@@ -55,41 +127,33 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bench_policy: %s\n", err);
 			return 2;
 		}
+	} else if (strncmp(call, "prepared:", 9) == 0 || strncmp(call, "xpolicy:", 8) == 0) {
+		const char *spec = call + 9;
+		kind = 3;
+		if (call[0] == 'x') {
+			kind = 5;
+			char *end;
+			flags = (unsigned)strtoul(call + 8, &end, 0);
+			spec = end + 1;
+		}
+		if (nd_policy_parse(spec, &pol, err, sizeof err) != 0 || !(pp = nd_policy_prepare(&pol))) {
+			fprintf(stderr, "bench_policy: %s\n", err);
+			return 2;
+		}
+	} else if (strncmp(call, "xonnode:", 8) == 0) {
+		char *end;
+		kind = 4;
+		node = (int)strtol(call + 8, &end, 0);
+		flags = (unsigned)strtoul(end + 1, NULL, 0);
+	} else if (strcmp(call, "sized") == 0) {
+		kind = 6;
+	} else if (strcmp(call, "calloc") == 0) {
+		kind = 7;
 	} else {
 		fprintf(stderr, "bench_policy: bad call '%s'\n", call);
 		return 2;
 	}
-	enum { SLOTS = 1024 };
-	static char *slots[SLOTS];
-	uint64_t rng = 0x9E3779B97F4A7C15ULL;
-	for (long i = -SLOTS; i < iters; i++) {
-		uint64_t r = rnd(&rng);
-		size_t k = i < 0 ? (size_t)(i + SLOTS) : (size_t)(r >> 32) % SLOTS;
-		size_t sz = 16 + (size_t)(r & 0xffff) % 241;
-		char *p;
-		if (null_mode) {
-			p = null_buf;
-			__asm__ volatile("" : "+r"(p) : "r"(slots[k]) : "memory");
-		} else {
-			if (i >= 0)
-				free(slots[k]);
-			switch (kind) {
-			case 0: p = malloc(sz); break;
-			case 1: p = nd_malloc_onnode(sz, node); break;
-			case 2: p = nd_malloc_local(sz); break;
-			default: p = nd_malloc_policy(sz, &pol); break;
-			}
-			if (!p) {
-				fprintf(stderr, "bench_policy: %s of %zu bytes failed\n", call, sz);
-				return 1;
-			}
-		}
-		p[0] = (char)sz;
-		slots[k] = p;
-	}
-	unsigned sum = 0;
-	for (int i = 0; i < SLOTS; i++)
-		sum += (unsigned char)slots[i][0];
-	printf("RESULT sum=%u\n", sum);
-	return 0;
+	if (null_mode)
+		kind = -1;
+	return run(iters);
 }

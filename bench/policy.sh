@@ -55,3 +55,14 @@ row "nd_malloc_local(size)" "" local
 for pol in bind:1 preferred:1 interleave:all weighted:0=2,1=1@64K bind:0+tier; do
 	row "nd_malloc_policy(size, $pol)" "" "policy:$pol"
 done
+for pol in bind:1 preferred:1 preferred-many:0-1 interleave:all weighted:0=2,1=1@64K bind:0+tier; do
+	row "nd_malloc_policy(size, prepared $pol)" "" "prepared:$pol"
+done
+row "nd_mallocx_onnode(size, 1, 0)" "" xonnode:1:0
+row "nd_mallocx_onnode(size, 1, ALIGN(64))" "" xonnode:1:6
+row "nd_mallocx_onnode(size, 1, ZERO)" "" xonnode:1:64
+row "nd_mallocx_onnode(size, LOCAL, 0)" "" xonnode:-1:0
+row "nd_mallocx_policy(size, prepared bind:1, 0)" "" xpolicy:0:bind:1
+row "nd_mallocx_policy(size, prepared il:all, ALIGN(64))" "" xpolicy:6:interleave:all
+row "malloc + nd_free_sized" "" sized
+row "calloc(1, size) (peer of ZERO)" "" calloc

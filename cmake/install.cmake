@@ -3,7 +3,7 @@
 # targets nodalloc (shared), nodalloc_static (static, libnodalloc.a) and,
 # when tools/ has sources, nodactl are defined.
 #
-#   cmake --install BUILD --prefix P   (make install)
+#   cmake --install BUILD --prefix P   (make install; make uninstall undoes it)
 #
 # installs, under P (directories from GNUInstallDirs; LIBDIR is lib, or
 # lib/x86_64-linux-gnu on Debian when the prefix is /usr):
@@ -38,17 +38,17 @@ install(TARGETS nodalloc nodalloc_static EXPORT nodallocTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ${_nd_includes})
-install(FILES ${CMAKE_SOURCE_DIR}/include/nodalloc.h ${CMAKE_SOURCE_DIR}/include/nodalloc.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/include/nodalloc.h ${PROJECT_SOURCE_DIR}/include/nodalloc.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT nodallocTargets NAMESPACE nodalloc:: DESTINATION ${ND_CMAKE_DIR})
 
-configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/nodallocConfig.cmake.in
-  ${CMAKE_BINARY_DIR}/pkg/nodallocConfig.cmake
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/nodallocConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/pkg/nodallocConfig.cmake
   INSTALL_DESTINATION ${ND_CMAKE_DIR})
 # 0.x: a new minor version may break the API, so only 0.1.* matches 0.1.
-write_basic_package_version_file(${CMAKE_BINARY_DIR}/pkg/nodallocConfigVersion.cmake
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/pkg/nodallocConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
-install(FILES ${CMAKE_BINARY_DIR}/pkg/nodallocConfig.cmake
-  ${CMAKE_BINARY_DIR}/pkg/nodallocConfigVersion.cmake DESTINATION ${ND_CMAKE_DIR})
+install(FILES ${PROJECT_BINARY_DIR}/pkg/nodallocConfig.cmake
+  ${PROJECT_BINARY_DIR}/pkg/nodallocConfigVersion.cmake DESTINATION ${ND_CMAKE_DIR})
 
 # nodalloc.pc names absolute paths (what pkg-config users expect), and the
 # prefix is only known at install time (cmake --install --prefix P), so the
@@ -63,10 +63,10 @@ install(CODE "
       set(\${d} \"\\\${prefix}/\${\${d}}\")
     endif()
   endforeach()
-  configure_file(\"${CMAKE_SOURCE_DIR}/cmake/nodalloc.pc.in\"
-    \"${CMAKE_BINARY_DIR}/pkg/nodalloc.pc\" @ONLY)
+  configure_file(\"${PROJECT_SOURCE_DIR}/cmake/nodalloc.pc.in\"
+    \"${PROJECT_BINARY_DIR}/pkg/nodalloc.pc\" @ONLY)
 ")
-install(FILES ${CMAKE_BINARY_DIR}/pkg/nodalloc.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/pkg/nodalloc.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
 if(TARGET nodactl)
   install(TARGETS nodactl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -77,13 +77,24 @@ if(TARGET nodactl)
       "by itself (it looks in ../lib, ../lib/x86_64-linux-gnu, ../lib64); set NODALLOC_LIBRARY")
   endif()
 endif()
-if(EXISTS ${CMAKE_SOURCE_DIR}/docs/nodactl.1)
-  install(FILES ${CMAKE_SOURCE_DIR}/docs/nodactl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+if(EXISTS ${PROJECT_SOURCE_DIR}/docs/nodactl.1)
+  install(FILES ${PROJECT_SOURCE_DIR}/docs/nodactl.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 endif()
+
+# make uninstall: removes what the last install put down (its manifest).
+configure_file(${PROJECT_SOURCE_DIR}/cmake/uninstall.cmake.in ${PROJECT_BINARY_DIR}/pkg/uninstall.cmake @ONLY)
+if(TARGET uninstall)
+  set(_nd_uninstall nodalloc_uninstall) # the enclosing project has its own
+else()
+  set(_nd_uninstall uninstall)
+endif()
+add_custom_target(${_nd_uninstall} COMMAND ${CMAKE_COMMAND} -P ${PROJECT_BINARY_DIR}/pkg/uninstall.cmake)
 
 # The test: installs this build tree into a temporary prefix and builds
 # programs against it through pkg-config and find_package.
-add_test(NAME unit.pkg_install
-  COMMAND bash ${CMAKE_SOURCE_DIR}/tests/unit/pkg_install.sh
-    ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR} ${PROJECT_VERSION} ${CMAKE_C_COMPILER} ${CMAKE_COMMAND})
-set_tests_properties(unit.pkg_install PROPERTIES TIMEOUT 300 LABELS unit)
+if(NODALLOC_BUILD_TESTS)
+  add_test(NAME unit.pkg_install
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/unit/pkg_install.sh
+      ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR} ${PROJECT_VERSION} ${CMAKE_C_COMPILER} ${CMAKE_COMMAND})
+  set_tests_properties(unit.pkg_install PROPERTIES TIMEOUT 300 LABELS unit)
+endif()

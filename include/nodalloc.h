@@ -26,8 +26,13 @@ extern "C" {
 #define ND_API
 #endif
 
+/* The version of this header; nd_version() gives the library's, so a
+ * program can check at run time that it got what it was built against
+ * (same major, minor at least this). CMake reads these lines. */
 #define ND_VERSION_MAJOR 0
 #define ND_VERSION_MINOR 1
+#define ND_VERSION_PATCH 0
+#define ND_VERSION ((ND_VERSION_MAJOR << 16) | (ND_VERSION_MINOR << 8) | ND_VERSION_PATCH)
 
 /* The kernel's MAX_NUMNODES on x86-64: node ids are below this. */
 #define ND_MAX_NODES 1024
@@ -139,6 +144,89 @@ ND_API void *nd_malloc_policy(size_t size, const nd_policy_t *p);
 /* The node the memory at p belongs to, or -1 if nodalloc did not allocate p. */
 ND_API int nd_node_of(const void *p);
 
+/* ND_VERSION of the library (not of the header the caller was built with). */
+ND_API int nd_version(void);
+
+/* ---- placement with alignment and zeroing (docs/malloc.md) ------------
+ * The x calls take flags: ND_MALLOCX_ZERO, and an alignment as
+ * ND_MALLOCX_ALIGN(a) (a a power of two) or ND_MALLOCX_LG_ALIGN(lg).
+ * Alignment up to 4 KiB and zeroing stay on the fast path. node may be
+ * ND_NODE_LOCAL (the calling CPU's memory node). Errors: NULL with errno
+ * EINVAL (node does not exist, bad flags, invalid policy) or ENOMEM. */
+#define ND_NODE_LOCAL (-1)
+#define ND_MALLOCX_LG_ALIGN(lg) ((unsigned)(lg))   /* lg <= 30 */
+#if defined(__GNUC__)
+#define ND_MALLOCX_ALIGN(a) ((unsigned)__builtin_ctzll((unsigned long long)(a)))
+#endif
+#define ND_MALLOCX_ZERO 0x40u
+
+ND_API void *nd_mallocx_onnode(size_t size, int node, unsigned flags);
+/* p: a policy (NULL = the thread's), as for nd_malloc_policy. */
+ND_API void *nd_mallocx_policy(size_t size, const nd_policy_t *p, unsigned flags);
+/* The usual names for the common cases (calloc checks n * size). */
+ND_API void *nd_calloc_onnode(size_t n, size_t size, int node);
+ND_API void *nd_aligned_alloc_onnode(size_t align, size_t size, int node);
+ND_API void *nd_calloc_policy(size_t n, size_t size, const nd_policy_t *p);
+ND_API void *nd_aligned_alloc_policy(size_t align, size_t size, const nd_policy_t *p);
+
+/* An immutable copy of p (equal policies share one), valid for the life
+ * of the process and usable wherever a policy is. nd_malloc_policy and
+ * nd_mallocx_policy recognise it by its address alone, without reading
+ * it: the fastest way to allocate under a policy object used again and
+ * again. NULL with errno EINVAL if p fails nd_policy_check. */
+ND_API const nd_policy_t *nd_policy_prepare(const nd_policy_t *p);
+
+/* Sized free: size is what was asked (malloc, calloc's n * size, or the
+ * last realloc); nd_free_aligned_sized for the aligned calls. Same as
+ * nd_free, except that NODALLOC_CHECK=1 reports a size that cannot be
+ * the block's (fatal, like an invalid free). */
+ND_API void nd_free_sized(void *p, size_t size);
+ND_API void nd_free_aligned_sized(void *p, size_t align, size_t size);
+/* The usable size malloc(size) gives (nd_usable_size of the result, at
+ * least: a large block reused from the cache may be bigger); 0 if size
+ * is too big to allocate. */
+ND_API size_t nd_good_size(size_t size);
+
+/* ---- where memory really is (docs/malloc.md) --------------------------
+ * The kernel's view (move_pages), next to nd_node_of (nodalloc's record).
+ * Both work on the whole pages [p, p+size) touches, on any memory of the
+ * process, not only nodalloc's. Under an emulated topology the kernel's
+ * nodes are the real ones. */
+
+/* counts[n] (n < max, zeroed first) = pages of the range on node n.
+ * Returns the pages counted (pages never touched are on no node), or -1
+ * with errno EINVAL (NULL, max < 1) or the kernel's. */
+ND_API long nd_where(const void *p, size_t size, uint64_t *counts, int max);
+/* Moves the range's pages that are present to node (the neighbours that
+ * share its first and last page move too). nodalloc's record is not
+ * changed: nd_node_of still gives the node the block was allocated on,
+ * and pages freed and faulted in again come back there. 0, or -1 with
+ * errno EINVAL (node missing or without memory, NULL) or the first
+ * failing page's (EBUSY, ENOMEM, EACCES). */
+ND_API int nd_move(void *p, size_t size, int node);
+
+/* ---- heaps (src/heap.c, docs/malloc.md) --------------------------------
+ * Memory of one node or one policy that a program allocates from and then
+ * destroys as a whole (like mimalloc's mi_heap). Objects obey the heap's
+ * placement (a node heap falls back along the node's list when it is
+ * full; an interleave policy heap rotates per 64 KiB chunk) and are
+ * ordinary blocks for free, realloc, nd_usable_size and nd_node_of.
+ * Thread safety: the thread that created a heap allocates from it (and
+ * reallocs into it); any thread may free its objects, also while the
+ * owner allocates. nd_heap_destroy frees every object still live: call it
+ * when no other thread uses the heap's objects any more (any thread may
+ * call it then). realloc by another thread than the owner moves the block
+ * out of the heap (to an ordinary block on the same node).
+ * Errors: NULL with errno EINVAL (node missing, invalid policy, not a
+ * heap, bad alignment) or ENOMEM. */
+typedef struct nd_heap_api nd_heap_t;
+ND_API nd_heap_t *nd_heap_new(int node);
+ND_API nd_heap_t *nd_heap_new_policy(const nd_policy_t *p);
+ND_API void *nd_heap_malloc(nd_heap_t *h, size_t size);
+ND_API void *nd_heap_calloc(nd_heap_t *h, size_t n, size_t size);
+ND_API void *nd_heap_aligned_alloc(nd_heap_t *h, size_t align, size_t size);
+ND_API void nd_heap_destroy(nd_heap_t *h);
+
 /* ---- per-CPU areas (src/percpu.c) ------------------------------------- */
 
 /* An offset into every CPU's area; 0 = none. The copy of CPU c lives at
@@ -236,7 +324,7 @@ ND_API int nd_table_format(const nd_table_t *t, char *buf, size_t len);
 
 /* ---- statistics (src/stats.c) ----------------------------------------- */
 
-#define ND_STATS_VERSION 1
+#define ND_STATS_VERSION 2
 
 /* The kernel's numastat meanings (docs/policy.md). The six counts are
  * page-run allocations (one per run, whatever its length, as the kernel
@@ -253,14 +341,26 @@ typedef struct nd_node_stats {
 	uint64_t bytes_reserved; /* virtual space reserved for this node */
 } nd_node_stats_t;
 
+/* ND_STATS_NODES nodes (4.6 KiB, fine on a stack); the machine's
+ * node_limit can be larger: nd_stats_get then fills the first
+ * ND_STATS_NODES and fails with ERANGE, and nd_stats_get_nodes reads the
+ * rest into a caller's array. (Version 1 of this struct had ND_MAX_NODES
+ * entries, 72 KiB, with the same fields before them: nd_stats_get still
+ * fills it for programs built against it.) */
+#define ND_STATS_NODES 64
 typedef struct nd_stats {
 	unsigned version;        /* ND_STATS_VERSION */
-	int node_limit;          /* entries in nodes[] that are valid */
-	nd_node_stats_t nodes[ND_MAX_NODES];
+	int node_limit;          /* the machine's highest node id + 1 */
+	nd_node_stats_t nodes[ND_STATS_NODES]; /* valid below node_limit */
 } nd_stats_t;
 
-/* Fills *out (set out->version = ND_STATS_VERSION first). 0 or -1. */
+/* Fills *out (set out->version = ND_STATS_VERSION first): 0, or -1 with
+ * errno EINVAL (NULL, unknown version) or ERANGE (node_limit above
+ * ND_STATS_NODES: the first ND_STATS_NODES are filled). */
 ND_API int nd_stats_get(nd_stats_t *out);
+/* Nodes first .. first+count-1 into nodes[0..count): returns the entries
+ * for existing nodes (the rest zeroed), or -1 with EINVAL. */
+ND_API int nd_stats_get_nodes(nd_node_stats_t *nodes, int first, int count);
 /* Print the per-node table (numastat layout) or JSON to a file descriptor. */
 ND_API void nd_stats_print(int fd);
 ND_API void nd_stats_print_json(int fd);

@@ -41,7 +41,7 @@ public:
 
 // Where memory goes: a node, the caller's memory node, or a policy (bind,
 // preferred, interleave with a granularity, weighted, ...). A small value
-// type: copying it copies the policy (about 1.2 KiB) only for policies.
+// type: a policy is held as its prepared copy (nd_policy_prepare).
 class placement {
 public:
 	enum class kind { current, local, node, policy };
@@ -74,7 +74,9 @@ public:
 			throw placement_error(std::string("nodalloc: ") + err);
 		placement p;
 		p.kind_ = kind::policy;
-		p.pol_ = std::make_shared<const nd_policy_t>(pol);
+		p.pol_ = nd_policy_prepare(&pol); // immutable, lives as long as the process
+		if (!p.pol_)
+			throw std::bad_alloc();
 		return p;
 	}
 	// The policy grammar of docs/policy.md: "bind:0-1", "interleave:all@2M".
@@ -102,33 +104,35 @@ public:
 
 	kind which() const noexcept { return kind_; }
 	int node() const noexcept { return node_; }
-	const nd_policy_t *policy() const noexcept { return pol_.get(); }
+	const nd_policy_t *policy() const noexcept { return pol_; }
 
 	// size bytes aligned to align (a power of two); nullptr on failure.
+	// One call of nodalloc's fast paths, alignment included.
 	void *allocate(std::size_t size, std::size_t align) const noexcept
 	{
-		if (align <= alignof(std::max_align_t))
-			return raw(size);
-		// Over-aligned: the placement calls give 16-byte alignment, so
-		// take align - 1 more and keep the block's start just below
-		// the aligned address (deallocate is told the alignment).
-		std::size_t total;
-		if (__builtin_add_overflow(size, align + sizeof(void *), &total))
-			return nullptr;
-		void *b = raw(total);
-		if (!b)
-			return nullptr;
-		std::uintptr_t a = (reinterpret_cast<std::uintptr_t>(b) + sizeof(void *) + align - 1) & ~(std::uintptr_t)(align - 1);
-		reinterpret_cast<void **>(a)[-1] = b;
-		return reinterpret_cast<void *>(a);
+		unsigned flags = 0;
+		if (align > alignof(std::max_align_t)) {
+			if (align & (align - 1))
+				return nullptr;
+			flags = ND_MALLOCX_LG_ALIGN(static_cast<unsigned>(__builtin_ctzll(align)));
+		}
+		switch (kind_) {
+		case kind::local:
+			return nd_mallocx_onnode(size, ND_NODE_LOCAL, flags);
+		case kind::node:
+			return nd_mallocx_onnode(size, node_, flags);
+		case kind::policy:
+			return nd_mallocx_policy(size, pol_, flags);
+		default:
+			return nd_mallocx_policy(size, nullptr, flags);
+		}
 	}
-	static void deallocate(void *p, std::size_t align) noexcept
+	static void deallocate(void *p, std::size_t size, std::size_t align) noexcept
 	{
-		if (!p)
-			return;
 		if (align > alignof(std::max_align_t))
-			p = static_cast<void **>(p)[-1];
-		nd_free(p);
+			nd_free_aligned_sized(p, align, size);
+		else
+			nd_free_sized(p, size);
 	}
 
 	friend bool operator==(const placement &a, const placement &b) noexcept
@@ -139,7 +143,7 @@ public:
 		case kind::node:
 			return a.node_ == b.node_;
 		case kind::policy:
-			return a.pol_ == b.pol_ || std::memcmp(a.pol_.get(), b.pol_.get(), sizeof(nd_policy_t)) == 0;
+			return a.pol_ == b.pol_; // prepared: equal policies share one copy
 		default:
 			return true;
 		}
@@ -147,23 +151,9 @@ public:
 	friend bool operator!=(const placement &a, const placement &b) noexcept { return !(a == b); }
 
 private:
-	void *raw(std::size_t size) const noexcept
-	{
-		switch (kind_) {
-		case kind::local:
-			return nd_malloc_local(size);
-		case kind::node:
-			return nd_malloc_onnode(size, node_);
-		case kind::policy:
-			return nd_malloc_policy(size, pol_.get());
-		default:
-			return nd_malloc(size);
-		}
-	}
-
 	kind kind_ = kind::current;
 	int node_ = -1;
-	std::shared_ptr<const nd_policy_t> pol_; // immutable once made: copies share it
+	const nd_policy_t *pol_ = nullptr; // from nd_policy_prepare: copies share it
 };
 
 // A std::pmr::memory_resource that places every block. Blocks of any
@@ -190,7 +180,10 @@ protected:
 			throw std::bad_alloc();
 		return p;
 	}
-	void do_deallocate(void *p, std::size_t, std::size_t align) override { placement::deallocate(p, align); }
+	void do_deallocate(void *p, std::size_t bytes, std::size_t align) override
+	{
+		placement::deallocate(p, bytes ? bytes : 1, align);
+	}
 	bool do_is_equal(const std::pmr::memory_resource &o) const noexcept override
 	{
 		auto *r = dynamic_cast<const memory_resource *>(&o);
@@ -199,6 +192,62 @@ protected:
 
 private:
 	placement where_;
+};
+
+// A heap of one node or policy (nd_heap_t, nodalloc.h): owned, destroyed
+// with every block still in it when the object goes. The creating thread
+// allocates; any thread may free its blocks (nodalloc.h says the rest).
+class heap {
+public:
+	explicit heap(int node) : h_(nd_heap_new(node))
+	{
+		if (!h_)
+			throw placement_error("nodalloc: no heap on node " + std::to_string(node));
+	}
+	explicit heap(const nd_policy_t &p) : h_(nd_heap_new_policy(&p))
+	{
+		if (!h_)
+			throw placement_error("nodalloc: no heap for this policy");
+	}
+	~heap() { nd_heap_destroy(h_); }
+	heap(const heap &) = delete;
+	heap &operator=(const heap &) = delete;
+	nd_heap_t *get() const noexcept { return h_; }
+	void *allocate(std::size_t size, std::size_t align) const noexcept
+	{
+		return align > alignof(std::max_align_t) ? nd_heap_aligned_alloc(h_, align, size) : nd_heap_malloc(h_, size);
+	}
+
+private:
+	nd_heap_t *h_;
+};
+
+// A std::pmr::memory_resource over a heap (which must outlive it): the
+// container's blocks are the heap's, freed one by one or all at once by
+// the heap's destruction (then release the container first: it must not
+// free them again).
+class heap_resource : public std::pmr::memory_resource {
+public:
+	explicit heap_resource(heap &h) noexcept : h_(&h) {}
+	heap &get() const noexcept { return *h_; }
+
+protected:
+	void *do_allocate(std::size_t bytes, std::size_t align) override
+	{
+		void *p = h_->allocate(bytes ? bytes : 1, align);
+		if (!p)
+			throw std::bad_alloc();
+		return p;
+	}
+	void do_deallocate(void *p, std::size_t, std::size_t) override { nd_free(p); }
+	bool do_is_equal(const std::pmr::memory_resource &o) const noexcept override
+	{
+		auto *r = dynamic_cast<const heap_resource *>(&o);
+		return r && r->h_ == h_;
+	}
+
+private:
+	heap *h_;
 };
 
 // An STL allocator (std::vector<T, nd::allocator<T>>, node-based
@@ -226,7 +275,7 @@ public:
 			throw std::bad_alloc();
 		return static_cast<T *>(p);
 	}
-	void deallocate(T *p, std::size_t) noexcept { placement::deallocate(p, alignof(T)); }
+	void deallocate(T *p, std::size_t n) noexcept { placement::deallocate(p, n ? n * sizeof(T) : 1, alignof(T)); }
 	const placement &where() const noexcept { return where_; }
 
 	template <class U>
@@ -273,7 +322,7 @@ struct deleter {
 	{
 		if (p) {
 			p->~T();
-			placement::deallocate(p, alignof(T));
+			placement::deallocate(p, sizeof(T), alignof(T));
 		}
 	}
 };
@@ -289,7 +338,7 @@ unique_ptr<T> make_unique_at(const placement &where, Args &&...args)
 	try {
 		return unique_ptr<T>(new (m) T(std::forward<Args>(args)...));
 	} catch (...) {
-		placement::deallocate(m, alignof(T));
+		placement::deallocate(m, sizeof(T), alignof(T));
 		throw;
 	}
 }

@@ -606,6 +606,15 @@ static inline int _nd_topo_cpu(void)
  * ====================================================================== */
 
 int _nd_stats_init(void);
+/* A snapshot of every possible node (72 KiB: static, never on a stack),
+ * for the printers, the export readers and the tools; also the layout of
+ * nd_stats_t version 1 (ND_STATS_V1), which nd_stats_get still fills. */
+#define ND_STATS_V1 1
+typedef struct _nd_stats_all {
+	unsigned version;        /* ND_STATS_V1 */
+	int node_limit;
+	nd_node_stats_t nodes[ND_MAX_NODES];
+} _nd_stats_all_t;
 /* want: the node the policy intended; got: the node that served; cpu_node:
  * the node of the allocating CPU (not its memory node); interleave: the
  * policy was an interleave one. */
@@ -622,7 +631,7 @@ size_t _nd_stats_export_size(void);
 /* Decodes a mapped export: counters, the exporting pid, and the
  * process-wide peak of bytes in use (may be NULL). 0, or -1 if map is
  * not an export of this layout (or nothing was published yet). */
-int _nd_stats_from_export(const void *map, size_t len, nd_stats_t *out, int *pid, uint64_t *peak_in_use);
+int _nd_stats_from_export(const void *map, size_t len, _nd_stats_all_t *out, int *pid, uint64_t *peak_in_use);
 /* Who a report is about: each table and JSON object names its process. */
 typedef struct _nd_stats_label {
 	int pid, ppid;
@@ -638,7 +647,7 @@ typedef struct _nd_stats_label {
 #define ND_ROLE_DESCENDANT 2 /* a process it started */
 /* Print a snapshot (e.g. another process's export) as table or JSON,
  * headed by its label (NULL: none). */
-void _nd_stats_print_snapshot(int fd, const nd_stats_t *st, const _nd_stats_label_t *label, bool json);
+void _nd_stats_print_snapshot(int fd, const _nd_stats_all_t *st, const _nd_stats_label_t *label, bool json);
 /* Reads the export file open at fd (by pread: a file cut meanwhile is an
  * error, not a SIGBUS) into *out, the writer's pid and its peak in use
  * (may be NULL). Refuses (-1, err says why) anything but a whole,
@@ -646,7 +655,7 @@ void _nd_stats_print_snapshot(int fd, const nd_stats_t *st, const _nd_stats_labe
  * that process's user (or root), not writable by others; -2 (err set)
  * when the process has exited. For files anyone could have put at a path;
  * _nd_stats_from_export is for a mapping the caller made itself. */
-int _nd_stats_read_export(int fd, nd_stats_t *out, int *pid, uint64_t *peak_in_use, char *err, size_t errlen);
+int _nd_stats_read_export(int fd, _nd_stats_all_t *out, int *pid, uint64_t *peak_in_use, char *err, size_t errlen);
 /* Print at exit if NODALLOC_STATS asks (1/yes/text: the table, json:
  * JSON; to the message descriptor). */
 void _nd_stats_at_exit(void);
@@ -765,6 +774,7 @@ enum {
 	ND_USE_META,      /* internal metadata */
 	ND_USE_PERCPU,
 	ND_USE_TABLE,
+	ND_USE_HEAP,      /* heap_api.c (nd_heap_t): every page, user = chunk header */
 };
 
 typedef struct _nd_pagedesc {
@@ -1441,5 +1451,17 @@ static inline bool _nd_ensure_init(void)
 {
 	return nd_likely(_nd_initialized > 0) || _nd_init();
 }
+
+/* ======================================================================
+ * src/heap_api.c: nd_where, nd_move and the public heaps (nd_heap_t);
+ * beside malloc.c. The heaps' objects for malloc.c's free, realloc and
+ * usable size (d: a page of use ND_USE_HEAP; an address that is not an
+ * object start is reported, fatal).
+ * ====================================================================== */
+void _nd_uheap_free(void *p, const _nd_pagedesc_t *d);
+size_t _nd_uheap_usable(const void *p, const _nd_pagedesc_t *d);
+bool _nd_uheap_freed(const void *p, const _nd_pagedesc_t *d);
+/* realloc's new block: from the heap for its owner, else on its node. */
+void *_nd_uheap_realloc_alloc(const _nd_pagedesc_t *d, size_t size);
 
 #endif /* ND_INTERNAL_H */

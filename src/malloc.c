@@ -25,6 +25,8 @@ ND_LOCK_DEFINE(init_lock, ND_RANK_INIT);
 /* The thread running the init (its thread pointer), so that the init's own
  * allocations take the bootstrap buffer: no thread-local variable needed. */
 static uintptr_t init_owner;
+/* NODALLOC_CHECK=1: the sized frees check their size (set by the init). */
+static bool sized_check;
 
 /* ---- init ---------------------------------------------------------------- */
 
@@ -57,6 +59,7 @@ bool _nd_init(void)
 	_nd_opt_init();
 	bool ok = _nd_topo_init() == 0 && _nd_stats_init() == 0 && _nd_policy_init() == 0 &&
 		  _nd_page_init() == 0 && _nd_slab_init() == 0 && _nd_heap_init() == 0;
+	sized_check = _nd_opt_int(ND_OPT_CHECK) != 0;
 	if (ok)
 		pthread_atfork(fork_prepare, _nd_lock_fork_parent, fork_child);
 	else
@@ -216,6 +219,8 @@ static _nd_pagedesc_t *checked_desc(const void *p, const char *fn)
 		if (!((uintptr_t)p & (ND_PAGE_SIZE - 1)) && d->state == ND_PG_RUN)
 			return d;
 		why = "inside an allocation, not its start";
+	} else if (d && d->use == ND_USE_HEAP) {
+		return d; /* heap_api.c validates */
 	} else if (!d && boot_owns(p)) {
 		return NULL;
 	} else {
@@ -239,6 +244,10 @@ static __attribute__((noinline)) void free_slow(void *p)
 			_nd_slab_free(p, d);
 			return;
 		}
+		if (d->use == ND_USE_HEAP) {
+			_nd_uheap_free(p, d);
+			return;
+		}
 	}
 	_nd_large_free(p, d);
 }
@@ -247,7 +256,7 @@ static __attribute__((noinline)) void free_slow(void *p)
  * address; the index check proves p is an object start of it (else the
  * slow path sorts out NULL, large, invalid); the marker catches a double
  * free; the owner pushes, anyone else goes through the remote list. */
-void nd_free(void *p)
+static inline __attribute__((always_inline)) void free_body(void *p)
 {
 	_nd_slab_hot_t *s = _nd_slab_of(p);
 	switch (_nd_slab_free_classify(s, p)) {
@@ -263,6 +272,11 @@ void nd_free(void *p)
 	default:
 		_nd_slab_free_other(p, s);
 	}
+}
+
+void nd_free(void *p)
+{
+	free_body(p);
 }
 
 static void *place_onnode(size_t size, int node);
@@ -283,6 +297,8 @@ static size_t usable(const void *p, const _nd_pagedesc_t *d)
 {
 	if (!d)
 		return boot_size(p);
+	if (d->use == ND_USE_HEAP)
+		return _nd_uheap_usable(p, d);
 	return d->use == ND_USE_SLAB ? _nd_slab_usable(p, d) : _nd_large_usable(p, d);
 }
 
@@ -302,13 +318,13 @@ void *nd_realloc(void *p, size_t size)
 		return NULL;
 	}
 	_nd_pagedesc_t *d = checked_desc(p, "realloc");
-	if (d && d->use == ND_USE_SLAB && _nd_slab_freed(p, d))
+	if (d && ((d->use == ND_USE_SLAB && _nd_slab_freed(p, d)) || (d->use == ND_USE_HEAP && _nd_uheap_freed(p, d))))
 		_nd_msg_fatal("realloc(): invalid pointer %p (already freed)", p);
 	size_t have = usable(p, d);
 	if (d && size <= have) {
 		/* in place: growing within the class or run, or shrinking by at
 		 * most half (a bigger shrink moves, to give the memory back) */
-		if (d->use == ND_USE_SLAB && (size > have / 2 || have <= 64))
+		if ((d->use == ND_USE_SLAB || d->use == ND_USE_HEAP) && (size > have / 2 || have <= 64))
 			return p;
 		if (d->use == ND_USE_LARGE && size > have / 2 && size > ND_SLAB_MAX) {
 			_nd_large_resize(p, d, size);
@@ -328,7 +344,7 @@ void *nd_realloc(void *p, size_t size)
 		node = _nd_slab_node(d);
 	else if (d && d->use == ND_USE_LARGE && !(d->flags & ND_PGF_PLACED))
 		node = d->node;
-	void *q = realloc_alloc(size, node);
+	void *q = d && d->use == ND_USE_HEAP ? _nd_uheap_realloc_alloc(d, size) : realloc_alloc(size, node);
 	if (!q)
 		return NULL; /* p untouched, errno ENOMEM */
 	memcpy(q, p, have < size ? have : size);
@@ -467,11 +483,23 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 /* Fast path: the thread's cache entry 0 remembers this policy object (the
  * words that can differ, internal.h) and the heap it resolved to on this
  * CPU; pop from that heap. */
+/* The cache entry for p on this CPU, or NULL. A prepared (interned,
+ * immutable) policy is its entry's pol: its address is enough. */
+static inline __attribute__((always_inline)) const struct _nd_pcache *pcache_hit(_nd_thread_t *t,
+									      const nd_policy_t *p, size_t size)
+{
+	const struct _nd_pcache *e = &t->pc[0];
+	if (nd_likely(e->pol == p && size <= e->max && _nd_slab_key_ok(t, &e->key)))
+		return e;
+	if (e->user == p && size <= e->max && _nd_slab_key_ok(t, &e->key) && _nd_slab_pc_same(e, p))
+		return e;
+	return NULL;
+}
+
 void *nd_malloc_policy(size_t size, const nd_policy_t *p)
 {
-	_nd_thread_t *t = _nd_tls;
-	const struct _nd_pcache *e = &t->pc[0];
-	if (nd_likely(e->user == p && size <= e->max && _nd_slab_key_ok(t, &e->key) && _nd_slab_pc_same(e, p))) {
+	const struct _nd_pcache *e = pcache_hit(_nd_tls, p, size);
+	if (nd_likely(e != NULL)) {
 		void *o = _nd_slab_pop(heap_slab(e->heap, size));
 		if (nd_likely(o != NULL))
 			return o;
@@ -479,11 +507,257 @@ void *nd_malloc_policy(size_t size, const nd_policy_t *p)
 	return policy_slow(size, p);
 }
 
+const nd_policy_t *nd_policy_prepare(const nd_policy_t *p)
+{
+	if (!p) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!init_or_boot()) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return _nd_policy_intern(p, NULL, 0); /* errno EINVAL or ENOMEM */
+}
+
 int nd_node_of(const void *p)
 {
 	if (!p || __atomic_load_n(&_nd_initialized, __ATOMIC_ACQUIRE) <= 0)
 		return -1;
 	return _nd_page_node_of(p);
+}
+
+int nd_version(void)
+{
+	return ND_VERSION;
+}
+
+/* ---- placement with alignment and zeroing -------------------------------- */
+
+#define LG_MASK 0x3fu
+#define LG_MAX 30u
+
+/* Zeroes the first size bytes of a block just allocated: a large run
+ * only where it may hold old data (a fresh run commits nothing). */
+static void zero_block(void *p, size_t size)
+{
+	_nd_pagedesc_t *d = _nd_page_desc(p);
+	if (d && d->use == ND_USE_LARGE)
+		_nd_large_zero(p, size);
+	else
+		memset(p, 0, size); /* slab objects are reused; bootstrap too */
+}
+
+/* The aligned size whose class serves the alignment: every class that
+ * holds a multiple m of a power of two a <= 4 KiB is a multiple of a
+ * (classes between 2^k and 2^(k+1) step by 2^(k-2); m in (2^k, 2^(k+1)]
+ * with a > 2^(k-2) is 3 * 2^(k-1) or 2^(k+1), both classes), and slabs
+ * start on a page: rounding up is the whole alignment. x_fast(size,
+ * flags) holds (size >= 1: size 0 takes the slow path). */
+static const uint16_t align_mask[ND_PAGE_SHIFT + 1] = { 0, 1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2047, 4095 };
+static inline size_t aligned_size(size_t size, unsigned flags)
+{
+	return ((size - 1) | align_mask[flags & ~ND_MALLOCX_ZERO]) + 1;
+}
+
+/* Served by a class (alignment at most a page, no other flag): the
+ * aligned size stays <= ND_SLAB_MAX, a multiple of every such alignment. */
+static inline bool x_fast(size_t size, unsigned flags)
+{
+	return size - 1 < ND_SLAB_MAX && (flags & ~ND_MALLOCX_ZERO) <= ND_PAGE_SHIFT;
+}
+
+static inline __attribute__((always_inline)) void *x_done(void *o, size_t size, unsigned flags)
+{
+	if (flags & ND_MALLOCX_ZERO)
+		memset(o, 0, size);
+	return o;
+}
+
+static void *x_done_slow(void *p, size_t size, unsigned flags)
+{
+	if (flags & ND_MALLOCX_ZERO)
+		zero_block(p, size);
+	return p;
+}
+
+static bool x_flags_ok(unsigned flags)
+{
+	if (!(flags & ~(LG_MASK | ND_MALLOCX_ZERO)) && (flags & LG_MASK) <= LG_MAX)
+		return true;
+	errno = EINVAL;
+	return false;
+}
+
+/* A size a class serves goes through the slow path of the call without
+ * flags on the aligned size (that also warms its fast path). */
+static __attribute__((noinline)) void *onnodex_slow(size_t size, int node, unsigned flags)
+{
+	if (!x_flags_ok(flags))
+		return NULL;
+	size_t align = (size_t)1 << (flags & LG_MASK);
+	void *p;
+	if (x_fast(size, flags))
+		p = node == ND_NODE_LOCAL ? nd_malloc_local(aligned_size(size, flags))
+					  : onnode_slow(aligned_size(size, flags), node);
+	else if (!init_or_boot())
+		p = boot_alloc(size, align);
+	else if (node != ND_NODE_LOCAL && !_nd_topo_valid_node(_nd_topo(), node))
+		p = (errno = EINVAL, NULL);
+	else if (align > 16)
+		p = alloc_aligned(align, size, &_nd_policy_local, node < 0 ? -1 : node);
+	else
+		p = node < 0 ? local_slow(size) : place_onnode(size, node);
+	return p ? x_done_slow(p, size, flags) : NULL;
+}
+
+/* Fast path: nd_malloc_onnode's (or nd_malloc_local's) on the aligned
+ * size, then the zeroing. */
+void *nd_mallocx_onnode(size_t size, int node, unsigned flags)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (nd_likely(x_fast(size, flags))) {
+		struct nd_heap *h = NULL;
+		if (nd_likely((unsigned)node < (unsigned)t->nfast))
+			h = t->heaps[node];
+		else if (node == ND_NODE_LOCAL && _nd_slab_key_ok(t, &t->lkey))
+			h = t->lheap;
+		if (nd_likely(h != NULL)) {
+			void *o = _nd_slab_pop(heap_slab(h, aligned_size(size, flags)));
+			if (nd_likely(o != NULL))
+				return x_done(o, size, flags);
+		}
+	}
+	return onnodex_slow(size, node, flags);
+}
+
+void *nd_calloc_onnode(size_t n, size_t size, int node)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return nd_mallocx_onnode(total, node, ND_MALLOCX_ZERO);
+}
+
+/* The lg of a power-of-two alignment; -1 (errno EINVAL) for another. */
+static int lg_of(size_t align)
+{
+	if (align == 0 || (align & (align - 1)) || align > ((size_t)1 << LG_MAX)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return __builtin_ctzll(align);
+}
+
+void *nd_aligned_alloc_onnode(size_t align, size_t size, int node)
+{
+	int lg = lg_of(align);
+	return lg < 0 ? NULL : nd_mallocx_onnode(size, node, ND_MALLOCX_LG_ALIGN(lg));
+}
+
+static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy_t *p, unsigned flags)
+{
+	if (!x_flags_ok(flags))
+		return NULL;
+	size_t align = (size_t)1 << (flags & LG_MASK);
+	void *q;
+	if (x_fast(size, flags) || align <= 16) {
+		q = policy_slow(x_fast(size, flags) ? aligned_size(size, flags) : size, p);
+	} else if (!init_or_boot()) {
+		q = boot_alloc(size, align);
+	} else if (!p || p->mode == ND_POLICY_DEFAULT) {
+		q = alloc_aligned(align, size, NULL, -1);
+	} else {
+		const nd_policy_t *ip = _nd_policy_intern(p, NULL, 0);
+		if (!ip)
+			return NULL; /* errno EINVAL or ENOMEM */
+		/* as without alignment: more than a page under interleave is spread */
+		bool il = ip->mode == ND_POLICY_INTERLEAVE || ip->mode == ND_POLICY_WEIGHTED;
+		q = il && size > ND_PAGE_SIZE ? _nd_large_alloc(size, align, ip, -1) : alloc_aligned(align, size, ip, -1);
+	}
+	return q ? x_done_slow(q, size, flags) : NULL;
+}
+
+/* Fast path: nd_malloc_policy's on the aligned size, then the zeroing. */
+void *nd_mallocx_policy(size_t size, const nd_policy_t *p, unsigned flags)
+{
+	if (nd_likely(x_fast(size, flags))) {
+		size_t sz = aligned_size(size, flags);
+		const struct _nd_pcache *e = pcache_hit(_nd_tls, p, sz);
+		if (nd_likely(e != NULL)) {
+			void *o = _nd_slab_pop(heap_slab(e->heap, sz));
+			if (nd_likely(o != NULL))
+				return x_done(o, size, flags);
+		}
+	}
+	return policyx_slow(size, p, flags);
+}
+
+void *nd_calloc_policy(size_t n, size_t size, const nd_policy_t *p)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return nd_mallocx_policy(total, p, ND_MALLOCX_ZERO);
+}
+
+void *nd_aligned_alloc_policy(size_t align, size_t size, const nd_policy_t *p)
+{
+	int lg = lg_of(align);
+	return lg < 0 ? NULL : nd_mallocx_policy(size, p, ND_MALLOCX_LG_ALIGN(lg));
+}
+
+/* ---- sized free, good size ------------------------------------------------ */
+
+/* NODALLOC_CHECK=1: size (rounded up to align) must be one a block of
+ * this usable size can have been asked with: small: more than half of
+ * it (a class starts above half of the next; realloc keeps a block in
+ * place only for more than half), or any at most 64 bytes; large: at
+ * least a quarter of its pages (a cached run is reused whole up to 4
+ * times the request) and, unaligned, above the largest class. */
+static __attribute__((noinline)) void sized_slow(void *p, size_t align, size_t size, const char *fn)
+{
+	if (!p)
+		return;
+	_nd_pagedesc_t *d = checked_desc(p, fn);
+	if (!d)
+		return; /* bootstrap */
+	size_t have = usable(p, d);
+	size_t want = size > ND_SLAB_MAX || align <= 16 || align > ND_PAGE_SIZE ? size : ND_ALIGN_UP(size ? size : 1, align);
+	bool ok;
+	if (d->use == ND_USE_LARGE)
+		ok = want <= have && ND_ALIGN_UP(want | 1, ND_PAGE_SIZE) * 4 >= have && (align > 16 || size > ND_SLAB_MAX);
+	else
+		ok = want <= have && (have <= 64 || want > have / 2);
+	if (!ok)
+		_nd_msg_fatal("%s(): size %zu is not the size of block %p (usable size %zu)", fn, size, p, have);
+}
+
+void nd_free_sized(void *p, size_t size)
+{
+	if (nd_unlikely(sized_check))
+		sized_slow(p, 0, size, "free_sized");
+	free_body(p);
+}
+
+void nd_free_aligned_sized(void *p, size_t align, size_t size)
+{
+	if (nd_unlikely(sized_check))
+		sized_slow(p, align, size, "free_aligned_sized");
+	free_body(p);
+}
+
+size_t nd_good_size(size_t size)
+{
+	if (size <= ND_SLAB_MAX)
+		return _nd_slab_class_size(_nd_slab_class_of(size));
+	if (size > PTRDIFF_MAX - ND_PAGE_SIZE)
+		return 0;
+	return ND_ALIGN_UP(size, ND_PAGE_SIZE);
 }
 
 /* ---- the malloc override ------------------------------------------------- */
@@ -501,6 +775,9 @@ OVERRIDE void *calloc(size_t n, size_t size) __attribute__((alias("nd_calloc")))
 OVERRIDE void *realloc(void *p, size_t size) __attribute__((alias("nd_realloc")));
 OVERRIDE void *aligned_alloc(size_t align, size_t size) __attribute__((alias("nd_aligned_alloc")));
 OVERRIDE size_t malloc_usable_size(void *p) __attribute__((alias("nd_usable_size")));
+/* C23 (glibc declares them from 2.41 on) */
+OVERRIDE void free_sized(void *p, size_t size) __attribute__((alias("nd_free_sized")));
+OVERRIDE void free_aligned_sized(void *p, size_t align, size_t size) __attribute__((alias("nd_free_aligned_sized")));
 
 /* glibc's malloc_trim: every free page the library keeps committed goes
  * back to the OS now (the large-run caches, the page level's dirty free

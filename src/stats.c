@@ -62,12 +62,15 @@ static uint64_t clamp(int64_t v)
  * is removed, if the path still names the file created. "fd:N:PID" is
  * nodactl's descriptor (it created the file or memfd and removes it).
  */
+/* The export's and the JSON output's format versions (not nd_stats_t's). */
+#define EXPORT_VERSION 1
+#define JSON_VERSION 1
 #define EXPORT_MAGIC 0x33535441444e444eull /* "NDNDATS3": process slot, start time */
 /* Any version's magic: "NDNDATS" then the version digit. */
 #define EXPORT_MAGIC_ANY(m) (((m) & 0x00ffffffffffffffull) == (EXPORT_MAGIC & 0x00ffffffffffffffull))
 typedef struct export_hdr {
 	uint64_t magic;
-	uint32_t version;   /* ND_STATS_VERSION */
+	uint32_t version;   /* EXPORT_VERSION */
 	uint32_t slot_size; /* sizeof(stat_slot_t) */
 	int32_t pid;
 	int32_t node_limit; /* nodes worth showing, from the topology */
@@ -306,7 +309,7 @@ static int export_map(void **out)
 	_nd_os_on_sigterm(export_remove); /* EBUSY: the program handles SIGTERM */
 publish:;
 	export_hdr_t *h = (export_hdr_t *)base;
-	h->version = ND_STATS_VERSION;
+	h->version = EXPORT_VERSION;
 	h->slot_size = sizeof(stat_slot_t);
 	h->pid = pid;
 	h->start = start;
@@ -367,15 +370,15 @@ void _nd_stats_fork_child(void)
 }
 
 /* Reads a published export (mapped by the caller) into *out. */
-int _nd_stats_from_export(const void *map, size_t len, nd_stats_t *out, int *pid, uint64_t *peak_in_use)
+int _nd_stats_from_export(const void *map, size_t len, _nd_stats_all_t *out, int *pid, uint64_t *peak_in_use)
 {
 	const export_hdr_t *h = map;
 	if (len < EXPORT_SIZE || __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != EXPORT_MAGIC ||
-	    h->version != ND_STATS_VERSION || h->slot_size != sizeof(stat_slot_t) || h->slots != N_SLOTS)
+	    h->version != EXPORT_VERSION || h->slot_size != sizeof(stat_slot_t) || h->slots != N_SLOTS)
 		return -1;
 	const stat_slot_t *src = (const stat_slot_t *)((const char *)map + ND_PAGE_SIZE);
 	int limit = h->node_limit > 0 && h->node_limit <= ND_MAX_NODES ? h->node_limit : 1;
-	out->version = ND_STATS_VERSION;
+	out->version = ND_STATS_V1;
 	out->node_limit = limit;
 	for (int n = 0; n < limit; n++)
 		read_slot(&src[n], &out->nodes[n]);
@@ -386,7 +389,7 @@ int _nd_stats_from_export(const void *map, size_t len, nd_stats_t *out, int *pid
 }
 
 /* Reads an export file: see internal.h. */
-int _nd_stats_read_export(int fd, nd_stats_t *out, int *pid, uint64_t *peak_in_use, char *err, size_t errlen)
+int _nd_stats_read_export(int fd, _nd_stats_all_t *out, int *pid, uint64_t *peak_in_use, char *err, size_t errlen)
 {
 	_nd_file_info_t fi;
 	export_hdr_t h;
@@ -406,7 +409,7 @@ int _nd_stats_read_export(int fd, nd_stats_t *out, int *pid, uint64_t *peak_in_u
 		return _nd_msg_format(err, errlen, "cannot read its header (%ld)", got), -1;
 	if (EXPORT_MAGIC_ANY(h.magic) && h.magic != EXPORT_MAGIC)
 		return _nd_msg_format(err, errlen, "written by another version of nodalloc"), -1;
-	if (h.magic != EXPORT_MAGIC || h.version != ND_STATS_VERSION || h.slot_size != sizeof(stat_slot_t) ||
+	if (h.magic != EXPORT_MAGIC || h.version != EXPORT_VERSION || h.slot_size != sizeof(stat_slot_t) ||
 	    h.slots != N_SLOTS)
 		return _nd_msg_format(err, errlen, "not a nodalloc statistics export (or another version)"), -1;
 	if (h.pid <= 0 || h.node_limit <= 0 || h.node_limit > ND_MAX_NODES)
@@ -439,7 +442,7 @@ int _nd_stats_read_export(int fd, nd_stats_t *out, int *pid, uint64_t *peak_in_u
 		*peak_in_use = clamp(chunk[0].b[P_PEAK]);
 	for (int n = h.node_limit; n < ND_MAX_NODES; n++)
 		out->nodes[n] = (nd_node_stats_t){ 0 };
-	out->version = ND_STATS_VERSION;
+	out->version = ND_STATS_V1;
 	out->node_limit = h.node_limit;
 	*pid = h.pid;
 	return 0;
@@ -545,23 +548,44 @@ static void read_node(int n, nd_node_stats_t *o)
 	read_slot(slot(n), o);
 }
 
+/* Version 1 (the _nd_stats_all_t layout, ND_MAX_NODES entries) and 2
+ * (ND_STATS_NODES entries) share their first fields. */
 int nd_stats_get(nd_stats_t *out)
 {
-	if (!out || out->version != ND_STATS_VERSION) {
+	if (!out || (out->version != ND_STATS_VERSION && out->version != ND_STATS_V1)) {
 		errno = EINVAL;
 		return -1;
 	}
+	int cap = out->version == ND_STATS_V1 ? ND_MAX_NODES : ND_STATS_NODES;
 	int limit = _nd_topo()->node_limit;
 	if (limit > ND_MAX_NODES)
 		limit = ND_MAX_NODES;
 	out->node_limit = limit;
-	for (int n = 0; n < ND_MAX_NODES; n++) {
-		if (n < limit)
-			read_node(n, &out->nodes[n]);
-		else
-			out->nodes[n] = (nd_node_stats_t){ 0 };
+	nd_stats_get_nodes(out->nodes, 0, cap);
+	if (limit > cap) {
+		errno = ERANGE;
+		return -1;
 	}
 	return 0;
+}
+
+int nd_stats_get_nodes(nd_node_stats_t *nodes, int first, int count)
+{
+	if (!nodes || first < 0 || count < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	int limit = _nd_topo()->node_limit, got = 0;
+	for (int i = 0; i < count; i++) {
+		int n = first + i;
+		if (n < limit && n < ND_MAX_NODES) {
+			read_node(n, &nodes[i]);
+			got++;
+		} else {
+			nodes[i] = (nd_node_stats_t){ 0 };
+		}
+	}
+	return got;
 }
 
 /* ---- printers ---------------------------------------------------------- */
@@ -569,7 +593,7 @@ int nd_stats_get(nd_stats_t *out)
 /* Nodes shown: those below the snapshot's node_limit that are online (when
  * the topology is known), and any other that has counts (a node that went
  * away with an emulated topology but was used). */
-static bool shown(const nd_stats_t *st, const uint8_t *online, int n)
+static bool shown(const _nd_stats_all_t *st, const uint8_t *online, int n)
 {
 	if (n < st->node_limit && (!online || online[n]))
 		return true;
@@ -688,7 +712,7 @@ static void text_label(outbuf_t *o, const _nd_stats_label_t *lb)
  * counter (page-run allocations here, hence the names), then the byte
  * rows in MiB with two decimals, fragmented = committed - in use.
  */
-static void print_text(int fd, const nd_stats_t *st, const uint8_t *online, const _nd_stats_label_t *lb)
+static void print_text(int fd, const _nd_stats_all_t *st, const uint8_t *online, const _nd_stats_label_t *lb)
 {
 	int lim = ND_MAX_NODES;
 	outbuf_t o = { .fd = fd };
@@ -754,11 +778,11 @@ static void json_node(outbuf_t *o, const nd_node_stats_t *s)
 		ob_put(o, "\"%s\":%llu%s", byte_json[b], (unsigned long long)bytes_of(s, b), b < R_FRAG ? "," : "}");
 }
 
-static void print_json(int fd, const nd_stats_t *st, const uint8_t *online, const _nd_stats_label_t *lb)
+static void print_json(int fd, const _nd_stats_all_t *st, const uint8_t *online, const _nd_stats_label_t *lb)
 {
 	int lim = ND_MAX_NODES;
 	outbuf_t o = { .fd = fd };
-	ob_put(&o, "{\"version\":%d,", ND_STATS_VERSION);
+	ob_put(&o, "{\"version\":%d,", JSON_VERSION);
 	if (lb) {
 		ob_put(&o, "\"pid\":%d,\"program\":", lb->pid);
 		json_str(&o, lb->program);
@@ -809,15 +833,15 @@ static uint64_t proc_peak(void)
 }
 
 /* The public printers snapshot the live counters into one static buffer
- * (the struct is 72 KiB: too big for a thread's stack); printing is rare. */
-static nd_stats_t snap;
+ * (every possible node: 72 KiB, too big for a thread's stack); printing is rare. */
+static _nd_stats_all_t snap;
 ND_LOCK_DEFINE(snap_lock, ND_RANK_STATS_SNAP);
 
 static void print_live(int fd, bool json, const _nd_stats_label_t *lb)
 {
 	_nd_lock(&snap_lock);
-	snap.version = ND_STATS_VERSION;
-	nd_stats_get(&snap);
+	snap.version = ND_STATS_V1;
+	nd_stats_get((nd_stats_t *)(void *)&snap);
 	const _nd_topo_t *t = _nd_topo();
 	/* online[] covers node_limit entries only: shown() reads it below that */
 	if (json)
@@ -837,7 +861,7 @@ void nd_stats_print_json(int fd)
 	print_live(fd, true, NULL);
 }
 
-void _nd_stats_print_snapshot(int fd, const nd_stats_t *st, const _nd_stats_label_t *label, bool json)
+void _nd_stats_print_snapshot(int fd, const _nd_stats_all_t *st, const _nd_stats_label_t *label, bool json)
 {
 	if (json)
 		print_json(fd, st, NULL, label);

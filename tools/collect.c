@@ -84,7 +84,7 @@ static void describe_end(int status, char *buf, size_t len)
 		snprintf(buf, len, "ended (status 0x%x)", status);
 }
 
-static nd_stats_t snap; /* 72 KiB: not on the stack */
+static _nd_stats_all_t snap; /* every node, 72 KiB: not on the stack */
 
 int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 {

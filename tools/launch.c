@@ -445,7 +445,9 @@ static int apply_kernel_policy(kpol_t *k, int limit)
 
 /* ---- the program ---------------------------------------------------------- */
 
-/* Finds libnodalloc.so next to the nodactl binary, or in ../lib (installed). */
+/* Finds the library next to the nodactl binary, or in ../lib (installed),
+ * by its soname first (libnodalloc.so.MAJOR: a runtime-only install has no
+ * unversioned .so, which is the development symlink). */
 static int find_library(char *out, size_t len)
 {
 	const char *env = getenv("NODALLOC_LIBRARY");
@@ -460,13 +462,16 @@ static int find_library(char *out, size_t len)
 	exe[n] = '\0';
 	char *slash = strrchr(exe, '/');
 	*slash = '\0';
-	static const char *const rel[] = { "/libnodalloc.so", "/../lib/libnodalloc.so",
-					   "/../lib/x86_64-linux-gnu/libnodalloc.so", "/../lib64/libnodalloc.so" };
-	for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-		snprintf(out, len, "%s%s", exe, rel[i]);
-		if (access(out, R_OK) == 0)
-			return 0;
-	}
+	static const char *const rel[] = { "/", "/../lib/", "/../lib/x86_64-linux-gnu/", "/../lib64/" };
+#define ND_STR_(x) #x
+#define ND_STR(x) ND_STR_(x)
+	static const char *const names[] = { "libnodalloc.so." ND_STR(ND_VERSION_MAJOR), "libnodalloc.so" };
+	for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
+		for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+			snprintf(out, len, "%s%s%s", exe, rel[i], names[j]);
+			if (access(out, R_OK) == 0)
+				return 0;
+		}
 	return -1;
 }
 

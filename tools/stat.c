@@ -26,7 +26,7 @@
 #include "internal.h"
 #include "nodactl.h"
 
-static nd_stats_t snap; /* 72 KiB: not on the stack */
+static _nd_stats_all_t snap; /* every node, 72 KiB: not on the stack */
 
 /* Longest --interval: a day (longer watches are a cron job). */
 #define INTERVAL_MAX 86400.0

@@ -23,7 +23,7 @@
 #include "internal.h"
 #include "nodactl.h"
 
-static nd_stats_t snap; /* 72 KiB: not on the stack */
+static _nd_stats_all_t snap; /* every node, 72 KiB: not on the stack */
 
 typedef struct seen {
 	int pid[4096];

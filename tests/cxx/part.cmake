@@ -7,7 +7,7 @@ set(ND_CXX_WARN -Wall -Wextra -pedantic)
 if(ND_WERROR)
   list(APPEND ND_CXX_WARN -Werror)
 endif()
-add_executable(test_cxx_placement ${CMAKE_SOURCE_DIR}/tests/cxx/test_cxx_placement.cpp)
+add_executable(test_cxx_placement ${PROJECT_SOURCE_DIR}/tests/cxx/test_cxx_placement.cpp)
 set_target_properties(test_cxx_placement PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
 target_compile_options(test_cxx_placement PRIVATE ${ND_CXX_WARN})
 target_link_options(test_cxx_placement PRIVATE -Wl,--no-as-needed)
@@ -16,11 +16,17 @@ add_test(NAME cxx.placement COMMAND test_cxx_placement)
 set_tests_properties(cxx.placement PROPERTIES LABELS unit TIMEOUT 120
   ENVIRONMENT "NODALLOC_TOPOLOGY=0: cpus=0-1 mem=512M\\; 1: cpus=2-3 mem=512M\\; 2: mem=64M\\; distance: 0-1=20, 0-2=30, 1-2=30")
 
+# Again in check mode: the sized frees of the resources and allocators
+# (nd_free_sized, nd_free_aligned_sized) must name each block's size.
+add_test(NAME cxx.placement_check COMMAND test_cxx_placement)
+set_tests_properties(cxx.placement_check PROPERTIES LABELS unit TIMEOUT 120
+  ENVIRONMENT "NODALLOC_CHECK=1;NODALLOC_TOPOLOGY=0: cpus=0-1 mem=512M\\; 1: cpus=2-3 mem=512M\\; 2: mem=64M\\; distance: 0-1=20, 0-2=30, 1-2=30")
+
 # The header on its own, as a user's clang++ sees it (skipped without clang++).
 find_program(ND_CLANGXX clang++)
 if(ND_CLANGXX)
   add_test(NAME cxx.header_clang
     COMMAND ${ND_CLANGXX} -std=c++17 -Wall -Wextra -pedantic -Werror -fsyntax-only
-      -I${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/tests/cxx/test_cxx_placement.cpp)
+      -I${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/tests/cxx/test_cxx_placement.cpp)
   set_tests_properties(cxx.header_clang PROPERTIES LABELS unit TIMEOUT 120)
 endif()

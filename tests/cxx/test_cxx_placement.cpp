@@ -148,6 +148,59 @@ static void scoped()
 	CHECK(nd_node_of(u.get()) == 2 && u->b[0] == 'z' && reinterpret_cast<std::uintptr_t>(u.get()) % 256 == 0);
 }
 
+// Heaps: pmr containers (vector, unordered_map, over-aligned elements)
+// on a node heap and a policy heap; the heap's destruction takes what the
+// containers released (nothing of theirs is freed twice).
+static void heaps()
+{
+	{
+		nd::heap h(1);
+		nd::heap_resource r(h);
+		std::pmr::unordered_map<int, std::pmr::string> m(&r);
+		for (int i = 0; i < 2000; i++)
+			m.emplace(i, std::pmr::string(40, char('a' + i % 26), &r));
+		bool ok = true;
+		for (auto &kv : m)
+			ok = ok && nd_node_of(&kv) == 1 && nd_node_of(kv.second.data()) == 1;
+		CHECK(ok);
+		std::pmr::vector<Wide> w(&r);
+		w.emplace_back('x');
+		CHECK(reinterpret_cast<std::uintptr_t>(w.data()) % 256 == 0 && nd_node_of(w.data()) == 1);
+		CHECK(m.at(1999)[0] == char('a' + 1999 % 26));
+	}
+	nd_policy_t p;
+	char err[200];
+	CHECK(nd_policy_parse("bind:2", &p, err, sizeof err) == 0);
+	nd::heap h2(p);
+	nd::heap_resource r2(h2);
+	auto *v = new std::pmr::vector<long>(100000, 7, &r2);
+	CHECK(nd_node_of(v->data()) == 2 && (*v)[99999] == 7);
+	delete v;
+	nd::heap_resource r1(h2);
+	CHECK(r1.is_equal(r2));
+}
+
+// An unordered_map with nd::allocator under each kind of placement, and
+// the policy kind sharing nd_policy_prepare's copy between equal policies.
+static void map_placements()
+{
+	using A = nd::allocator<std::pair<const int, long>>;
+	nd_policy_t b1;
+	char err[200];
+	CHECK(nd_policy_parse("bind:1", &b1, err, sizeof err) == 0);
+	nd::placement kinds[] = { nd::placement::on_node(2), nd::placement::with_policy(b1),
+				  nd::placement::with_policy("preferred:1") };
+	int want[] = { 2, 1, 1 };
+	for (int k = 0; k < 3; k++) {
+		std::unordered_map<int, long, std::hash<int>, std::equal_to<int>, A> m{ A(kinds[k]) };
+		for (int i = 0; i < 5000; i++)
+			m[i] = i;
+		CHECK(all_on(m.begin(), m.end(), want[k]));
+	}
+	CHECK(nd::placement::with_policy(b1) == kinds[1]);
+	CHECK(nd::placement::with_policy(b1).policy() == kinds[1].policy());
+}
+
 static void errors()
 {
 	bool threw = false;
@@ -190,6 +243,8 @@ int main()
 	local_follows_cpu();
 	interleaved();
 	scoped();
+	heaps();
+	map_placements();
 	errors();
 	std::printf("test_cxx_placement: %d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

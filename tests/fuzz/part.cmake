@@ -5,8 +5,8 @@
 # make fuzz runs them long (ND_FUZZ_OPS, ND_FUZZ_SEED in the environment).
 # Variants: the default; NODALLOC_CHECK=1; an emulated 3-node topology
 # (one memoryless node); an interleave policy over two emulated nodes.
-add_executable(fuzz_malloc ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_malloc.c)
-target_include_directories(fuzz_malloc PRIVATE ${CMAKE_SOURCE_DIR}/include)
+add_executable(fuzz_malloc ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_malloc.c)
+target_include_directories(fuzz_malloc PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(fuzz_malloc PRIVATE ${ND_WARN} ${ND_TEST_FLAGS})
 target_link_libraries(fuzz_malloc PRIVATE -Wl,--whole-archive nodalloc_static -Wl,--no-whole-archive pthread)
 

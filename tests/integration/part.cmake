@@ -8,13 +8,13 @@
 # the test is reported skipped.
 foreach(prog python sqlite memcached)
   add_test(NAME integration.${prog}
-    COMMAND bash ${CMAKE_SOURCE_DIR}/tests/integration/run_${prog}.sh $<TARGET_FILE:nodalloc>)
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/integration/run_${prog}.sh $<TARGET_FILE:nodalloc>)
   set_tests_properties(integration.${prog} PROPERTIES LABELS integration TIMEOUT 600
     SKIP_RETURN_CODE 77)
 endforeach()
 
 # C++ new/delete through nodalloc's malloc, the library linked (no preload).
-add_executable(nd_cxx_new ${CMAKE_SOURCE_DIR}/tests/integration/cxx_new.cpp)
+add_executable(nd_cxx_new ${PROJECT_SOURCE_DIR}/tests/integration/cxx_new.cpp)
 set_target_properties(nd_cxx_new PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
 target_compile_options(nd_cxx_new PRIVATE -Wall -Wextra ${ND_TEST_FLAGS})
 # --no-as-needed: linked for its malloc even where the program names only nd_node_of

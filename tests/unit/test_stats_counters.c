@@ -13,7 +13,7 @@
 	"0:cpus=0-1,mem=64M; 1:cpus=2-3,mem=64M; 2:cpus=4-5,mem=64M; 3:mem=64M; 4:cpus=6,mem=0; " \
 	"distance: 0-1=20,0-2=30,0-3=40,1-2=25,1-3=35,2-3=22,4-0=15,4-1=26,4-2=33,4-3=44"
 
-static nd_stats_t st, st2; /* 70 KiB each: not on the stack */
+static nd_stats_t st, st2;
 static char err[256];
 
 #define EXPECT(node, hit, miss, foreign, ilhit, local, other)                       \
@@ -98,7 +98,7 @@ int main(void)
 	CHECK_EQ(st.nodes[3].bytes_in_use, 0);
 	CHECK_EQ(st.nodes[4].bytes_in_use, 0);
 	CHECK_EQ(st.nodes[5].numa_hit, 0); /* beyond node_limit: zeroed */
-	CHECK_EQ(st.nodes[ND_MAX_NODES - 1].bytes_reserved, 0);
+	CHECK_EQ(st.nodes[ND_STATS_NODES - 1].bytes_reserved, 0);
 
 	/* threads: relaxed atomics lose nothing */
 	pthread_t a, b;

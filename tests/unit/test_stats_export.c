@@ -88,7 +88,7 @@ static int reap(pid_t pid)
 /* Reads an export file as nodactl does; numa_hit of node 0 or -1. */
 static long long hits(const char *path, char *err, size_t errlen)
 {
-	static nd_stats_t st;
+	static _nd_stats_all_t st;
 	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		snprintf(err, errlen, "open: %s", strerror(errno));

@@ -60,7 +60,7 @@ static uint64_t rnd(void)
 }
 
 static unsigned char seed[SEED_SIZE], buf[SEED_SIZE + 4096];
-static nd_stats_t st;
+static _nd_stats_all_t st;
 
 static int put(const char *path, const void *data, size_t len)
 {
