@@ -100,6 +100,15 @@ int main(void)
 	snprintf(want, sizeof want, "%s:%s", LIBND, big);
 	CHECK_STR(line_after("environment: LD_PRELOAD=", line, sizeof line), want);
 
+	/* NODALLOC_LIBRARY longer than a path: named (was cut, then looked
+	 * for at the cut path) */
+	memset(big, 'l', 5000);
+	big[5000] = '\0';
+	setenv("NODALLOC_LIBRARY", big, 1);
+	run(NODACTL " --dry-run " TWO " -- true");
+	unsetenv("NODALLOC_LIBRARY");
+	CHECK(has("nodactl: NODALLOC_LIBRARY: path longer than 4095 characters"), "got: %.300s", run_out);
+
 	/* More options than the old table of 64 (was "too many options"). */
 	k = 0;
 	for (int i = 0; i < 100; i++)
