@@ -50,7 +50,7 @@ static void *remote_free(void *p)
 }
 
 /* An allocation failed: with ENOMEM, exit 5 (a small NODALLOC_ARENA_RESERVE
- * may cap the heap below this workload's ~14 MB), else 3. */
+ * may cap the heap below this workload's ~7 MB), else 3. */
 static int failed(const char *what, size_t n)
 {
 	int e = errno;
@@ -68,7 +68,7 @@ static int workload(void)
 	static size_t n[N];
 	int bad = 0;
 	for (int i = 0; i < N; i++) {
-		n[i] = (size_t)(i % 7 == 0 ? 300000 + i : 1 + (i * 37) % 5000);
+		n[i] = (size_t)(i % 20 == 0 ? 300000 + i : 1 + (i * 37) % 5000);
 		p[i] = i % 3 ? malloc(n[i]) : calloc(1, n[i]);
 		if (!p[i])
 			return failed(i % 3 ? "malloc" : "calloc", n[i]);
