@@ -19,6 +19,7 @@
 #define ND_HUGE_SHIFT 21
 #define ND_HUGE_SIZE ((size_t)1 << ND_HUGE_SHIFT)
 #define ND_CACHE_LINE 64
+#define ND_MAX_CPU_BITS 8192 /* CPU masks: the kernel's largest NR_CPUS on x86-64 */
 
 #define nd_likely(x) __builtin_expect(!!(x), 1)
 #define nd_unlikely(x) __builtin_expect(!!(x), 0)
@@ -59,6 +60,33 @@
 void _nd_assert_fail(const char *file, int line, const char *cond, const char *what)
 	__attribute__((noreturn, cold));
 
+/* Small helpers every layer uses (one copy each). */
+static inline size_t _nd_strlen(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+/* Bit i of a bitmap of 64-bit words. */
+static inline bool _nd_bit_get(const uint64_t *m, size_t i)
+{
+	return (m[i >> 6] >> (i & 63)) & 1;
+}
+static inline void _nd_bit_set(uint64_t *m, size_t i)
+{
+	m[i >> 6] |= (uint64_t)1 << (i & 63);
+}
+/* floor(log2(v)) for v > 0; ceil(log2(v)) for v > 0 (0 for v <= 1). */
+static inline unsigned _nd_log2_floor(uint64_t v)
+{
+	return 63u - (unsigned)__builtin_clzll(v);
+}
+static inline unsigned _nd_log2_ceil(uint64_t v)
+{
+	return v <= 1 ? 0 : 64u - (unsigned)__builtin_clzll(v - 1);
+}
+
 /* Raises the counter *v to at least to (relaxed; lock-free): the "highest
  * node index used + 1" counters the fork handlers read for lock arrays. */
 static inline void _nd_atomic_raise(int *v, int to)
@@ -96,6 +124,8 @@ int _nd_os_munmap(void *p, size_t len);
 /* Fresh mapping over [p, p+len) (MAP_FIXED): pages, page tables, policy
  * dropped. 0 or -errno. */
 int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve);
+/* A new mapping at exactly p, never over another one: 0, -EEXIST, -errno. */
+int _nd_os_mmap_at(void *p, size_t len, bool noreserve);
 int _nd_os_madvise(void *p, size_t len, int advice);
 int _nd_os_mprotect(void *p, size_t len, int prot);
 /* mask is a bitmap of maxnode bits (kernel convention: maxnode = bits+1
@@ -179,9 +209,25 @@ void _nd_msg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void _nd_msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "nodalloc: fatal: ..." and aborts (invalid free and the like). */
 void _nd_msg_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-/* Formats into buf like snprintf; returns the length it would have had. */
+/* Formats into buf like snprintf (msg.c's own formatter: flags - 0 #,
+ * width and precision, lengths hh h l ll z j t, d i u x X o c s p %);
+ * returns the length it would have had. */
 int _nd_msg_format(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-int _nd_msg_vformat(char *buf, size_t len, const char *fmt, va_list ap);
+int _nd_msg_vformat(char *buf, size_t len, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+/* An error of an API call (bad argument, no such node): the caller hears
+ * of it by errno or the return value; the line is printed only under
+ * NODALLOC_VERBOSE=1 (issue 14). Configuration errors use _nd_msg_error. */
+void _nd_msg_api(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "nodalloc: info: ..." under NODALLOC_VERBOSE=1 only (what the library
+ * decided on its own, e.g. following an inherited kernel policy). */
+void _nd_msg_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* options.c pushes these down once it has read them (msg.c never calls
+ * up): the message descriptor (NODALLOC_MSG_FD; <= 0 means stderr) and
+ * NODALLOC_VERBOSE. Before that: stderr, not verbose. */
+void _nd_msg_set_fd(int fd);
+int _nd_msg_fd(void);
+void _nd_msg_set_verbose(bool on);
+bool _nd_msg_verbose(void);
 /* Writes text to fd as it is (for printers). */
 void _nd_msg_out(int fd, const char *text);
 
@@ -202,22 +248,25 @@ bool _nd_trylock(_nd_lock_t *l);
 /* Lock order: a thread holding a lock takes only locks of a higher rank
  * (arrays: ascending index). Fork takes them all in this order. Every
  * lock of the library is declared with ND_LOCK_DEFINE / ND_LOCK_ARRAY /
- * ND_LOCK_DYN_ARRAY below (tests/check_locks.sh refuses any other). */
+ * ND_LOCK_DYN_ARRAY / ND_LOCK_FIELD below (tests/check_locks.sh refuses
+ * any other, and checks that each rank here names exactly one registered
+ * lock class and each class a rank here). The 14 locks, by rank:
+ * file: variable (what it protects; what it may take while held). */
 typedef enum _nd_lock_rank {
-	ND_RANK_TABLE_FMT = 10,   /* table.c: nd_table_format's per-node buffer */
-	ND_RANK_STATS_SNAP = 20,  /* stats.c: the printers' snapshot */
-	ND_RANK_PERCPU = 30,      /* percpu.c: setup, alloc, free (takes page, topology) */
-	ND_RANK_INIT = 40,        /* malloc.c: the init sequence (takes everything below) */
-	ND_RANK_POLICY_POOL = 50, /* policy.c: interned policies */
-	ND_RANK_POLICY_PROC = 51, /* policy.c: process default (then thread) */
-	ND_RANK_THREAD = 55,      /* thread.c: thread records (pool, list) */
-	ND_RANK_SLAB_THREADS = 60,/* slab.c: policy heap pool, slab map creation */
-	ND_RANK_SLAB_NODE = 61,   /* slab.c: per-node pools and metadata (then page) */
-	ND_RANK_LARGE_CACHE = 65, /* large.c: one per node, its cached runs (takes nothing) */
-	ND_RANK_PAGE_SETUP = 70,  /* page.c: reservation setup (takes topology freeze) */
-	ND_RANK_PAGE_ARENA = 71,  /* page.c: one per slot: buddy lists, descriptors */
-	ND_RANK_PAGE_WMARK = 72,  /* page.c: reading the kernel's watermarks (takes no other lock) */
-	ND_RANK_TOPO_SWAP = 80,   /* topology.c: replacing the live topology, freeze */
+	ND_RANK_TABLE_FMT = 10,   /* table.c: fmt_lock (nd_table_format's per-node buffer) */
+	ND_RANK_STATS_SNAP = 20,  /* stats.c: snap_lock (the printers' snapshot) */
+	ND_RANK_PERCPU = 30,      /* percpu.c: pc_lock (setup, alloc, free; takes page, topology swap) */
+	ND_RANK_INIT = 40,        /* malloc.c: init_lock (the init sequence; takes everything below) */
+	ND_RANK_POLICY_POOL = 50, /* policy.c: pool_lock (interned policies) */
+	ND_RANK_POLICY_PROC = 51, /* policy.c: proc_lock (process default; then thread) */
+	ND_RANK_THREAD = 55,      /* thread.c: thread_lock (thread records: pool, list) */
+	ND_RANK_SLAB_THREADS = 60,/* heap.c: pheap_lock (the parked policy heaps' pool) */
+	ND_RANK_SLAB_NODE = 61,   /* meta.c: nodes[].lock (per node: parked heaps, metadata, slab map creation; then page) */
+	ND_RANK_LARGE_CACHE = 65, /* large.c: lnodes[].lock (one per node, its cached runs; takes nothing) */
+	ND_RANK_PAGE_SETUP = 70,  /* page.c: g.lock (reservation setup; takes topology swap for the freeze) */
+	ND_RANK_PAGE_ARENA = 71,  /* page.c: g.arenas[].lock (one per slot: buddy lists, descriptors) */
+	ND_RANK_PAGE_WMARK = 72,  /* room.c: wm.lock (reading the kernel's watermarks; takes no other lock) */
+	ND_RANK_TOPO_SWAP = 80,   /* topology.c: swap_lock (replacing the live topology, freeze) */
 } _nd_lock_rank_t;
 
 /* One registry entry: a static lock, a static array of structs holding a
@@ -279,6 +328,21 @@ struct nd_heap;
  * 16-byte stores. */
 #define ND_SLAB_DIR0 15
 #define ND_PCACHE 4 /* nd_malloc_policy's cache: policy objects remembered */
+/* Size classes (docs/malloc.md): 16..128 by 16, then 4 per power of two. */
+#define ND_SLAB_CLASSES 40
+
+/* slab.c's remote-free buffer, one entry per size class: objects freed by
+ * this thread into one slab it does not own, chained through word 0 (each
+ * already marked free), sent home as one splice onto the slab's tfree when
+ * n reaches max, when a free of another slab of the class takes the entry,
+ * when the thread takes a new slab or exits, and at fork. Owner: the
+ * record's thread only (no other thread reads it). While an object waits
+ * here its slab counts it as out (used), so the slab cannot be released. */
+typedef struct _nd_rfree {
+	struct _nd_slab_hot *slab; /* NULL: entry empty */
+	void *head, *tail;         /* newest and oldest object of the chain */
+	uint32_t n, max;           /* objects on the chain; flush at max */
+} _nd_rfree_t;
 
 /* Owner and synchronisation: every field belongs to the record's thread,
  * except those marked "atomic": key, lkey and pc[].key may be set to
@@ -313,6 +377,13 @@ typedef struct _nd_thread {
 	} pc[ND_PCACHE];
 	unsigned pc_next;       /* next entry to replace */
 	uint64_t slow;          /* malloc slow paths taken (tests) */
+	uint64_t rf_sent;       /* remote-free splices sent (tests) */
+	/* per class, for _nd_slab_class_stats (written by this thread with
+	 * relaxed stores, read by a snapshot with relaxed loads; folded into
+	 * slab.c's totals when the thread exits) */
+	uint64_t cls_remote[ND_SLAB_CLASSES]; /* frees into slabs of other threads */
+	uint64_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
+	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
 	struct nd_heap *ph[8];  /* policy heaps (bind, interleave, weighted) */
 	int nph;
 	/* ---- policy.c ---- */
@@ -351,7 +422,11 @@ static inline _nd_thread_t *_nd_thread_self(void)
 void _nd_thread_invalidate_all(void);
 /* The same for one record (the thread's own policy or CPU changed). */
 void _nd_thread_invalidate(_nd_thread_t *t);
-/* Thread exit: fn(record) runs first (slab.c parks the heaps), then the
+/* Every record ever made (in use or pooled), under the thread lock:
+ * fn(record, arg) (statistics: it must not allocate or take a lock of a
+ * lower rank). */
+void _nd_thread_each(void (*fn)(_nd_thread_t *t, void *arg), void *arg);
+/* Thread exit: fn(record) runs first (heap.c parks the heaps), then the
  * record goes back to the pool and the thread's pointer to the boot one. */
 void _nd_thread_set_exit_hook(void (*fn)(_nd_thread_t *));
 /* What the thread-exit destructor does, for the calling thread (tests). */
@@ -384,6 +459,8 @@ typedef enum _nd_opt {
 	ND_OPT_HUGE_SPREAD,    /* bool: MADV_HUGEPAGE on spread runs with granules >= 2 MiB */
 	ND_OPT_LARGE_DECAY_MS, /* int: ms a freed large run stays cached for reuse (0: off) */
 	ND_OPT_ABORT_ON_CONFIG_ERROR, /* bool: a bad option name or value is fatal */
+	ND_OPT_PURGE_DECAY_MS, /* int: ms dirty free pages wait before they are purged (0: off) */
+	ND_OPT_THP,            /* string: never, madvise or always (huge pages for node memory) */
 	ND_OPT__COUNT
 } _nd_opt_t;
 
@@ -438,6 +515,28 @@ typedef struct _nd_topo {
 	const uint8_t *cpu_allowed; /* [cpu_limit] in the process's affinity at load */
 	const uint8_t *mem_allowed; /* [node_limit] in Mems_allowed at load */
 } _nd_topo_t;
+
+/* node is an online node of t (the one test of a node id). */
+static inline bool _nd_topo_valid_node(const _nd_topo_t *t, int node)
+{
+	return node >= 0 && node < t->node_limit && t->online[node];
+}
+
+/* node is an online node of t with memory the process may use. */
+static inline bool _nd_topo_has_mem(const _nd_topo_t *t, int node)
+{
+	return _nd_topo_valid_node(t, node) && t->has_mem[node];
+}
+
+/* The page level keeps this much of a node's memory free under strict
+ * binding (the watermark, docs/arenas.md): 1/64 of the node, at least
+ * 32 MiB. */
+#define ND_NODE_FLOOR_MIN ((uint64_t)32 << 20)
+static inline uint64_t _nd_topo_floor(uint64_t mem_total)
+{
+	uint64_t f = mem_total / 64;
+	return f < ND_NODE_FLOOR_MIN ? ND_NODE_FLOOR_MIN : f;
+}
 
 /* Init from NODALLOC_TOPOLOGY / NODALLOC_SYSFS_ROOT / /sys (a bad spec or
  * tree is reported and the next source is tried; a machine without NUMA
@@ -553,6 +652,18 @@ void _nd_stats_reset(void);
  * src/policy.c: memory policies and the choice of node.
  * ====================================================================== */
 
+/* policy_parse.c: the checks every policy passes; its normal form in
+ * *out (unused fields zeroed, the weighted set derived from the weights),
+ * so equal policies compare equal byte for byte. 0, or -1 with err. */
+int _nd_policy_normalize(const nd_policy_t *p, nd_policy_t *out, char *err, size_t errlen);
+/* Formats into err (NULL allowed); returns -1. */
+int _nd_policy_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void _nd_policy_zero(nd_policy_t *p);
+/* policy.c: first node of m at or after from, or -1. */
+int _nd_policy_mask_next(const nd_nodemask_t *m, int from);
+/* The local policy (one object: slab.c and malloc.c pass it too). */
+extern const nd_policy_t _nd_policy_local __attribute__((visibility("hidden")));
+
 /* Reads NODALLOC_POLICY (a bad value is reported by name; local stays). */
 int _nd_policy_init(void);
 /* The policy in force for this thread (thread, else process, else local):
@@ -631,6 +742,7 @@ enum {
 	ND_PG_TAIL = 0,   /* inside a free block or a run: not a head */
 	ND_PG_FREE = 1,   /* head of a free buddy block */
 	ND_PG_RUN = 2,    /* head of an allocated run */
+	ND_PG_HOLE = 3,   /* first page of a slot's part not mapped (yet): npages */
 };
 enum {
 	ND_USE_NONE = 0,
@@ -659,6 +771,143 @@ typedef struct _nd_pagedesc {
 #define ND_PGF_DIRTY 0x01  /* page.c: page counted as committed */
 #define ND_PGF_PLACED 0x02 /* page.c: mixed-slot page, node is valid */
 #define ND_PGF_KIL 0x04    /* page.c: mixed-slot run head, interleaved by the kernel */
+
+/* ---- buddy.c: the buddy allocator of one slot over its descriptors.
+ * Pure (no system call, no lock, no global): the caller holds the slot's
+ * lock. Page indexes are relative to the slot. ---- */
+#define ND_BUDDY_NIL UINT32_MAX
+#define ND_BUDDY_MAX_ORDER 28  /* 1 TiB slot of 4 KiB pages: indexes fit uint32 */
+#define ND_BUDDY_SCAN_ORDER 17 /* _nd_buddy_check counts dirty flags below this order */
+typedef struct _nd_buddy {
+	_nd_pagedesc_t *desc;  /* the slot's descriptors, 2^order_max of them */
+	uint64_t free_pages;   /* pages in free blocks */
+	uint64_t dirty_free;   /* committed pages in free blocks (written under the slot lock, read lock-free: atomic) */
+	uint64_t nblocks;      /* free blocks */
+	unsigned order_max;    /* the slot holds 2^order_max pages */
+	unsigned purge_order;  /* free blocks of this order or more are clean (invariant I) */
+	uint32_t head[ND_BUDDY_MAX_ORDER + 1]; /* free lists by order (ND_BUDDY_NIL: empty) */
+} _nd_buddy_t;
+/* An empty slot (no free block: the caller gives the usable range). */
+void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, unsigned purge_order);
+/* Link block i of order o (dirty: 0 or 2^o committed pages) / unlink it
+ * (its head becomes a TAIL). */
+void _nd_buddy_push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty);
+void _nd_buddy_del(_nd_buddy_t *b, uint32_t i);
+/* Takes a free block of order >= k split down to k: its index (NIL if
+ * none) and its dirty page count in *dirty. */
+uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty);
+/* Tail of a taken block (index i, 2^k pages, d dirty) after a run of n
+ * pages back to the free lists, unmerged. Returns the tail's dirty pages. */
+uint64_t _nd_buddy_give_tail(_nd_buddy_t *b, uint64_t i, unsigned k, uint64_t d, uint64_t n);
+/* [s, s+len) back as aligned blocks, all clean or all dirty; merge: with
+ * free buddies (a freed run), else not (their buddies are in use). */
+void _nd_buddy_give(_nd_buddy_t *b, uint64_t s, uint64_t len, bool dirty, bool merge);
+/* Head i of a run of n pages served by node. */
+void _nd_buddy_mark_run(_nd_buddy_t *b, uint32_t i, uint64_t n, int node);
+/* After a purge pass: merge clean free buddies (one pass per order). */
+void _nd_buddy_merge_clean(_nd_buddy_t *b);
+uint64_t _nd_buddy_count_dirty(const _nd_buddy_t *b, uint64_t i, uint64_t n);
+void _nd_buddy_clear_dirty(_nd_buddy_t *b, uint64_t i, uint64_t n);
+/* Largest free order, -1 if none. */
+int _nd_buddy_largest(const _nd_buddy_t *b);
+/* Walk the slot and check every descriptor invariant; 0 or -1 with err. */
+int _nd_buddy_check(const _nd_buddy_t *b, char *err, size_t errlen);
+
+/* ---- the page level's shared state (page.c owns it; room.c, purge.c
+ * and spread.c work on it). One per slot: ---- */
+typedef struct _nd_arena {
+	_nd_lock_t lock;  /* protects bd (free lists, free-block descriptors) and mapped */
+	int node;         /* node id, -1 for the mixed slot: fixed at setup */
+	bool usable;      /* fixed at setup */
+	bool mixed;       /* fixed at setup */
+	char *base;       /* fixed at setup */
+	_nd_buddy_t bd;
+	uint64_t mapped;  /* pages of the slot mapped (lazy reservation, page.c); lock */
+	/* Atomics (no lock). For the mixed slot only cap is meaningful. */
+	uint64_t used;       /* pages in runs served by this node (node and mixed slots) */
+	uint64_t cap;        /* hard capacity in pages (emulated memory size) */
+	uint64_t committed;  /* pages this node has counted in _nd_stats_committed */
+	uint64_t floor;      /* no zoneinfo: bytes kept free (max(MemTotal/64, 32 MiB)) */
+	/* Headroom (room.c; atomics written under its lock): what the node
+	 * could still give at the last /proc/zoneinfo read, and `committed`
+	 * at the last two reads. */
+	uint64_t wm_avail;   /* pages */
+	uint64_t wm_c_last, wm_c_prev;
+	/* Decay (purge.c; atomic): ns when the slot's oldest dirty free pages
+	 * were freed, 0 when it holds none. */
+	uint64_t dirty_since;
+} __attribute__((aligned(ND_CACHE_LINE))) _nd_arena_t;
+
+typedef struct _nd_page_global {
+	_nd_lock_t lock;      /* setup; taken first at fork */
+	volatile int ready;
+	int failed;           /* setup failed (reported once, never retried) */
+	uintptr_t base;       /* reservation start (0 before setup) */
+	uintptr_t total;      /* bytes of all slots (0 before setup) */
+	unsigned slot_shift;
+	uintptr_t slot_mask;
+	unsigned order_max;   /* slot_shift - ND_PAGE_SHIFT */
+	int node_limit;       /* node slots; the mixed slot has index node_limit */
+	int nslots;
+	_nd_pagedesc_t *desc;
+	size_t desc_bytes;
+	_nd_arena_t *arenas;
+	size_t arenas_bytes;
+	bool lazy;            /* slots mapped on demand (address space limit) */
+	bool bind;            /* real topology: mbind slots and granules */
+	bool strict;          /* MPOL_BIND (else MPOL_PREFERRED) */
+	bool check_free;      /* real topology: headroom check before committing */
+	bool huge_spread;     /* MADV_HUGEPAGE on spreads with granules >= 2 MiB */
+	int thp;              /* ND_THP_*: NODALLOC_THP */
+	bool thp_runs;        /* MADV_HUGEPAGE on the 2 MiB pages of big node runs */
+	int advice;           /* MADV_DONTNEED or MADV_FREE */
+	uint64_t purge_pages; /* runs of at least this many pages are purged on free */
+	unsigned purge_order; /* free blocks of this order or more are clean */
+	uint64_t dirty_limit; /* dirty free pages a slot keeps before a purge pass */
+	uint64_t decay_ns;    /* dirty free pages older than this are purged (0: off) */
+} _nd_page_global_t;
+extern _nd_page_global_t _nd_page_g __attribute__((visibility("hidden")));
+#define ND_THP_NEVER 0
+#define ND_THP_MADVISE 1  /* MADV_HUGEPAGE when the system's mode is madvise or always */
+#define ND_THP_ALWAYS 2   /* MADV_HUGEPAGE always */
+
+/* ---- room.c: a node's room: hard capacity, the kernel's watermarks
+ * (headroom), committed pages, binding a range to the node. ---- */
+void _nd_room_stats(void (*fn)(int, int64_t), int node, int64_t pages);
+/* Pages counted as committed for na's node (+/-; never below 0). */
+void _nd_room_committed(_nd_arena_t *na, int64_t pages);
+/* Charges n pages to na: capacity, and on a real node the headroom for
+ * check_pages fresh pages (0: no check). false: no room (nothing charged). */
+bool _nd_room_take(_nd_arena_t *na, uint64_t n, uint64_t check_pages);
+void _nd_room_give(_nd_arena_t *na, uint64_t n);
+/* A newly mapped range [i, i+n) of slot a's pages: bound to its node,
+ * huge page advice (NODALLOC_THP=always/never). */
+void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n);
+/* Lazy reservation: map more of slot a (lock held) so that a free block
+ * of order k exists; false if the slot is full or the mapping fails. */
+bool _nd_room_grow(_nd_arena_t *a, unsigned k);
+/* mbind [p, p+len) to node (bind or preferred, NODALLOC_STRICT). */
+int _nd_room_bind(void *p, size_t len, int node);
+
+/* ---- purge.c: giving memory back to the OS. ---- */
+/* [p, p+len) of slot a back to the OS; it reads as zero afterwards
+ * whatever the kernel says. true when it kept its mapping (and policy). */
+bool _nd_purge_range(const _nd_arena_t *a, void *p, size_t len, int advice);
+/* Every dirty free block of a node slot purged (merged madvise calls),
+ * then merged. Slot lock held. Returns pages purged. */
+uint64_t _nd_purge_slot(_nd_arena_t *a);
+/* After a free put dirty pages back (slot lock held): the dirty limit,
+ * and the decay clock started. */
+void _nd_purge_after_free(_nd_arena_t *a);
+/* Decay: purge slots whose dirty pages have been free for decay_ns
+ * (called on page-level calls; no thread). */
+void _nd_purge_decay(void);
+
+/* ---- spread.c: runs whose granules are spread over nodes (the mixed
+ * slot). The caller (page.c) has checked the arguments and set up. ---- */
+void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64_t first);
+/* Free of a mixed-slot run already claimed (head made a TAIL). */
+void _nd_spread_free(_nd_arena_t *m, uint32_t i, uint64_t n, bool kil);
 
 int _nd_page_init(void);
 /* A run of npages on exactly node (no fallback, no statistics); aligned to
@@ -702,6 +951,7 @@ typedef struct _nd_page_info {
 	void *base;               /* slot start */
 	size_t slot_bytes;
 	uint64_t slot_pages;
+	uint64_t mapped_pages;    /* of the slot (lazy reservation: what it grew to) */
 	uint64_t free_pages;      /* in free buddy blocks of this slot */
 	uint64_t dirty_pages;     /* committed pages inside free blocks */
 	uint64_t free_blocks;
@@ -717,33 +967,15 @@ int _nd_page_info(int node, _nd_page_info_t *out);
 int _nd_page_check(int node, char *err, size_t errlen);
 
 /* ======================================================================
- * src/slab.c: size classes, per-thread caches keyed by memory node,
- * per-node partial lists, remote frees.
+ * src/slab.c: size classes, slabs and their free lists, remote frees,
+ * every free (the structures of meta.c, slab.c and heap.c are below).
  * ====================================================================== */
 
 int _nd_slab_init(void);
 /* Largest size served by slabs; larger goes to large.c. */
 #define ND_SLAB_MAX ((size_t)32 << 10)
-/* Size classes (docs/malloc.md): 16..128 by 16, then 4 per power of two. */
-#define ND_SLAB_CLASSES 40
 unsigned _nd_slab_class_of(size_t size);   /* size <= ND_SLAB_MAX */
 size_t _nd_slab_class_size(unsigned c);
-/* malloc for size <= ND_SLAB_MAX: the calling thread's heap of its CPU's
- * memory node under the thread's policy. Runs the library init on first
- * use; while the init itself allocates (same thread), or if it failed,
- * serves from the bootstrap buffer. NULL with errno ENOMEM. */
-void *_nd_slab_malloc(size_t size);
-/* The bootstrap buffer (256 KiB, bump only: frees are ignored). */
-void *_nd_slab_boot_alloc(size_t size, size_t align);
-bool _nd_slab_boot_owns(const void *p);
-size_t _nd_slab_boot_size(const void *p);
-/* Small allocation with placement. align: a power of two (<= 16 = none,
- * at most ND_PAGE_SIZE). pol: NULL = the thread's policy. node >= 0: that
- * node first, falling back along its list (pol ignored for the choice).
- * NULL with errno: ENOMEM, or EINVAL if (size, align) has no class
- * (see _nd_slab_fits). The caller runs the init first (before it: NULL,
- * errno untouched). */
-void *_nd_slab_alloc(size_t size, size_t align, const nd_policy_t *pol, int node);
 /* True if a class serves size bytes aligned to align. */
 bool _nd_slab_fits(size_t size, size_t align);
 /* d = _nd_page_desc(p) with d->use == ND_USE_SLAB. Reports (fatal) an
@@ -757,10 +989,33 @@ const char *_nd_slab_invalid(const void *p, const _nd_pagedesc_t *d);
 void _nd_slab_thread_exit(void);
 /* Times this thread's malloc left the fast path (tests). */
 uint64_t _nd_slab_slow_count(void);
+/* The calling thread's remote-free buffer (_nd_rfree_t) goes home now
+ * (fork's prepare handler; tests). */
+void _nd_slab_flush_remote(void);
+/* Objects waiting in the calling thread's remote-free buffer, and the
+ * splices it has sent since its record was made (tests). */
+unsigned _nd_slab_remote_pending(void);
+uint64_t _nd_slab_remote_sent(void);
+/* Per size class figures (issue 13), with no cost on the fast paths:
+ * derived from the slab headers and from counters kept on the slow and
+ * remote paths only. A snapshot: read without stopping the threads that
+ * change them (each figure is exact for a quiescent process). */
+typedef struct _nd_slab_class_stats {
+	uint32_t size;         /* object size of the class */
+	uint64_t slabs;        /* live slabs */
+	uint64_t slab_bytes;   /* bytes of their page runs */
+	uint64_t capacity;     /* objects those slabs hold */
+	uint64_t objects;      /* objects out (handed out, or freed by another
+				* thread and not collected by the owner yet) */
+	uint64_t remote_frees; /* frees by a thread that did not own the slab */
+	uint64_t refills;      /* malloc slow paths of the class (free list empty) */
+} _nd_slab_class_stats_t;
+/* Fills out[0 .. ND_SLAB_CLASSES) (n entries at most); returns the count. */
+int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
 
 /* ---- the malloc/free fast paths (docs/malloc.md). The hot structures
  * and the one pop and push live here, used by malloc.c's inlined paths
- * and slab.c's alike. slab.c owns every field.
+ * and slab.c's and heap.c's alike. slab.c owns every field.
  *
  * Owner and synchronisation of the hot fields: free, used: the owner
  * thread of the slab's heap (or whoever took a parked heap out of its
@@ -780,7 +1035,7 @@ typedef struct _nd_slab_hot {
 	ND_SLAB_HOT_FIELDS
 } _nd_slab_hot_t;
 
-/* A heap starts with its current slab per class (slab.c's heap_t). */
+/* A heap starts with its current slab per class (_nd_heap_t below). */
 typedef struct _nd_heap_hot {
 	_nd_slab_hot_t *cur[ND_SLAB_CLASSES]; /* owner only; an empty slab if none */
 } _nd_heap_hot_t;
@@ -865,7 +1120,7 @@ static inline __attribute__((always_inline)) bool _nd_slab_key_ok(const _nd_thre
 }
 
 /* nd_malloc_policy's cache entry still describes the caller's object p
- * (slab.c, _nd_slab_policy: the words that can differ on this topology). */
+ * (heap.c, _nd_heap_policy: the words that can differ on this topology). */
 static inline __attribute__((always_inline)) bool _nd_slab_pc_same(const struct _nd_pcache *e, const nd_policy_t *p)
 {
 	uint64_t mf;
@@ -880,24 +1135,188 @@ static inline __attribute__((always_inline)) bool _nd_slab_pc_same(const struct 
 	return true;
 }
 
-/* malloc.c's fast path found size's free list empty (heap still valid):
- * collect, carve or change slab in the current heap. */
-void *_nd_slab_refill(size_t size);
 /* Free of an object whose marker says it is free already (fatal). */
 void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s) __attribute__((noreturn));
 /* Free by a thread that does not own s (remote free). */
 void _nd_slab_free_other(void *p, _nd_slab_hot_t *s);
 /* The owner's push left s empty, or s was on the full list. */
 void _nd_slab_free_emptied(_nd_slab_hot_t *s);
-/* The placement calls' slow paths (init, validation, resolution, refill). */
-void *_nd_slab_onnode(size_t size, int node);
-void *_nd_slab_local(size_t size);
-/* nd_malloc_policy's, for a size the class path serves (see docs/malloc.md). */
-void *_nd_slab_policy(size_t size, const nd_policy_t *p);
 /* The node a small block's memory is on (its slab's run), for realloc. */
 int _nd_slab_node(const _nd_pagedesc_t *d);
 /* The object's free marker is set (realloc of a freed block). */
 bool _nd_slab_freed(const void *p, const _nd_pagedesc_t *d);
+
+/* ---- the slab layer's structures (meta.c, slab.c, heap.c share them) ----
+ * tfree = count << 48 | list head | NOTIFY: the remote list carries its
+ * length, so the owner takes it in one exchange without walking it (slab
+ * objects live in the page level's reservation, below 2^47). */
+#define ND_TF_NOTIFY ((uintptr_t)1)                     /* parked full, tell the heap */
+#define ND_TF_PTR ((uintptr_t)0x0000fffffffffff0ull)    /* list head */
+#define ND_TF_CNT_SHIFT 48                              /* objects on the list */
+
+struct nd_heap;
+/* A slab: one page run of one size class, its header out of line.
+ * Owner and synchronisation, per field: see the hot fields above (free,
+ * used: owner; lim, tp: atomic, written by the owner). Below: cls, cap,
+ * size, node, npages: fixed while the slab lives. carved, next/prev,
+ * fbias: owner only (relaxed atomics where free's slow path of another
+ * thread reads carved, _nd_slab_invalid). tfree: any thread (CAS). heap:
+ * atomic, changes only when a parked heap's slab moves to a running heap
+ * of the same key (absorb); a remote free that read the old heap only
+ * sets a notify bit there. hnext: the node lock (meta.c's header pool).
+ * Counters: used + fbias = objects out (handed out, or freed by another
+ * thread and not collected yet) <= carved <= cap. */
+typedef struct _nd_slab {
+	/* line 1: the fast paths' fields, then the owner's */
+	ND_SLAB_HOT_FIELDS
+	uint8_t cls;
+	uint16_t cap;          /* objects in the slab */
+	uint16_t carved;       /* atomic: objects ever put on a free list (lazy carving) */
+	uint32_t size;
+	struct nd_heap *heap;  /* atomic: owner heap */
+	/* line 2: written by other threads */
+	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
+	int32_t node;          /* serving node of the run */
+	uint32_t npages;
+	struct _nd_slab *hnext;    /* free header list (node lock) */
+	struct _nd_slab *all_next; /* every header of its node, append only (meta.c) */
+	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
+	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
+} _nd_slab_t;
+_Static_assert(offsetof(_nd_slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
+	       offsetof(_nd_slab_t, used) == offsetof(_nd_slab_hot_t, used), "_nd_slab_t starts with the hot fields");
+
+/* A heap serves the allocations of one key: a node (node heaps, pol NULL:
+ * local, preferred, preferred-many, nd_malloc_onnode, whose slabs are on
+ * that node or where its list fell back), or an interned policy that
+ * restricts or spreads nodes (bind: pol + the node it wants; interleave
+ * and weighted: pol, node -1, each slab's node chosen when it is taken).
+ * Lists, cur[], fullh[]: the owner (its thread, or whoever took it out of
+ * a pool). owner, notify: atomic (remote frees read and set them). node,
+ * pol: fixed. pool_next: its pool's lock. */
+typedef struct nd_heap {
+	_nd_slab_t *cur[ND_SLAB_CLASSES];   /* partial list heads; &_nd_slab_empty if none (_nd_heap_hot_t) */
+	_nd_slab_t *fullh[ND_SLAB_CLASSES]; /* full list heads (NULL-terminated) */
+	_nd_thread_t *owner;            /* atomic: the owner's record; NULL while parked */
+	uint64_t notify;                /* atomic: class bits, a full slab got a remote free */
+	int node;                       /* the node its allocations want; -1: the policy's */
+	const nd_policy_t *pol;         /* NULL: a node heap; else bind/interleave/weighted */
+	struct nd_heap *pool_next;      /* pool of the node, or the policy pool (their lock) */
+} _nd_heap_t;
+_Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur), "_nd_heap_t starts with cur[]");
+
+/* ---- src/meta.c: the slab layer's metadata: per-node bump allocator,
+ * slab header pool, the slab map (page -> header) ---- */
+
+/* Per node: the pool of parked node heaps (heap.c), the metadata bump area
+ * and the free slab headers (meta.c), all under one lock. Lock order:
+ * heap.c's policy pool lock -> node locks (ascending) -> page-level locks
+ * (the metadata allocator calls the page level with the node lock held). */
+typedef struct _nd_meta_node {
+	_nd_lock_t lock;
+	char *meta_cur, *meta_end;  /* bump area (lock) */
+	_nd_slab_t *free_hdrs;      /* released slab headers (lock) */
+	_nd_slab_t *all_hdrs;       /* every header made (lock; read lock-free, acquire) */
+	_nd_heap_t *pool;           /* parked node heaps (lock) */
+	int pool_dirty;             /* atomic: a parked heap got a remote free */
+} _nd_meta_node_t;
+extern _nd_meta_node_t _nd_meta_node[ND_MAX_NODES] __attribute__((visibility("hidden")));
+/* Atomic: a parked policy heap got a remote free (heap.c's policy pool). */
+extern int _nd_meta_ppool_dirty __attribute__((visibility("hidden")));
+/* Node index used (for the fork handlers' lock array bound). */
+void _nd_meta_note_node(int node);
+/* Zeroed, cache-line aligned, never freed; on node (else its fallback
+ * nodes, else plain mmap). NULL if no memory. */
+void *_nd_meta_alloc(int node, size_t size);
+/* A slab header on node's metadata (reused or new, not zeroed: keep
+ * all_next), and back. */
+_nd_slab_t *_nd_meta_hdr_get(int node);
+void _nd_meta_hdr_put(int node, _nd_slab_t *s);
+/* fn(header, arg) for every slab header ever made, live or released
+ * (heap == NULL), without a lock: the lists only grow at the head and a
+ * header's all_next never changes (statistics). */
+void _nd_meta_hdr_each(void (*fn)(const _nd_slab_t *s, void *arg), void *arg);
+/* Makes the slab map (once; the first slab calls it), and sets the map
+ * entry of page to s (NULL: none). */
+void _nd_meta_map_ensure(void);
+void _nd_meta_map_set(const void *page, const _nd_slab_t *s);
+/* At the slab init: the map for the largest reservation, if it can be had. */
+void _nd_meta_map_init(void);
+/* The flag a remote free into a parked heap of h's pool sets. */
+static inline int *_nd_meta_pool_dirty(const _nd_heap_t *h)
+{
+	return h->pol ? &_nd_meta_ppool_dirty : &_nd_meta_node[h->node].pool_dirty;
+}
+
+/* ---- slab.c's parts that heap.c uses (owner of the heap only) ---- */
+extern _nd_slab_t _nd_slab_empty __attribute__((visibility("hidden"))); /* cur[] of a class without slab */
+extern bool _nd_slab_check __attribute__((visibility("hidden")));       /* NODALLOC_CHECK=1 */
+void _nd_slab_corrupt_link(const _nd_slab_t *s, void *const *o, const char *fn) __attribute__((noreturn, noinline, cold));
+/* A free object's link (word 0) must be NULL or another object of the
+ * same slab that was carved: a write past the end of the object before it
+ * (a heap overflow) or after free that hit the link is reported by name
+ * here, before anything follows it (slow paths; every path in check
+ * mode, which never takes the inline pop). */
+static inline void _nd_slab_check_link(const _nd_slab_t *s, void *const *o, const char *fn)
+{
+	uintptr_t n = (uintptr_t)o[0];
+	if (n && nd_unlikely(_nd_slab_index((const _nd_slab_hot_t *)s, (const void *)n) >= s->carved))
+		_nd_slab_corrupt_link(s, o, fn);
+}
+/* A new slab of class c for h (the caller owns h), from a run under pol
+ * wanting h's node; NULL + ENOMEM. Back to the page level: used + fbias
+ * == 0 or every object out is on the remote list. */
+_nd_slab_t *_nd_slab_new(_nd_heap_t *h, unsigned c, const nd_policy_t *pol);
+void _nd_slab_release(_nd_slab_t *s);
+/* Up to a page of never-used objects onto the (empty) free list. */
+void _nd_slab_carve(_nd_slab_t *s);
+/* Remote frees into the private list; returns how many. */
+unsigned _nd_slab_collect(_nd_slab_t *s);
+/* Every object out is on the remote list: nothing live. */
+bool _nd_slab_all_remote(const _nd_slab_t *s);
+/* The heap's lists (owner): partial (cur[] head, mirrored in the owner's
+ * dir[] when h is its current heap) and full (fbias applied). */
+void _nd_slab_part_unlink(_nd_heap_t *h, _nd_slab_t *s);
+void _nd_slab_part_insert(_nd_heap_t *h, _nd_slab_t *s);
+void _nd_slab_part_push_front(_nd_heap_t *h, _nd_slab_t *s);
+void _nd_slab_full_unlink(_nd_heap_t *h, _nd_slab_t *s);
+void _nd_slab_full_push(_nd_heap_t *h, _nd_slab_t *s);
+/* t's current heap becomes h (dir[] rewritten). */
+void _nd_slab_set_heap(_nd_thread_t *t, _nd_heap_t *h);
+/* Smallest class >= size whose objects are aligned to align, or -1. */
+int _nd_slab_class_for(size_t size, size_t align);
+/* t's remote-free buffer goes home; returns the entries sent. */
+unsigned _nd_slab_rf_flush_all(_nd_thread_t *t);
+/* Thread exit (before its heaps park): the buffer goes home, the
+ * record's per-class counters go into the totals. */
+void _nd_slab_thread_done(_nd_thread_t *t);
+
+/* ======================================================================
+ * src/heap.c: which heap an allocation uses, heaps and their threads'
+ * life cycle, adoption of parked heaps. The allocation entry points.
+ * ====================================================================== */
+
+/* Registers the thread-exit hook (after _nd_slab_init). 0. */
+int _nd_heap_init(void);
+/* malloc for size <= ND_SLAB_MAX: the calling thread's heap of its CPU's
+ * memory node under the thread's policy. NULL with errno ENOMEM; NULL with
+ * errno untouched before the init is done (the caller runs it). */
+void *_nd_heap_malloc(size_t size);
+/* malloc.c's fast path found size's free list empty (heap still valid):
+ * collect, carve or change slab in the current heap. */
+void *_nd_heap_refill(size_t size);
+/* Small allocation with placement. align: a power of two (<= 16 = none,
+ * at most ND_PAGE_SIZE). pol: NULL = the thread's policy. node >= 0: that
+ * node first, falling back along its list (pol ignored for the choice).
+ * NULL with errno: ENOMEM, or EINVAL if (size, align) has no class
+ * (see _nd_slab_fits). The caller runs the init first (before it: NULL,
+ * errno untouched). */
+void *_nd_heap_alloc(size_t size, size_t align, const nd_policy_t *pol, int node);
+/* The placement calls' slow paths (validation, resolution, refill). */
+void *_nd_heap_onnode(size_t size, int node);
+void *_nd_heap_local(size_t size);
+/* nd_malloc_policy's, for a size the class path serves (see docs/malloc.md). */
+void *_nd_heap_policy(size_t size, const nd_policy_t *p);
 
 /* ======================================================================
  * src/large.c: allocations above ND_SLAB_MAX, straight from page runs,
@@ -943,6 +1362,8 @@ size_t _nd_large_cache_limit(int node);
  * parts are exposed for unit tests.
  * ====================================================================== */
 
+/* nd_table_alloc after the library's init (api_init.c runs it). */
+int _nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out);
 /* The kernel's sizing (alloc_large_system_hash, mm/mm_init.c) for mem
  * bytes of memory: the entry count to try first, a power of two >= 1.
  * Does not validate d (nd_table_alloc does). */
@@ -964,6 +1385,10 @@ void *_nd_table_try_halving(size_t bucket_size, unsigned *log2qty, _nd_table_try
  * src/percpu.c: dense per-CPU areas (public API nd_percpu_*); test seams.
  * ====================================================================== */
 
+/* nd_percpu_alloc and nd_percpu_uses_rseq after the library's init
+ * (api_init.c runs it): the first call sets the areas up. */
+nd_percpu_t _nd_percpu_alloc(size_t size, size_t align);
+bool _nd_percpu_uses_rseq(void);
 /* The memory node CPU cpu's area is bound to (recorded also under an
  * emulated topology, where no mbind is done); -1 if the CPU is not
  * possible or the areas are not set up yet. */

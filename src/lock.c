@@ -35,6 +35,7 @@ void _nd_lock(_nd_lock_t *l)
 
 void _nd_unlock(_nd_lock_t *l)
 {
+	ND_ASSERT(l->v != 0, "a lock is held when it is released");
 	if (__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2)
 		_nd_os_futex_wake(&l->v, 1);
 }

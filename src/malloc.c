@@ -9,7 +9,7 @@
  *
  * Init is lazy (first allocation or the constructor, whichever is first).
  * If the init itself allocates on the same thread (pthread_atfork may), the
- * allocation is served from slab.c's static bootstrap buffer; free()
+ * allocation is served from the static bootstrap buffer below; free()
  * ignores bootstrap pointers, realloc() copies them out.
  */
 #include <errno.h>
@@ -31,6 +31,12 @@ static uintptr_t init_owner;
 /* Fork: every registered lock (internal.h, "Lock order") is held across
  * fork(), so the child never sees a half-made change; the child has one
  * thread and resets them. */
+static void fork_prepare(void)
+{
+	_nd_slab_flush_remote(); /* the forking thread's batched remote frees go home */
+	_nd_lock_fork_prepare();
+}
+
 static void fork_child(void)
 {
 	_nd_lock_fork_child();
@@ -50,9 +56,9 @@ bool _nd_init(void)
 	__atomic_store_n(&init_owner, me, __ATOMIC_RELAXED);
 	_nd_opt_init();
 	bool ok = _nd_topo_init() == 0 && _nd_stats_init() == 0 && _nd_policy_init() == 0 &&
-		  _nd_page_init() == 0 && _nd_slab_init() == 0;
+		  _nd_page_init() == 0 && _nd_slab_init() == 0 && _nd_heap_init() == 0;
 	if (ok)
-		pthread_atfork(_nd_lock_fork_prepare, _nd_lock_fork_parent, fork_child);
+		pthread_atfork(fork_prepare, _nd_lock_fork_parent, fork_child);
 	else
 		_nd_msg_error("initialization failed: allocations will fail with ENOMEM");
 	__atomic_store_n(&_nd_initialized, ok ? 1 : -1, __ATOMIC_RELEASE);
@@ -80,19 +86,67 @@ static bool init_or_boot(void)
 
 /* ---- allocation ---------------------------------------------------------- */
 
-static const nd_policy_t local_pol = { .mode = ND_POLICY_LOCAL };
+/* ---- bootstrap buffer ------------------------------------------------------
+ * Allocations made while the library initializes on the same thread (the
+ * init's own calls, e.g. pthread_atfork) or after a failed init. Bump only:
+ * free() ignores these blocks, realloc() copies them out. */
+#define BOOT_SIZE ((size_t)256 << 10)
+static char boot_buf[BOOT_SIZE] __attribute__((aligned(ND_PAGE_SIZE)));
+static size_t boot_used; /* atomic bump offset */
 
-/* Above ND_SLAB_MAX (the slab layer runs the init for small sizes). */
-static __attribute__((noinline)) void *malloc_large(size_t size)
+/* Each block has its size in the 16 bytes in front of it. */
+static void *boot_alloc(size_t size, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	if (size > BOOT_SIZE || align > BOOT_SIZE / 4) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	size_t off = __atomic_load_n(&boot_used, __ATOMIC_RELAXED), start, end;
+	do {
+		start = ND_ALIGN_UP(off + 16, align);
+		end = ND_ALIGN_UP(start + (size ? size : 1), 16);
+		if (end > BOOT_SIZE) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	} while (!__atomic_compare_exchange_n(&boot_used, &off, end, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	*(size_t *)(boot_buf + start - 16) = size;
+	return boot_buf + start;
+}
+
+static bool boot_owns(const void *p)
+{
+	return (const char *)p >= boot_buf && (const char *)p < boot_buf + BOOT_SIZE;
+}
+
+static size_t boot_size(const void *p)
+{
+	return *(const size_t *)((const char *)p - 16);
+}
+
+
+/* Above ND_SLAB_MAX, and a small size before the init (the heap layer
+ * does not call up to run it: it returns NULL with errno untouched). */
+static __attribute__((noinline)) void *malloc_init(size_t size)
 {
 	if (!init_or_boot())
-		return _nd_slab_boot_alloc(size, 16);
-	return _nd_large_alloc(size, 0, NULL, -1);
+		return boot_alloc(size, 16);
+	return size <= ND_SLAB_MAX ? _nd_heap_malloc(size) : _nd_large_alloc(size, 0, NULL, -1);
+}
+
+static inline void *malloc_small(size_t size)
+{
+	void *o = _nd_heap_malloc(size);
+	if (nd_unlikely(o == NULL) && __atomic_load_n(&_nd_initialized, __ATOMIC_RELAXED) <= 0)
+		return malloc_init(size);
+	return o;
 }
 
 /* The fast path (docs/malloc.md): the thread record's current slab for
  * size; the key still matches the CPU pair (same CPU, no policy change
- * since the heap was resolved); pop. Everything else goes to slab.c. */
+ * since the heap was resolved); pop. Everything else goes to heap.c. */
 void *nd_malloc(size_t size)
 {
 	_nd_thread_t *t = _nd_tls;
@@ -102,13 +156,13 @@ void *nd_malloc(size_t size)
 			void *o = _nd_slab_pop(s);
 			if (nd_likely(o != NULL))
 				return o;
-			return _nd_slab_refill(size);
+			return _nd_heap_refill(size);
 		}
-		return _nd_slab_malloc(size);
+		return malloc_small(size);
 	}
 	if (nd_likely(size <= ND_SLAB_MAX))
-		return _nd_slab_malloc(size);
-	return malloc_large(size);
+		return malloc_small(size);
+	return malloc_init(size);
 }
 
 /* The class's current slab of a heap (the placement calls' fast paths). */
@@ -121,11 +175,11 @@ static inline _nd_slab_hot_t *heap_slab(struct nd_heap *h, size_t size)
 static void *alloc_aligned(size_t align, size_t size, const nd_policy_t *pol, int node)
 {
 	if (!init_or_boot())
-		return _nd_slab_boot_alloc(size, align);
+		return boot_alloc(size, align);
 	if (_nd_slab_fits(size, align))
-		return _nd_slab_alloc(size, align, pol, node);
+		return _nd_heap_alloc(size, align, pol, node);
 	if (pol == NULL && node >= 0)
-		pol = &local_pol;
+		pol = &_nd_policy_local;
 	return _nd_large_alloc(size, align, pol, node);
 }
 
@@ -159,7 +213,7 @@ static _nd_pagedesc_t *checked_desc(const void *p, const char *fn)
 		if (!((uintptr_t)p & (ND_PAGE_SIZE - 1)) && d->state == ND_PG_RUN)
 			return d;
 		why = "inside an allocation, not its start";
-	} else if (!d && _nd_slab_boot_owns(p)) {
+	} else if (!d && boot_owns(p)) {
 		return NULL;
 	} else {
 		why = d ? "not allocated by malloc, or already freed" : "not from this allocator";
@@ -225,7 +279,7 @@ static void *realloc_alloc(size_t size, int node)
 static size_t usable(const void *p, const _nd_pagedesc_t *d)
 {
 	if (!d)
-		return _nd_slab_boot_size(p);
+		return boot_size(p);
 	return d->use == ND_USE_SLAB ? _nd_slab_usable(p, d) : _nd_large_usable(p, d);
 }
 
@@ -293,26 +347,20 @@ void *nd_aligned_alloc(size_t align, size_t size)
 
 /* ---- placement API ------------------------------------------------------- */
 
-static bool valid_node(int node)
-{
-	const _nd_topo_t *t = _nd_topo();
-	return node >= 0 && node < t->node_limit && t->online[node];
-}
-
 /* On a node known to be valid (init done). */
 static void *place_onnode(size_t size, int node)
 {
 	if (size <= ND_SLAB_MAX)
-		return _nd_slab_onnode(size, node);
-	return _nd_large_alloc(size, 0, &local_pol, node);
+		return _nd_heap_onnode(size, node);
+	return _nd_large_alloc(size, 0, &_nd_policy_local, node);
 }
 
 static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 {
 	if (!init_or_boot())
-		return _nd_slab_boot_alloc(size, 16);
-	if (!valid_node(node)) {
-		_nd_msg_error("nd_malloc_onnode: node %d does not exist (node limit %d)", node, _nd_topo()->node_limit);
+		return boot_alloc(size, 16);
+	if (!_nd_topo_valid_node(_nd_topo(), node)) {
+		_nd_msg_api("nd_malloc_onnode: node %d does not exist (node limit %d)", node, _nd_topo()->node_limit);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -338,10 +386,10 @@ void *nd_malloc_onnode(size_t size, int node)
 static __attribute__((noinline)) void *local_slow(size_t size)
 {
 	if (!init_or_boot())
-		return _nd_slab_boot_alloc(size, 16);
+		return boot_alloc(size, 16);
 	if (size <= ND_SLAB_MAX)
-		return _nd_slab_local(size);
-	return _nd_large_alloc(size, 0, &local_pol, -1);
+		return _nd_heap_local(size);
+	return _nd_large_alloc(size, 0, &_nd_policy_local, -1);
 }
 
 /* Fast path: the heap of the CPU's memory node, valid while lkey matches. */
@@ -362,16 +410,16 @@ static void *alloc_policy(size_t size, const nd_policy_t *pol)
 {
 	bool il = pol->mode == ND_POLICY_INTERLEAVE || pol->mode == ND_POLICY_WEIGHTED;
 	if (size <= ND_SLAB_MAX && !(il && size > ND_PAGE_SIZE))
-		return _nd_slab_alloc(size, 0, pol, -1);
+		return _nd_heap_alloc(size, 0, pol, -1);
 	return _nd_large_alloc(size, 0, pol, -1);
 }
 
 void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t granularity)
 {
 	if (!init_or_boot())
-		return _nd_slab_boot_alloc(size, 16);
+		return boot_alloc(size, 16);
 	if (!nodes || nd_nodemask_count(nodes) == 0) {
-		_nd_msg_error("nd_malloc_interleaved: empty node set");
+		_nd_msg_api("nd_malloc_interleaved: empty node set");
 		errno = EINVAL;
 		return NULL;
 	}
@@ -381,14 +429,14 @@ void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t gran
 	pol.nodes = *nodes;
 	int shift = _nd_policy_granularity_shift(granularity ? granularity : ND_PAGE_SIZE);
 	if (shift < 0) {
-		_nd_msg_error("nd_malloc_interleaved: bad granularity %zu", granularity);
+		_nd_msg_api("nd_malloc_interleaved: bad granularity %zu", granularity);
 		errno = EINVAL;
 		return NULL;
 	}
 	pol.granularity_shift = (unsigned)shift;
 	char err[200];
 	if (nd_policy_check(&pol, err, sizeof err) != 0) {
-		_nd_msg_error("nd_malloc_interleaved: %s", err);
+		_nd_msg_api("nd_malloc_interleaved: %s", err);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -400,13 +448,13 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 	if (!p || p->mode == ND_POLICY_DEFAULT)
 		return nd_malloc(size);
 	if (!init_or_boot())
-		return _nd_slab_boot_alloc(size, 16);
+		return boot_alloc(size, 16);
 	bool il = p->mode == ND_POLICY_INTERLEAVE || p->mode == ND_POLICY_WEIGHTED;
 	if (size <= ND_SLAB_MAX && !(il && size > ND_PAGE_SIZE))
-		return _nd_slab_policy(size, p); /* validates, caches, reports */
+		return _nd_heap_policy(size, p); /* validates, caches, reports */
 	char err[200];
 	if (nd_policy_check(p, err, sizeof err) != 0) {
-		_nd_msg_error("nd_malloc_policy: %s", err);
+		_nd_msg_api("nd_malloc_policy: %s", err);
 		errno = EINVAL;
 		return NULL;
 	}
@@ -450,6 +498,19 @@ OVERRIDE void *calloc(size_t n, size_t size) __attribute__((alias("nd_calloc")))
 OVERRIDE void *realloc(void *p, size_t size) __attribute__((alias("nd_realloc")));
 OVERRIDE void *aligned_alloc(size_t align, size_t size) __attribute__((alias("nd_aligned_alloc")));
 OVERRIDE size_t malloc_usable_size(void *p) __attribute__((alias("nd_usable_size")));
+
+/* glibc's malloc_trim: every free page the library keeps committed goes
+ * back to the OS now (the large-run caches, the page level's dirty free
+ * pages); pad is ignored. 1 if memory was released, else 0. */
+OVERRIDE int malloc_trim(size_t pad)
+{
+	(void)pad;
+	if (!_nd_ensure_init())
+		return 0;
+	size_t b = _nd_large_flush(-1);
+	b += _nd_page_trim(-1);
+	return b != 0;
+}
 
 OVERRIDE void *reallocarray(void *p, size_t n, size_t size)
 {

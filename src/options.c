@@ -41,6 +41,8 @@ static const opt_row_t rows[ND_OPT__COUNT] = {
 	[ND_OPT_HUGE_SPREAD] = { "huge_spread", K_BOOL, 1, NULL, "ask for huge pages (MADV_HUGEPAGE) on interleaved runs with granules of 2 MiB or more" },
 	[ND_OPT_ABORT_ON_CONFIG_ERROR] = { "abort_on_config_error", K_BOOL, 0, NULL, "a bad option name or value is fatal (abort) instead of a warning" },
 	[ND_OPT_LARGE_DECAY_MS] = { "large_decay_ms", K_INT, 1000, NULL, "keep freed large runs (>= purge_threshold) this many ms for reuse; 0: return them at once" },
+	[ND_OPT_PURGE_DECAY_MS] = { "purge_decay_ms", K_INT, 1000, NULL, "return free pages of small runs to the OS once free this many ms; 0: only past the dirty limit or on malloc_trim" },
+	[ND_OPT_THP] = { "thp", K_STR, 0, "madvise", "transparent huge pages for node memory: never, madvise (big runs, when the system's mode is madvise) or always" },
 };
 
 /* Longest string value + 1: a 16-node distance matrix spec is ~830
@@ -110,9 +112,7 @@ int _nd_opt_parse_bool(const char *s, bool *out)
 {
 	static const char *const yes[] = { "1", "yes", "on", "true" };
 	static const char *const no[] = { "0", "no", "off", "false" };
-	size_t n = 0;
-	while (s[n])
-		n++;
+	size_t n = _nd_strlen(s);
 	for (unsigned i = 0; i < 4; i++) {
 		if (name_eq(yes[i], s, n)) {
 			*out = true;
@@ -178,6 +178,16 @@ static int parse_int(const char *s, int64_t *out)
 	return 0;
 }
 
+/* The message path sits below this file: it learns the options it needs
+ * from here (one direction only). */
+static void push_down(int i)
+{
+	if (i == ND_OPT_MSG_FD)
+		_nd_msg_set_fd((int)vals[i].ival);
+	else if (i == ND_OPT_VERBOSE)
+		_nd_msg_set_verbose(vals[i].ival != 0);
+}
+
 /* Store value for row i; on a bad value report it by name and keep the
  * old one. origin: "" (environment) or " (set by the program)". */
 static int set_row(int i, const char *value, const char *origin, int src)
@@ -212,17 +222,15 @@ static int set_row(int i, const char *value, const char *origin, int src)
 			return -1;
 		}
 		/* a descriptor is an int: a value that would wrap is refused */
-		if (i == ND_OPT_MSG_FD && (v < 0 || v > 2147483647)) {
-			_nd_opt_config_error("%s%s: descriptor %s out of range (0-2147483647)", name, origin, value);
+		if (i == ND_OPT_MSG_FD && (v < 0 || v > INT32_MAX)) {
+			_nd_opt_config_error("%s%s: descriptor %s out of range (0-%d)", name, origin, value, INT32_MAX);
 			return -1;
 		}
 		vals[i].ival = v;
 		break;
 	}
 	case K_STR: {
-		size_t n = 0;
-		while (value[n])
-			n++;
+		size_t n = _nd_strlen(value);
 		if (n >= STR_MAX) {
 			_nd_opt_config_error("%s%s: value longer than %d characters", name, origin, STR_MAX - 1);
 			return -1;
@@ -234,6 +242,7 @@ static int set_row(int i, const char *value, const char *origin, int src)
 	}
 	vals[i].user = true;
 	vals[i].src = (unsigned char)src;
+	push_down(i);
 	return 0;
 }
 
@@ -316,9 +325,7 @@ static bool abort_on_error(void)
 int _nd_opt_distance(const char *typed, size_t tl, const char *name)
 {
 	enum { MAXL = 40 };
-	size_t nl = 0;
-	while (name[nl])
-		nl++;
+	size_t nl = _nd_strlen(name);
 	if (tl >= MAXL || nl >= MAXL)
 		return MAXL;
 	int d[MAXL + 1][MAXL + 1];
@@ -389,16 +396,16 @@ void _nd_opt_init(void)
 		set_row(i, value, "", SRC_ENV);
 	}
 	opt_state = 2;
+	push_down(ND_OPT_MSG_FD);
+	push_down(ND_OPT_VERBOSE);
 	if (vals[ND_OPT_VERBOSE].ival)
-		_nd_opt_print((int)(vals[ND_OPT_MSG_FD].ival > 0 ? vals[ND_OPT_MSG_FD].ival : 2));
+		_nd_opt_print(_nd_msg_fd());
 }
 
 int _nd_opt_set(const char *name, const char *value)
 {
 	ensure_defaults();
-	size_t len = 0;
-	while (name[len])
-		len++;
+	size_t len = _nd_strlen(name);
 	int i = find_row(name, len);
 	if (i < 0) {
 		unknown(name, len, "");

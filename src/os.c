@@ -6,6 +6,7 @@
  * or uses stdio; sysfs files are read into caller-provided buffers.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <signal.h>
@@ -62,7 +63,7 @@ void *_nd_os_mmap_aligned(size_t len, size_t align, bool noreserve, int *err)
 	size_t over = len + align;
 	if (over < len) {
 		if (err)
-			*err = -12; /* ENOMEM */
+			*err = -ENOMEM;
 		return NULL;
 	}
 	char *p = _nd_os_mmap(over, noreserve, err);
@@ -217,14 +218,14 @@ int _nd_os_close(int fd)
 long _nd_os_read_file(const char *path, char *buf, size_t len)
 {
 	if (len == 0)
-		return -22; /* EINVAL */
+		return -EINVAL;
 	int fd = _nd_os_open(path, O_RDONLY, 0);
 	if (fd < 0)
 		return fd;
 	size_t got = 0;
 	while (got < len - 1) {
 		long r = sc3(SYS_read, fd, buf + got, len - 1 - got);
-		if (r == -4) /* EINTR */
+		if (r == -EINTR)
 			continue;
 		if (r < 0) {
 			_nd_os_close(fd);
@@ -243,7 +244,7 @@ int _nd_os_write(int fd, const char *buf, size_t len)
 {
 	while (len > 0) {
 		long r = sc3(SYS_write, fd, buf, len);
-		if (r == -4)
+		if (r == -EINTR)
 			continue;
 		if (r < 0)
 			return (int)r;
@@ -322,7 +323,7 @@ long _nd_os_pread(int fd, void *buf, size_t len, uint64_t off)
 	size_t got = 0;
 	while (got < len) {
 		long r = sc4(SYS_pread64, fd, (char *)buf + got, len - got, (long)(off + got));
-		if (r == -4) /* EINTR */
+		if (r == -EINTR)
 			continue;
 		if (r < 0)
 			return r;
@@ -373,7 +374,7 @@ int _nd_os_proc_identity(int pid, uint64_t *start, unsigned *uid)
 {
 	char path[48], buf[1024];
 	if (pid <= 0)
-		return -3; /* ESRCH */
+		return -ESRCH;
 	/* "/proc/" PID, by hand: this layer calls nothing above it. */
 	char digits[12];
 	int nd = 0;
@@ -388,7 +389,7 @@ int _nd_os_proc_identity(int pid, uint64_t *start, unsigned *uid)
 	_nd_file_info_t fi = { 0 };
 	int r = _nd_os_lstat(path, &fi);
 	if (r < 0)
-		return r == -2 ? -3 : r; /* ENOENT: gone */
+		return r == -ENOENT ? -ESRCH : r; /* gone */
 	*uid = fi.uid;
 	path[n] = '/';
 	path[n + 1] = 's';
@@ -398,7 +399,7 @@ int _nd_os_proc_identity(int pid, uint64_t *start, unsigned *uid)
 	path[n + 5] = '\0';
 	long len = _nd_os_read_file(path, buf, sizeof buf);
 	if (len < 0)
-		return len == -2 ? -3 : (int)len;
+		return len == -ENOENT ? -ESRCH : (int)len;
 	/* "pid (comm) S ppid ...": comm may hold spaces and ')', so count
 	 * fields from the last ')'; the state is field 3, start time 22. */
 	const char *p = NULL;
@@ -406,15 +407,15 @@ int _nd_os_proc_identity(int pid, uint64_t *start, unsigned *uid)
 		if (*q == ')')
 			p = q;
 	if (!p)
-		return -22;
+		return -EINVAL;
 	if (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
-		return -3; /* exited, not yet reaped: gone all the same */
+		return -ESRCH; /* exited, not yet reaped: gone all the same */
 	for (int field = 2; field < 22 && *p; p++)
 		if (*p == ' ')
 			field++;
 	uint64_t v = 0;
 	if (*p < '0' || *p > '9')
-		return -22;
+		return -EINVAL;
 	while (*p >= '0' && *p <= '9')
 		v = v * 10 + (uint64_t)(*p++ - '0');
 	*start = v;
@@ -434,6 +435,22 @@ int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve)
 	return r < 0 && r > -4096 ? (int)r : 0;
 }
 
+/* A new mapping at exactly p (MAP_FIXED_NOREPLACE: never over another
+ * mapping). 0, or -EEXIST when any of [p, p+len) is taken (also on a
+ * kernel before 4.17, which takes the flag as a hint), or -errno. */
+int _nd_os_mmap_at(void *p, size_t len, bool noreserve)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | (noreserve ? MAP_NORESERVE : 0);
+	long r = sc6(SYS_mmap, (long)p, (long)len, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (r < 0 && r > -4096)
+		return (int)r;
+	if ((void *)r != p) {
+		sc2(SYS_munmap, r, (long)len);
+		return -EEXIST;
+	}
+	return 0;
+}
+
 /* read(2) of up to len bytes (EINTR retried): bytes read, 0 at the end,
  * or -errno. For files read in pieces (/proc/zoneinfo grows with CPUs). */
 long _nd_os_read(int fd, void *buf, size_t len)
@@ -441,7 +458,7 @@ long _nd_os_read(int fd, void *buf, size_t len)
 	long r;
 	do
 		r = sc3(SYS_read, fd, buf, len);
-	while (r == -4);
+	while (r == -EINTR);
 	return r;
 }
 
@@ -485,12 +502,12 @@ int _nd_os_on_sigterm(void (*fn)(void))
 	struct sigaction old, sa = { 0 };
 	/* libc's sigaction: it supplies the x86-64 sa_restorer. */
 	if (sigaction(SIGTERM, NULL, &old) != 0)
-		return -22;
+		return -EINVAL;
 	if (old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
-		return -16; /* EBUSY: the program's own disposition stays */
+		return -EBUSY; /* the program's own disposition stays */
 	term_fn = fn;
 	sa.sa_handler = on_term;
 	sa.sa_flags = SA_RESETHAND | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	return sigaction(SIGTERM, &sa, NULL) == 0 ? 0 : -22;
+	return sigaction(SIGTERM, &sa, NULL) == 0 ? 0 : -EINVAL;
 }

@@ -83,10 +83,6 @@ static bool check_free;              /* real topology + MPOL_BIND: watermark che
 
 /* ---- bitmaps ------------------------------------------------------------ */
 
-static inline bool bit_get(const uint64_t *bm, size_t i)
-{
-	return (bm[i >> 6] >> (i & 63)) & 1;
-}
 
 static void bits_set(uint64_t *bm, size_t from, size_t n, bool on)
 {
@@ -156,10 +152,10 @@ static bool rseq_usable(const _nd_topo_t *t)
 		return false;
 	if (rs->cpu_id >= (uint32_t)t->cpu_limit)
 		return false;
-	uint64_t mask[8192 / 64];
+	uint64_t mask[ND_MAX_CPU_BITS / 64];
 	int bytes = _nd_os_sched_getaffinity(0, sizeof mask, mask);
 	for (int i = 0; bytes > 0 && i < bytes * 8; i++)
-		if (((mask[i >> 6] >> (i & 63)) & 1) && (i >= t->cpu_limit || t->cpu_node[i] < 0)) {
+		if (_nd_bit_get(mask, (size_t)i) && (i >= t->cpu_limit || t->cpu_node[i] < 0)) {
 			_nd_msg_warn("percpu: CPU %d is allowed but not a possible CPU of the topology; "
 				     "using atomic per-CPU operations", i);
 			return false;
@@ -169,11 +165,10 @@ static bool rseq_usable(const _nd_topo_t *t)
 
 static bool setup_locked(void)
 {
-	/* Both idempotent: a per-CPU allocation may come before the
-	 * library's constructor (from another library's constructor). */
-	_nd_opt_init();
-	_nd_topo_init();
-	/* The areas are sized and bound by the topology: freeze it first, so
+	/* Options and topology are read: the public entry (api_init.c) ran
+	 * the library's init first, even before the library's constructor
+	 * (a per-CPU allocation from another library's constructor).
+	 * The areas are sized and bound by the topology: freeze it first, so
 	 * that the one read next is final. */
 	_nd_topo_freeze();
 	const _nd_topo_t *t = _nd_topo();
@@ -236,7 +231,7 @@ static bool setup_locked(void)
 		if (nodes[c] < 0)
 			continue;
 		uint64_t mask[ND_MAX_NODES / 64] = { 0 };
-		mask[nodes[c] >> 6] |= 1ull << (nodes[c] & 63);
+		_nd_bit_set(mask, (size_t)nodes[c]);
 		int r = _nd_os_mbind(base + ((size_t)c << shift), span,
 				     strict ? ND_MPOL_BIND : ND_MPOL_PREFERRED, mask,
 				     (unsigned long)t->node_limit, 0);
@@ -299,14 +294,12 @@ static bool commit_locked(size_t want)
 	size_t len = want - committed;
 	/* Under MPOL_BIND a node out of memory means the OOM killer at the
 	 * touch below, not an error: refuse first if a node would go under
-	 * the page layer's watermark (1/64 of the node, at least 32 MiB). */
+	 * the page layer's watermark (_nd_topo_floor). */
 	const _nd_topo_t *t = _nd_topo();
 	for (int n = 0; check_free && n < node_limit; n++) {
 		if (!node_cpus[n])
 			continue;
-		uint64_t f = _nd_topo_node_free(n), wm = t->mem_total[n] / 64;
-		if (wm < ((uint64_t)32 << 20))
-			wm = (uint64_t)32 << 20;
+		uint64_t f = _nd_topo_node_free(n), wm = _nd_topo_floor(t->mem_total[n]);
 		if (f != UINT64_MAX && f < (uint64_t)len * (uint64_t)node_cpus[n] + wm)
 			return false;
 	}
@@ -332,15 +325,15 @@ static bool commit_locked(size_t want)
 
 /* ---- allocation --------------------------------------------------------- */
 
-nd_percpu_t nd_percpu_alloc(size_t size, size_t align)
+nd_percpu_t _nd_percpu_alloc(size_t size, size_t align)
 {
 	if (size == 0) {
-		_nd_msg_error("nd_percpu_alloc: size 0");
+		_nd_msg_api("nd_percpu_alloc: size 0");
 		errno = EINVAL;
 		return 0;
 	}
 	if (align & (align - 1)) {
-		_nd_msg_error("nd_percpu_alloc: align %zu is not a power of two", align);
+		_nd_msg_api("nd_percpu_alloc: align %zu is not a power of two", align);
 		errno = EINVAL;
 		return 0;
 	}
@@ -375,6 +368,8 @@ nd_percpu_t nd_percpu_alloc(size_t size, size_t align)
 		errno = ENOMEM;
 		return 0;
 	}
+	ND_ASSERT(p >= RESERVED_UNITS && p % (a ? a : 1) == 0 && p + n <= units,
+		  "a per-CPU range is aligned, past the reserved units, inside the area");
 	bits_set(used_bm, p, n, true);
 	bits_set(start_bm, p, 1, true);
 	if (p == hint)
@@ -397,15 +392,17 @@ void nd_percpu_free(nd_percpu_t h)
 		return;
 	if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE) <= 0 || (h & (UNIT - 1)) ||
 	    h >= ((size_t)1 << pc.shift)) {
-		_nd_msg_error("nd_percpu_free: %#lx is not a per-CPU handle", (unsigned long)h);
+		_nd_msg_api("nd_percpu_free: %#lx is not a per-CPU handle", (unsigned long)h);
+		errno = EINVAL;
 		return;
 	}
 	size_t u = h >> UNIT_SHIFT;
 	_nd_lock(&pc_lock);
-	if (u < RESERVED_UNITS || !bit_get(start_bm, u) || !bit_get(used_bm, u)) {
+	if (u < RESERVED_UNITS || !_nd_bit_get(start_bm, u) || !_nd_bit_get(used_bm, u)) {
 		_nd_unlock(&pc_lock);
-		_nd_msg_error("nd_percpu_free: %#lx is not an allocated per-CPU handle (double free?)",
-			      (unsigned long)h);
+		_nd_msg_api("nd_percpu_free: %#lx is not an allocated per-CPU handle (double free?)",
+			    (unsigned long)h);
+		errno = EINVAL;
 		return;
 	}
 	/* The allocation runs to the next start bit or the next free unit. */
@@ -429,7 +426,8 @@ static bool bad_handle(nd_percpu_t h, const char *who)
 {
 	if (nd_likely(h != 0))
 		return false;
-	_nd_msg_error("%s: %#lx is not a per-CPU handle (nd_percpu_alloc returns 0 on failure)", who,
+	errno = EINVAL;
+	_nd_msg_api("%s: %#lx is not a per-CPU handle (nd_percpu_alloc returns 0 on failure)", who,
 		      (unsigned long)h);
 	return true;
 }
@@ -527,6 +525,14 @@ void *nd_this_cpu_ptr(nd_percpu_t h)
 	"jmp 0b\n\t"                                                         \
 	".popsection\n\t"
 
+/* The operands every sequence shares, and the load of the CPU's copy
+ * into r (rax = its address) that the read-modify-write ones start with. */
+#define RSEQ_IN [off] "r"(pc.rseq_off), [p] "r"(pc.base + h), "c"(pc.shift)
+#define RSEQ_CLOBBERS "rax", "memory", "cc"
+#define RSEQ_LOAD_R                   \
+	"addq %[p], %%rax\n\t"        \
+	"movq (%%rax), %[r]\n\t"
+
 void nd_percpu_add(nd_percpu_t h, int64_t v)
 {
 	if (bad_handle(h, "nd_percpu_add"))
@@ -536,9 +542,8 @@ void nd_percpu_add(nd_percpu_t h, int64_t v)
 				     "addq %[v], (%[p], %%rax)\n\t" /* commit */
 				     RSEQ_EPILOGUE
 				     :
-				     : [off] "r"(pc.rseq_off), [p] "r"(pc.base + h), [v] "er"(v),
-				       "c"(pc.shift)
-				     : "rax", "memory", "cc");
+				     : RSEQ_IN, [v] "er"(v)
+				     : RSEQ_CLOBBERS);
 		return;
 	}
 	__atomic_fetch_add(fallback_slot(h), v, __ATOMIC_RELAXED);
@@ -555,16 +560,13 @@ int64_t nd_percpu_add_return(nd_percpu_t h, int64_t v)
 		return 0;
 	if (nd_likely(pc.use_rseq)) {
 		int64_t r;
-		__asm__ __volatile__(RSEQ_PROLOGUE
-				     "addq %[p], %%rax\n\t"
-				     "movq (%%rax), %[r]\n\t"
+		__asm__ __volatile__(RSEQ_PROLOGUE RSEQ_LOAD_R
 				     "addq %[v], %[r]\n\t"
 				     "movq %[r], (%%rax)\n\t" /* commit */
 				     RSEQ_EPILOGUE
 				     : [r] "=&r"(r)
-				     : [off] "r"(pc.rseq_off), [p] "r"(pc.base + h), [v] "er"(v),
-				       "c"(pc.shift)
-				     : "rax", "memory", "cc");
+				     : RSEQ_IN, [v] "er"(v)
+				     : RSEQ_CLOBBERS);
 		return r;
 	}
 	return __atomic_add_fetch(fallback_slot(h), v, __ATOMIC_RELAXED);
@@ -576,17 +578,14 @@ int64_t nd_percpu_cmpxchg(nd_percpu_t h, int64_t expect, int64_t newv)
 		return expect + 1; /* "the copy did not equal expect": no store */
 	if (nd_likely(pc.use_rseq)) {
 		int64_t r;
-		__asm__ __volatile__(RSEQ_PROLOGUE
-				     "addq %[p], %%rax\n\t"
-				     "movq (%%rax), %[r]\n\t"
+		__asm__ __volatile__(RSEQ_PROLOGUE RSEQ_LOAD_R
 				     "cmpq %[r], %[e]\n\t"
 				     "jne 2f\n\t"
 				     "movq %[n], (%%rax)\n\t" /* commit */
 				     RSEQ_EPILOGUE
 				     : [r] "=&r"(r)
-				     : [off] "r"(pc.rseq_off), [p] "r"(pc.base + h), [e] "r"(expect),
-				       [n] "r"(newv), "c"(pc.shift)
-				     : "rax", "memory", "cc");
+				     : RSEQ_IN, [e] "r"(expect), [n] "r"(newv)
+				     : RSEQ_CLOBBERS);
 		return r;
 	}
 	int64_t old = expect;
@@ -616,7 +615,7 @@ size_t nd_percpu_bytes(void)
 	return b;
 }
 
-int nd_percpu_uses_rseq(void)
+bool _nd_percpu_uses_rseq(void)
 {
 	return setup() && pc.use_rseq;
 }

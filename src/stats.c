@@ -908,8 +908,7 @@ void _nd_stats_at_exit(void)
 	const char *v = _nd_opt_str(ND_OPT_STATS);
 	if (!*v)
 		return;
-	int64_t fd64 = _nd_opt_int(ND_OPT_MSG_FD);
-	int fd = fd64 > 0 ? (int)fd64 : 2;
+	int fd = _nd_msg_fd();
 	bool on;
 	bool json = v[0] == 'j' && v[1] == 's' && v[2] == 'o' && v[3] == 'n' && v[4] == '\0';
 	bool text = (v[0] == 't' && v[1] == 'e' && v[2] == 'x' && v[3] == 't' && v[4] == '\0');

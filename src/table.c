@@ -28,17 +28,6 @@
 #define TABLE_MAX_ENTRIES ((uint64_t)1 << 31) /* kernel: 0x80000000 */
 #define HUGE_GRANULE_SHIFT (ND_HUGE_SHIFT - ND_PAGE_SHIFT) /* 9: 2 MiB */
 
-static unsigned ilog2_u64(uint64_t v) /* v > 0 */
-{
-	return 63u - (unsigned)__builtin_clzll(v);
-}
-
-static uint64_t roundup_pow2(uint64_t v)
-{
-	if (v <= 1)
-		return 1;
-	return (uint64_t)1 << (ilog2_u64(v - 1) + 1);
-}
 
 /* ---- sizing (pure) ---------------------------------------------------- */
 
@@ -79,7 +68,7 @@ uint64_t _nd_table_size(const nd_table_desc_t *d, uint64_t mem)
 	 * rounding so the rounding cannot overflow. */
 	if (n > ((uint64_t)1 << 32))
 		n = (uint64_t)1 << 32;
-	n = roundup_pow2(n);
+	n = (uint64_t)1 << _nd_log2_ceil(n); /* roundup_pow_of_two */
 
 	/* Cap: high_limit, else 1/16 of memory; never above 2^31 entries. */
 	uint64_t max = d->high_limit;
@@ -93,7 +82,7 @@ uint64_t _nd_table_size(const nd_table_desc_t *d, uint64_t mem)
 		n = max;
 	/* The kernel takes ilog2: a limit that is not a power of two rounds
 	 * down. Less memory than 16 buckets still gets one entry. */
-	return n ? (uint64_t)1 << ilog2_u64(n) : 1;
+	return n ? (uint64_t)1 << _nd_log2_floor(n) : 1;
 }
 
 /* ---- granularity (pure) ----------------------------------------------- */
@@ -232,7 +221,7 @@ static void *try_place(size_t bytes, void *ctx)
 
 static int bad(const char *name, const char *what)
 {
-	_nd_msg_error("nd_table_alloc(%s): %s", name ? name : "(unnamed)", what);
+	_nd_msg_api("nd_table_alloc(%s): %s", name ? name : "(unnamed)", what);
 	errno = EINVAL;
 	return -1;
 }
@@ -259,11 +248,10 @@ static void emit_report(const nd_table_t *t)
 		len = sizeof line - 2;
 	line[len++] = '\n';
 	line[len] = '\0';
-	int64_t fd = _nd_opt_int(ND_OPT_MSG_FD);
-	_nd_msg_out(fd > 0 ? (int)fd : 2, line);
+	_nd_msg_out(_nd_msg_fd(), line);
 }
 
-int nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
+int _nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
 {
 	if (!d || !out) {
 		errno = EINVAL;
@@ -283,10 +271,6 @@ int nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
 		return bad(name, "low_limit is above high_limit");
 	if (d->nodes && (d->flags & ND_TABLE_LOCAL))
 		return bad(name, "nodes is for spread tables (ND_TABLE_LOCAL places on the caller's node)");
-	if (!_nd_ensure_init()) {
-		errno = ENOMEM;
-		return -1;
-	}
 
 	const _nd_topo_t *topo = _nd_topo();
 	/* place_t is ~3.5 KiB: fine on a thread stack. */
@@ -332,7 +316,7 @@ int nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
 	}
 
 	uint64_t wanted = _nd_table_size(d, mem);
-	unsigned log2qty = ilog2_u64(wanted);
+	unsigned log2qty = _nd_log2_floor(wanted);
 	void *base = _nd_table_try_halving(d->bucket_size, &log2qty, try_place, &pl);
 	if (!base) {
 		errno = ENOMEM;
@@ -360,9 +344,9 @@ int nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
 		_nd_page_zero(base, out->bytes);
 
 	if (out->entries < wanted)
-		_nd_msg_warn("%s hash table reduced to %llu entries (wanted %llu): not enough memory", out->name,
+		_nd_msg_info("%s hash table reduced to %llu entries (wanted %llu): not enough memory", out->name,
 			     (unsigned long long)out->entries, (unsigned long long)wanted);
-	if (_nd_opt_int(ND_OPT_VERBOSE))
+	if (_nd_msg_verbose())
 		emit_report(out);
 	return 0;
 }
@@ -373,12 +357,14 @@ void nd_table_free(nd_table_t *t)
 		return;
 	_nd_pagedesc_t *pd = _nd_page_desc(t->base);
 	if (!pd || pd->state != ND_PG_RUN || pd->use != ND_USE_TABLE) {
-		_nd_msg_error("nd_table_free(%s): %p is not a table from nd_table_alloc", t->name, t->base);
+		_nd_msg_api("nd_table_free(%s): %p is not a table from nd_table_alloc", t->name, t->base);
+		errno = EINVAL;
 		return;
 	}
 	pd->use = ND_USE_NONE;
 	if (_nd_page_free(t->base) != 0) {
-		_nd_msg_error("nd_table_free(%s): %p is not a page run", t->name, t->base);
+		_nd_msg_api("nd_table_free(%s): %p is not a page run", t->name, t->base);
+		errno = EINVAL;
 		return;
 	}
 	memset(t, 0, sizeof *t);
@@ -462,7 +448,7 @@ int nd_table_format(const nd_table_t *t, char *buf, size_t len)
 
 	/* Order as the kernel prints it: ilog2(bytes) - PAGE_SHIFT (0 for
 	 * tables below a page). */
-	unsigned lg = ilog2_u64(t->bytes ? t->bytes : 1);
+	unsigned lg = _nd_log2_floor(t->bytes ? t->bytes : 1);
 	int order = lg > ND_PAGE_SHIFT ? (int)(lg - ND_PAGE_SHIFT) : 0;
 	char where[400];
 	if (used == 0)

@@ -104,13 +104,21 @@ void _nd_thread_invalidate(_nd_thread_t *t)
 }
 
 /* The caller bumped the policy generation before (seq_cst); a thread
- * storing a key re-reads the generation after its store (slab.c), so
+ * storing a key re-reads the generation after its store (heap.c), so
  * either it sees the new generation or this store lands after its own. */
 void _nd_thread_invalidate_all(void)
 {
 	_nd_lock(&thread_lock);
 	for (_nd_thread_t *t = all; t; t = t->all_next)
 		__atomic_store_n(&t->key, ND_KEY_NONE, __ATOMIC_SEQ_CST);
+	_nd_unlock(&thread_lock);
+}
+
+void _nd_thread_each(void (*fn)(_nd_thread_t *t, void *arg), void *arg)
+{
+	_nd_lock(&thread_lock);
+	for (_nd_thread_t *t = all; t; t = t->all_next)
+		fn(t, arg);
 	_nd_unlock(&thread_lock);
 }
 

@@ -203,7 +203,10 @@ static void halving(void)
 			      .high_limit = (uint64_t)1 << 28 };
 	nd_table_t t;
 	drain();
+	/* the reduction is visible in t; its line is an info under verbose */
+	CHECK(_nd_opt_set("verbose", "1") == 0);
 	CHECK(nd_table_alloc(&d, &t) == 0, "errno %d", errno);
+	CHECK(_nd_opt_set("verbose", "0") == 0);
 	CHECK_EQ(t.wanted, (uint64_t)1 << 28);
 	CHECK_EQ(t.entries, (uint64_t)1 << 23);
 	CHECK_EQ(t.bytes, 64 * MiB);
@@ -216,7 +219,7 @@ static void halving(void)
 	CHECK_STR(line, "huge hash table entries: 8388608 (order: 14, 67108864 bytes, spread over nodes 0-3: "
 			"16777216 bytes each; reduced from 268435456)");
 	drain();
-	CHECK(strstr(msgs, "nodalloc: warning: huge hash table reduced to 8388608 entries (wanted 268435456)") !=
+	CHECK(strstr(msgs, "nodalloc: info: huge hash table reduced to 8388608 entries (wanted 268435456)") !=
 		      NULL,
 	      "got: %s", msgs);
 
@@ -326,6 +329,10 @@ static void node_set(void)
 	errno = 0;
 	drain();
 	CHECK(nd_table_alloc(&d, &t) == -1 && errno == EINVAL);
+	drain();
+	CHECK(msgs[0] == '\0', "printed by default: %s", msgs); /* issue 14 */
+	CHECK(_nd_opt_set("verbose", "1") == 0);
+	CHECK(nd_table_alloc(&d, &t) == -1 && errno == EINVAL);
 	nd_nodemask_set(&m, 0);
 	d.flags = ND_TABLE_LOCAL;
 	errno = 0;
@@ -334,6 +341,7 @@ static void node_set(void)
 	CHECK(strstr(msgs, "nd_table_alloc(two): nodes holds no node with memory") != NULL &&
 		      strstr(msgs, "nd_table_alloc(two): nodes is for spread tables") != NULL,
 	      "got: %s", msgs);
+	CHECK(_nd_opt_set("verbose", "0") == 0);
 }
 
 /* Threads allocating, filling, checking and freeing tables at once: no
@@ -389,9 +397,16 @@ static void bad_free(void)
 	t.base = not_a_table;
 	snprintf(t.name, sizeof t.name, "fake");
 	drain();
+	errno = 0;
+	nd_table_free(&t);
+	CHECK_EQ(errno, EINVAL);
+	drain();
+	CHECK(msgs[0] == '\0', "printed by default: %s", msgs); /* issue 14 */
+	CHECK(_nd_opt_set("verbose", "1") == 0);
 	nd_table_free(&t);
 	drain();
 	CHECK(strstr(msgs, "nd_table_free(fake)") != NULL, "got: %s", msgs);
+	CHECK(_nd_opt_set("verbose", "0") == 0);
 }
 
 int main(void)

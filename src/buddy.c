@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The buddy allocator of one slot, over its page descriptors
+ * (docs/arenas.md). Pure: no system call, no lock (the caller holds the
+ * slot's), no global state, so tests drive it on a plain array.
+ *
+ * Descriptor invariants (slab relies on them): the head of a free block is
+ * ND_PG_FREE with its order, the head of a run is ND_PG_RUN with npages,
+ * every other page is ND_PG_TAIL; the first page of a range that is not
+ * mapped (yet) is ND_PG_HOLE with npages. A free block is aligned to its
+ * size. A run that is not a power of two takes a block and returns its
+ * tail at once, so runs are exact.
+ *
+ * Committed memory: ND_PGF_DIRTY on a page of a free block means "counted
+ * as committed"; a free head keeps the number of such pages in npages.
+ * Free blocks are all clean or all dirty (a dirty block never merges with
+ * a clean one), and a free block of order >= purge_order is always clean
+ * (invariant I): dirty blocks stop merging below purge_order and wait,
+ * small, for a purge pass (purge.c), after which _nd_buddy_merge_clean
+ * merges what became clean.
+ */
+#include "internal.h"
+
+#define NIL ND_BUDDY_NIL
+
+static inline unsigned floor_log2(uint64_t x)
+{
+	return 63 - (unsigned)__builtin_clzll(x);
+}
+
+void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, unsigned purge_order)
+{
+	ND_ASSERT(order_max <= ND_BUDDY_MAX_ORDER, "a slot's pages are indexed by uint32");
+	b->desc = desc;
+	b->free_pages = b->dirty_free = b->nblocks = 0;
+	b->order_max = order_max;
+	b->purge_order = purge_order;
+	for (unsigned o = 0; o <= ND_BUDDY_MAX_ORDER; o++)
+		b->head[o] = NIL;
+}
+
+void _nd_buddy_push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
+{
+	ND_ASSERT(o <= b->order_max && (i & ((1ull << o) - 1)) == 0, "a free block is aligned to its size");
+	ND_ASSERT(dirty == 0 || dirty == (1ull << o), "a free block is all clean or all dirty");
+	ND_ASSERT(dirty == 0 || o < b->purge_order, "a dirty free block is below purge_order (invariant I)");
+	_nd_pagedesc_t *d = &b->desc[i];
+	d->state = ND_PG_FREE;
+	d->order = (uint8_t)o;
+	d->npages = dirty;
+	d->use = ND_USE_NONE;
+	d->user = 0;
+	d->prev = NIL;
+	d->next = b->head[o];
+	if (d->next != NIL)
+		b->desc[d->next].prev = i;
+	b->head[o] = i;
+	b->free_pages += 1ull << o;
+	/* written under the slot lock, read lock-free (page.c): relaxed atomics */
+	__atomic_store_n(&b->dirty_free, b->dirty_free + dirty, __ATOMIC_RELAXED);
+	b->nblocks++;
+}
+
+void _nd_buddy_del(_nd_buddy_t *b, uint32_t i)
+{
+	_nd_pagedesc_t *d = &b->desc[i];
+	unsigned o = d->order;
+	ND_ASSERT(d->state == ND_PG_FREE, "only a free block head is unlinked");
+	ND_ASSERT(b->free_pages >= (1ull << o) && b->dirty_free >= d->npages && b->nblocks > 0,
+		  "free counters never go negative");
+	if (d->prev != NIL)
+		b->desc[d->prev].next = d->next;
+	else
+		b->head[o] = d->next;
+	if (d->next != NIL)
+		b->desc[d->next].prev = d->prev;
+	b->free_pages -= 1ull << o;
+	__atomic_store_n(&b->dirty_free, b->dirty_free - d->npages, __ATOMIC_RELAXED);
+	b->nblocks--;
+	d->state = ND_PG_TAIL;
+	d->order = 0;
+	d->npages = 0;
+}
+
+uint64_t _nd_buddy_count_dirty(const _nd_buddy_t *b, uint64_t i, uint64_t n)
+{
+	uint64_t c = 0;
+	for (uint64_t k = 0; k < n; k++)
+		c += b->desc[i + k].flags & ND_PGF_DIRTY;
+	return c;
+}
+
+void _nd_buddy_clear_dirty(_nd_buddy_t *b, uint64_t i, uint64_t n)
+{
+	for (uint64_t k = 0; k < n; k++)
+		b->desc[i + k].flags &= (uint8_t)~ND_PGF_DIRTY;
+}
+
+/* Dirty pages of the sub-range [s, s+len) of a block holding d of bl. */
+static uint64_t part_dirty(const _nd_buddy_t *b, uint64_t d, uint64_t bl, uint64_t s, uint64_t len)
+{
+	if (d == 0)
+		return 0;
+	if (d == bl)
+		return len;
+	return _nd_buddy_count_dirty(b, s, len);
+}
+
+uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty)
+{
+	unsigned o = k;
+	while (o <= b->order_max && b->head[o] == NIL)
+		o++;
+	if (o > b->order_max)
+		return NIL;
+	uint32_t i = b->head[o];
+	uint64_t d = b->desc[i].npages;
+	_nd_buddy_del(b, i);
+	while (o > k) {
+		o--;
+		uint64_t half = 1ull << o;
+		uint64_t dl = part_dirty(b, d, 2 * half, i, half);
+		_nd_buddy_push(b, i + (uint32_t)half, o, d - dl);
+		d = dl;
+	}
+	*dirty = d;
+	return i;
+}
+
+/* Largest aligned block order at s fitting in len pages. */
+static inline unsigned piece_order(uint64_t s, uint64_t len)
+{
+	unsigned o = floor_log2(len);
+	if (s) {
+		unsigned al = (unsigned)__builtin_ctzll(s);
+		if (al < o)
+			o = al;
+	}
+	return o;
+}
+
+/* Frees one aligned block, merging with free buddies; a merge that would
+ * mix clean and dirty, or make a dirty block of order >= purge_order
+ * (invariant I), stops. */
+static void free_block(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
+{
+	/* The old head (a run head) becomes a tail if it merges as an upper half. */
+	b->desc[i].state = ND_PG_TAIL;
+	b->desc[i].npages = 0;
+	while (o < b->order_max) {
+		uint32_t u = i ^ (1u << o);
+		const _nd_pagedesc_t *bd = &b->desc[u];
+		if (bd->state != ND_PG_FREE || bd->order != o)
+			break;
+		if ((dirty == 0) != (bd->npages == 0))
+			break;
+		uint64_t md = dirty + bd->npages;
+		if (md && o + 1 >= b->purge_order)
+			break;
+		_nd_buddy_del(b, u);
+		i &= ~(1u << o);
+		dirty = md;
+		o++;
+	}
+	_nd_buddy_push(b, i, o, dirty);
+}
+
+void _nd_buddy_give(_nd_buddy_t *b, uint64_t s, uint64_t len, bool dirty, bool merge)
+{
+	while (len) {
+		unsigned o = piece_order(s, len);
+		uint64_t n = 1ull << o;
+		if (merge)
+			free_block(b, (uint32_t)s, o, dirty ? n : 0);
+		else
+			_nd_buddy_push(b, (uint32_t)s, o, dirty ? n : 0);
+		s += n;
+		len -= n;
+	}
+}
+
+uint64_t _nd_buddy_give_tail(_nd_buddy_t *b, uint64_t i, unsigned k, uint64_t d, uint64_t n)
+{
+	uint64_t bl = 1ull << k, s = i + n, len = bl - n, td = 0;
+	ND_ASSERT(n > 0 && n <= bl, "a run fits the block it was cut from");
+	while (len) {
+		unsigned o = piece_order(s, len);
+		uint64_t pn = 1ull << o;
+		uint64_t pd = part_dirty(b, d, bl, s, pn);
+		_nd_buddy_push(b, (uint32_t)s, o, pd);
+		td += pd;
+		s += pn;
+		len -= pn;
+	}
+	return td;
+}
+
+void _nd_buddy_mark_run(_nd_buddy_t *b, uint32_t i, uint64_t n, int node)
+{
+	_nd_pagedesc_t *h = &b->desc[i];
+	ND_ASSERT(h->state == ND_PG_TAIL, "a run head comes from a taken block");
+	h->state = ND_PG_RUN;
+	h->order = 0;
+	h->npages = n;
+	h->use = ND_USE_NONE;
+	h->user = 0;
+	h->node = node;
+}
+
+void _nd_buddy_merge_clean(_nd_buddy_t *b)
+{
+	for (unsigned o = 0; o < b->order_max; o++) {
+		for (uint32_t i = b->head[o], nx; i != NIL; i = nx) {
+			nx = b->desc[i].next;
+			uint32_t u = i ^ (1u << o);
+			const _nd_pagedesc_t *bd = &b->desc[u];
+			if (bd->state != ND_PG_FREE || bd->order != o || bd->npages || b->desc[i].npages)
+				continue;
+			if (nx == u)
+				nx = bd->next;
+			_nd_buddy_del(b, i);
+			_nd_buddy_del(b, u);
+			_nd_buddy_push(b, i & u, o + 1, 0);
+		}
+	}
+}
+
+int _nd_buddy_largest(const _nd_buddy_t *b)
+{
+	for (int o = (int)b->order_max; o >= 0; o--)
+		if (b->head[o] != NIL)
+			return o;
+	return -1;
+}
+
+/* Free block at page i of order o: aligned, dirty count, merged, tails. */
+static int check_free(const _nd_buddy_t *b, uint64_t i, uint64_t end, char *err, size_t errlen)
+{
+	const _nd_pagedesc_t *d = &b->desc[i];
+	uint64_t n = 1ull << d->order;
+	if (i & (n - 1) || i + n > end) {
+		_nd_msg_format(err, errlen, "free block at page %llu of order %u misaligned", (unsigned long long)i,
+			       d->order);
+		return -1;
+	}
+	/* Flags of big blocks are not scanned: untouched descriptors would be
+	 * read (invariant I keeps them clean anyway). */
+	uint64_t cd = d->order < ND_BUDDY_SCAN_ORDER ? _nd_buddy_count_dirty(b, i, n) : d->npages;
+	if (cd != d->npages) {
+		_nd_msg_format(err, errlen, "free block at page %llu: %llu dirty pages, head says %llu",
+			       (unsigned long long)i, (unsigned long long)cd, (unsigned long long)d->npages);
+		return -1;
+	}
+	if (d->npages && d->npages != n) {
+		_nd_msg_format(err, errlen, "free block at page %llu is partly dirty (%llu of %llu)",
+			       (unsigned long long)i, (unsigned long long)d->npages, (unsigned long long)n);
+		return -1;
+	}
+	if (d->npages && d->order >= b->purge_order) {
+		_nd_msg_format(err, errlen, "free block at page %llu of order %u is dirty (invariant I)",
+			       (unsigned long long)i, d->order);
+		return -1;
+	}
+	uint64_t u = i ^ n;
+	const _nd_pagedesc_t *bd = d->order < b->order_max ? &b->desc[u] : NULL;
+	bool bothclean = bd && !d->npages && !bd->npages;
+	bool bothdirty = bd && d->npages && bd->npages;
+	if (bd && bd->state == ND_PG_FREE && bd->order == d->order &&
+	    (bothclean || (bothdirty && d->order + 1u < b->purge_order))) {
+		_nd_msg_format(err, errlen, "free buddies at pages %llu and %llu not merged", (unsigned long long)i,
+			       (unsigned long long)u);
+		return -1;
+	}
+	for (uint64_t j = 1; j < n && n <= 4096; j++)
+		if (b->desc[i + j].state != ND_PG_TAIL) {
+			_nd_msg_format(err, errlen, "page %llu inside a free block is not a tail",
+				       (unsigned long long)(i + j));
+			return -1;
+		}
+	return 0;
+}
+
+/* Pages [i+1, i+n) of a run or hole are tails. */
+static int check_tails(const _nd_buddy_t *b, uint64_t i, uint64_t n, char *err, size_t errlen)
+{
+	for (uint64_t j = 1; j < n; j++)
+		if (b->desc[i + j].state != ND_PG_TAIL) {
+			_nd_msg_format(err, errlen, "page %llu inside the run at %llu is not a tail",
+				       (unsigned long long)(i + j), (unsigned long long)i);
+			return -1;
+		}
+	return 0;
+}
+
+int _nd_buddy_check(const _nd_buddy_t *b, char *err, size_t errlen)
+{
+	uint64_t end = 1ull << b->order_max, i = 0, freep = 0, blocks = 0, dirty = 0;
+	while (i < end) {
+		const _nd_pagedesc_t *d = &b->desc[i];
+		if (d->state == ND_PG_FREE) {
+			if (check_free(b, i, end, err, errlen) < 0)
+				return -1;
+			freep += 1ull << d->order;
+			dirty += d->npages;
+			blocks++;
+			i += 1ull << d->order;
+		} else if (d->state == ND_PG_RUN || d->state == ND_PG_HOLE) {
+			uint64_t n = d->npages;
+			if (n == 0 || i + n > end) {
+				_nd_msg_format(err, errlen, "run at page %llu has bad length %llu", (unsigned long long)i,
+					       (unsigned long long)n);
+				return -1;
+			}
+			/* a hole's descriptors past its head are never touched */
+			if (d->state == ND_PG_RUN && check_tails(b, i, n, err, errlen) < 0)
+				return -1;
+			i += n;
+		} else {
+			_nd_msg_format(err, errlen, "page %llu is a tail outside any block or run (or a run in limbo)",
+				       (unsigned long long)i);
+			return -1;
+		}
+	}
+	if (freep != b->free_pages || blocks != b->nblocks || dirty != b->dirty_free) {
+		_nd_msg_format(err, errlen, "walk found %llu free pages in %llu blocks (%llu dirty), counters say %llu in %llu (%llu)",
+			       (unsigned long long)freep, (unsigned long long)blocks, (unsigned long long)dirty,
+			       (unsigned long long)b->free_pages, (unsigned long long)b->nblocks,
+			       (unsigned long long)b->dirty_free);
+		return -1;
+	}
+	/* The free lists hold exactly the free heads. */
+	uint64_t listed = 0;
+	for (unsigned o = 0; o <= b->order_max; o++)
+		for (uint32_t j = b->head[o]; j != NIL; j = b->desc[j].next) {
+			if (b->desc[j].state != ND_PG_FREE || b->desc[j].order != o) {
+				_nd_msg_format(err, errlen, "list of order %u holds page %u that is not such a free head", o, j);
+				return -1;
+			}
+			listed++;
+		}
+	if (listed != b->nblocks) {
+		_nd_msg_format(err, errlen, "free lists hold %llu blocks, counter %llu", (unsigned long long)listed,
+			       (unsigned long long)b->nblocks);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,721 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Heaps (docs/malloc.md): which heap an allocation uses, the heaps' life
+ * cycle with their threads, and adoption. Above slab.c (slabs, lists,
+ * frees) and meta.c (headers, heaps' memory, the pools' lock).
+ *
+ *  - A heap holds, per class, a list of partial slabs (cur[c] is the one
+ *    allocation pops from) and a list of full ones. A heap serves the
+ *    allocations that want one node ("heap of node n"); its slabs are on n,
+ *    or on a node n fell back to by policy when n was full. A slab belongs
+ *    to one heap for life, so its objects are only ever reused for
+ *    allocations that want that node: freed memory never changes node.
+ *  - A thread owns one heap per node it allocated for (lazily). T.heap is
+ *    the heap of the current CPU's memory node; the fast path checks the
+ *    CPU (one load of glibc's rseq cpu_id) and the policy tag, and pops.
+ *  - Thread exit (pthread key destructor) sends the thread's batched
+ *    remote frees home, releases the slabs with nothing live to the page
+ *    level and parks the thread's heaps in the per-node pool; a thread
+ *    that starts later on that node adopts a parked heap whole (its
+ *    partial slabs, its full ones, the remote frees still in flight). A
+ *    remote free into a parked heap marks the pool, and the next thread of
+ *    the node that needs a slab trims the parked heaps first. Heaps and
+ *    thread records are never unmapped, so a late remote free always finds
+ *    valid memory, and thread churn reuses them.
+ *
+ * Ownership: a heap's lists belong to its owner thread, or to whoever
+ * took a parked heap out of the pool (adoption, trim); the pools are
+ * under their locks (the node's, meta.c; the policy pool's, here).
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef _nd_slab_t slab_t;
+typedef _nd_heap_t heap_t;
+
+#define TF_PTR ND_TF_PTR
+#define NOTIFY ND_TF_NOTIFY
+
+/* Protects ppool (parked policy heaps). */
+ND_LOCK_DEFINE(pheap_lock, ND_RANK_SLAB_THREADS);
+static heap_t *ppool;
+
+/* The pool of key (pol, node): the policy pool, or the node's (meta.c's
+ * node state, under the node lock); its lock in *lk. */
+static heap_t **pool_of(const nd_policy_t *pol, int node, _nd_lock_t **lk)
+{
+	*lk = pol ? &pheap_lock : &_nd_meta_node[node].lock;
+	return pol ? &ppool : &_nd_meta_node[node].pool;
+}
+
+
+static inline uintptr_t my_tp(void) { return (uintptr_t)__builtin_thread_pointer(); }
+static inline unsigned class_of(size_t size) { return _nd_slab_cls_tab[(size + 15) >> 4]; }
+
+/* Before a new slab: a full slab that got owner frees back (fewer than
+ * FULL_BACK) is used first, the one with the most room among the 16 most
+ * recently parked. */
+static bool unpark_local(heap_t *h, unsigned c)
+{
+	int n = 16;
+	slab_t *best = NULL;
+	uint32_t room = 0;
+	for (slab_t *s = h->fullh[c]; s && n; s = s->next, n--) {
+		uint32_t r = s->cap - (s->used + s->fbias);
+		if (r > room) {
+			room = r;
+			best = s;
+		}
+	}
+	if (!best)
+		return false;
+	_nd_slab_full_unlink(h, best);
+	_nd_slab_part_push_front(h, best);
+	return true;
+}
+
+/* The current slab of class c has nothing: park it as full, with NOTIFY
+ * set so that the first remote free tells the heap (unless remote frees
+ * arrived meanwhile: then it stays, to be collected). */
+static void park_full(heap_t *h, slab_t *s)
+{
+	uintptr_t z = 0;
+	if (!__atomic_compare_exchange_n(&s->tfree, &z, NOTIFY, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED) && z != NOTIFY)
+		return;
+	_nd_slab_part_unlink(h, s);
+	_nd_slab_full_push(h, s);
+}
+
+/* Full slabs of class c that got remote frees go back to the partial list. */
+static bool unpark(heap_t *h, unsigned c)
+{
+	uint64_t bit = (uint64_t)1 << c;
+	if (!(__atomic_load_n(&h->notify, __ATOMIC_RELAXED) & bit))
+		return false;
+	__atomic_fetch_and(&h->notify, ~bit, __ATOMIC_ACQ_REL);
+	bool any = false;
+	slab_t *s = h->fullh[c];
+	while (s) {
+		slab_t *nx = s->next;
+		if (__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR) {
+			_nd_slab_full_unlink(h, s);
+			_nd_slab_part_insert(h, s);
+			any = true;
+		}
+		s = nx;
+	}
+	return any;
+}
+
+
+/* Stamps every slab of h with tp (adoption: the new owner; parking: 0, so
+ * that a later thread with a recycled thread pointer is not taken for the
+ * owner). Caller owns h. */
+static void heap_set_tp(heap_t *h, uintptr_t tp)
+{
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		for (slab_t *s = h->cur[c]; s && s != &_nd_slab_empty; s = s->next)
+			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
+		for (slab_t *s = h->fullh[c]; s; s = s->next)
+			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
+	}
+}
+
+
+static void heap_trim(heap_t *h);
+
+/* Moves every slab of p (a parked heap taken out of its pool) into h, the
+ * caller's running heap of the same key: memory freed into a heap whose
+ * thread exited serves the next thread that needs it. A remote free that
+ * read the old heap pointer only sets a notify bit there (harmless: the
+ * slab is found again when h trims or unparks). */
+static void heap_absorb(heap_t *h, heap_t *p)
+{
+	ND_ASSERT(!p->owner && h->owner == _nd_tls, "a parked heap goes into the caller's running heap");
+	uintptr_t tp = my_tp();
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		slab_t *s;
+		while ((s = p->fullh[c]) != NULL) {
+			_nd_slab_full_unlink(p, s);
+			__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
+			if (s->free || (__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR))
+				_nd_slab_part_insert(h, s);
+			else
+				_nd_slab_full_push(h, s);
+		}
+		while ((s = p->cur[c]) != &_nd_slab_empty) {
+			_nd_slab_part_unlink(p, s);
+			__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
+			_nd_slab_part_insert(h, s);
+		}
+	}
+	__atomic_store_n(&p->notify, 0, __ATOMIC_RELAXED);
+}
+
+/* The parked heaps of h's pool (its node's, or the policy pool): each is
+ * trimmed, and those of h's key are absorbed into h. Run by a thread that
+ * is about to take a new slab when remote frees reached a parked heap, or
+ * when the page level had no room. The heaps are out of the pool meanwhile
+ * (no lock held), then go back (empty ones are adopted like any other). */
+static __attribute__((noinline)) void sweep_pool(heap_t *h)
+{
+	_nd_lock_t *lk;
+	heap_t **pool = pool_of(h->pol, h->node, &lk);
+	_nd_lock(lk);
+	heap_t *list = *pool;
+	*pool = NULL;
+	__atomic_store_n(_nd_meta_pool_dirty(h), 0, __ATOMIC_RELAXED);
+	_nd_unlock(lk);
+	if (!list)
+		return;
+	heap_t *last = NULL;
+	for (heap_t *p = list; p; p = p->pool_next) {
+		heap_trim(p);
+		if (p->pol == h->pol && p->node == h->node)
+			heap_absorb(h, p);
+		last = p;
+	}
+	_nd_lock(lk);
+	last->pool_next = *pool;
+	*pool = list;
+	_nd_unlock(lk);
+}
+
+/* Pops an object of class c from heap h (owner), refilling as needed. */
+static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
+{
+	ND_ASSERT(h->owner == _nd_tls, "heap_alloc runs on h's owner");
+	uint64_t *nref = &h->owner->cls_refill[c]; /* statistics (the snapshot reads it) */
+	__atomic_store_n(nref, *nref + 1, __ATOMIC_RELAXED);
+	bool swept = false, flushed = false;
+	for (;;) {
+		slab_t *s = h->cur[c];
+		if (s != &_nd_slab_empty) {
+			if (!s->free && !_nd_slab_collect(s) && s->carved < s->cap)
+				_nd_slab_carve(s);
+			void **o = s->free;
+			if (o) {
+				_nd_slab_check_link(s, o, "malloc");
+				return _nd_slab_pop((_nd_slab_hot_t *)s);
+			}
+			park_full(h, s); /* or, if remote frees came in, collect them */
+			continue;
+		}
+		if (unpark(h, c) || unpark_local(h, c))
+			continue;
+		if (__atomic_load_n(_nd_meta_pool_dirty(h), __ATOMIC_RELAXED)) {
+			sweep_pool(h);
+			swept = true;
+			continue;
+		}
+		/* objects this thread holds for other heaps go home first (they
+		 * may be what a parked heap of this pool needs to be trimmed) */
+		if (!flushed) {
+			flushed = true;
+			_nd_thread_t *me = _nd_tls; /* h's owner */
+			if (me != &_nd_thread_boot && _nd_slab_rf_flush_all(me))
+				continue;
+		}
+		s = _nd_slab_new(h, c, pol);
+		if (!s) {
+			if (swept)
+				return NULL;
+			/* full: memory parked heaps got back may still serve */
+			sweep_pool(h);
+			swept = true;
+			continue;
+		}
+		_nd_slab_part_push_front(h, s);
+	}
+}
+
+
+/* ---- heaps and threads --------------------------------------------------- */
+
+static int heap_meta_node(int node)
+{
+	const _nd_topo_t *t = _nd_topo();
+	if (node >= 0 && node < t->node_limit && !t->has_mem[node] && t->fallback_len[node] > 0)
+		return t->fallback[node][0];
+	return node;
+}
+
+/* The memory node of a CPU (an unknown CPU: node 0's memory node). */
+static int cpu_mem_node(int cpu)
+{
+	const _nd_topo_t *tp = _nd_topo();
+	int node = cpu >= 0 && cpu < tp->cpu_limit ? tp->cpu_mem_node[cpu] : -1;
+	return node >= 0 ? node : heap_meta_node(0);
+}
+
+/* A heap for key (node, pol): adopted from its pool, else new (metadata on
+ * meta_node). Stamped with the caller as owner. */
+static heap_t *heap_take(_nd_thread_t *t, int node, const nd_policy_t *pol, int meta_node)
+{
+	_nd_lock_t *lk;
+	heap_t **pool = pool_of(pol, node, &lk);
+	_nd_lock(lk);
+	heap_t *h, **pp = pool;
+	while ((h = *pp) != NULL && !(h->pol == pol && h->node == node))
+		pp = &h->pool_next;
+	if (h)
+		*pp = h->pool_next;
+	_nd_unlock(lk);
+	if (!h) {
+		_nd_meta_note_node(meta_node);
+		h = _nd_meta_alloc(meta_node, sizeof(heap_t));
+		if (!h)
+			return NULL;
+		for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+			h->cur[c] = &_nd_slab_empty;
+		h->node = node;
+		h->pol = pol;
+	}
+	h->pool_next = NULL;
+	heap_set_tp(h, my_tp());
+	__atomic_store_n(&h->owner, t, __ATOMIC_RELEASE);
+	return h;
+}
+
+/* The thread's node heap of node (made on first use). */
+static heap_t *heap_attach(_nd_thread_t *t, int node)
+{
+	if (node < 0 || node >= ND_MAX_NODES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (node >= t->nheaps) {
+		int n = _nd_topo()->node_limit;
+		if (n <= node)
+			n = node + 1;
+		heap_t **a = _nd_meta_alloc(heap_meta_node(node), (size_t)n * sizeof(heap_t *));
+		if (!a)
+			return NULL;
+		for (int i = 0; i < t->nheaps; i++)
+			a[i] = t->heaps[i];
+		t->heaps = a; /* the old array is left (small, rare) */
+		t->nheaps = n;
+		t->nfast = _nd_slab_check ? 0 : n;
+	}
+	_nd_meta_note_node(node);
+	heap_t *h = heap_take(t, node, NULL, heap_meta_node(node));
+	if (h)
+		t->heaps[node] = h;
+	return h;
+}
+
+static inline heap_t *heap_get(_nd_thread_t *t, int node)
+{
+	if (nd_likely(node >= 0 && node < t->nheaps && t->heaps[node]))
+		return t->heaps[node];
+	return heap_attach(t, node);
+}
+
+/* Gives the slabs with nothing live back to the page level (their remote
+ * lists need no walk: the counts tell) and moves full slabs that got
+ * remote frees to the partial list. Caller owns h (its thread, or a parked
+ * heap taken out of the pool). */
+static void heap_trim(heap_t *h)
+{
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		slab_t *s = h->fullh[c];
+		while (s) {
+			slab_t *nx = s->next;
+			if (_nd_slab_all_remote(s)) {
+				_nd_slab_full_unlink(h, s);
+				_nd_slab_release(s);
+			} else if (__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR) {
+				_nd_slab_full_unlink(h, s);
+				_nd_slab_part_insert(h, s);
+			}
+			s = nx;
+		}
+		s = h->cur[c];
+		while (s != &_nd_slab_empty && s) {
+			slab_t *nx = s->next;
+			if (_nd_slab_all_remote(s)) {
+				_nd_slab_part_unlink(h, s);
+				_nd_slab_release(s);
+			}
+			s = nx;
+		}
+	}
+}
+
+/* Thread gone (or a policy heap evicted): trim, then park the heap in its
+ * pool for adoption. */
+static void heap_abandon(heap_t *h)
+{
+	heap_trim(h);
+	heap_set_tp(h, 0);
+	__atomic_store_n(&h->owner, NULL, __ATOMIC_RELEASE);
+	_nd_lock_t *lk;
+	heap_t **pool = pool_of(h->pol, h->node, &lk);
+	_nd_lock(lk);
+	h->pool_next = *pool;
+	*pool = h;
+	_nd_unlock(lk);
+}
+
+/* The thread's heap for a policy that restricts or spreads nodes (bind:
+ * node = the node it wants; interleave/weighted: node -1). At most 8 per
+ * thread: the oldest other than the current one is parked to make room
+ * (the caches that pointed at it are forgotten). */
+static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
+{
+	for (int i = 0; i < t->nph; i++)
+		if (t->ph[i]->pol == pol && t->ph[i]->node == node)
+			return t->ph[i];
+	int nmax = (int)(sizeof t->ph / sizeof t->ph[0]);
+	if (t->nph == nmax) {
+		int v = t->ph[0] == t->heap ? 1 : 0;
+		heap_t *old = t->ph[v];
+		for (int i = 0; i < ND_PCACHE; i++)
+			if (t->pc[i].heap == (struct nd_heap *)old) {
+				t->pc[i].user = NULL;
+				__atomic_store_n(&t->pc[i].key, ND_KEY_NONE, __ATOMIC_RELAXED);
+			}
+		for (int i = v; i + 1 < t->nph; i++)
+			t->ph[i] = t->ph[i + 1];
+		t->nph--;
+		heap_abandon(old);
+	}
+	int mn = node >= 0 ? heap_meta_node(node) : cpu_mem_node(_nd_topo_cpu());
+	heap_t *h = heap_take(t, node, pol, mn);
+	if (h)
+		t->ph[t->nph++] = h;
+	return h;
+}
+
+/* The thread-exit hook (thread.c): every heap is parked. */
+static void thread_exit_hook(_nd_thread_t *t)
+{
+	_nd_slab_thread_done(t); /* before the heaps park: trimming then sees the frees home */
+	t->heap = NULL;
+	t->lheap = NULL;
+	for (int i = 0; i < t->nheaps; i++) {
+		heap_t *h = t->heaps[i];
+		if (h) {
+			t->heaps[i] = NULL;
+			heap_abandon(h);
+		}
+	}
+	for (int i = 0; i < t->nph; i++)
+		heap_abandon(t->ph[i]);
+	t->nph = 0;
+}
+
+/* ---- resolution: which heap an allocation uses ----------------------------- */
+
+/* Points t->cpu64 at the CPU pair the fast path compares (rseq's, or the
+ * record's own for an emulated CPU or without rseq) and returns it. */
+static uint64_t cpu_pair(_nd_thread_t *t)
+{
+	if (t->cpu_override >= 0) {
+		t->cpu_pair[0] = t->cpu_pair[1] = t->cpu_override;
+		t->cpu64 = (const uint64_t *)(void *)t->cpu_pair;
+	} else {
+		struct _nd_rseq_abi *r = _nd_os_rseq_area();
+		if (r && (int32_t)__atomic_load_n(&r->cpu_id, __ATOMIC_RELAXED) >= 0) {
+			t->cpu64 = (const uint64_t *)(void *)&r->cpu_id_start;
+		} else {
+			/* without rseq: the CPU as read now, refreshed every 32
+			 * slow paths (malloc_slow) */
+			t->cpu_pair[0] = t->cpu_pair[1] = _nd_topo_cpu();
+			t->cpu64 = (const uint64_t *)(void *)t->cpu_pair;
+		}
+	}
+	return __atomic_load_n(t->cpu64, __ATOMIC_RELAXED);
+}
+
+/* Stores the key of a heap chosen under policy generation g: if the
+ * generation moved meanwhile, NONE (thread.c's invalidation may have
+ * passed this record before the store). */
+static void key_store(uint64_t *key, uint64_t v, uint32_t g)
+{
+	if (_nd_slab_check)
+		return; /* every allocation validates: keys stay NONE */
+	__atomic_store_n(key, v, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&_nd_policy_gen, __ATOMIC_SEQ_CST) != g)
+		__atomic_store_n(key, ND_KEY_NONE, __ATOMIC_RELAXED);
+}
+
+/* The heap an allocation under pol (interned, or the local one) uses on
+ * cpu. Interleave/weighted: the policy heap (the node is chosen per slab);
+ * bind: the policy heap of the node it wants; the others: a node heap. */
+static heap_t *heap_for(_nd_thread_t *t, const nd_policy_t *pol, int cpu)
+{
+	_nd_policy_iter_t it;
+	switch (pol->mode) {
+	case ND_POLICY_INTERLEAVE:
+	case ND_POLICY_WEIGHTED:
+		return pheap_get(t, pol, -1);
+	case ND_POLICY_BIND: {
+		int n = _nd_policy_first(&it, pol, -1);
+		if (n < 0) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return pheap_get(t, pol, n);
+	}
+	case ND_POLICY_PREFERRED:
+	case ND_POLICY_PREFERRED_MANY: {
+		int n = _nd_policy_first(&it, pol, -1);
+		if (n < 0) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		return heap_get(t, n);
+	}
+	default:
+		return heap_get(t, cpu_mem_node(cpu));
+	}
+}
+
+/* The thread policy's heap, resolved again (policy or CPU changed): the
+ * direct table follows it, key says for which CPU pair. */
+static heap_t *resolve(_nd_thread_t *t)
+{
+	uint32_t g = __atomic_load_n(&_nd_policy_gen, __ATOMIC_SEQ_CST);
+	const nd_policy_t *pol = _nd_policy_current();
+	uint64_t pair = cpu_pair(t);
+	int cpu = _nd_topo_cpu();
+	heap_t *h = heap_for(t, pol, cpu);
+	if (!h)
+		return NULL;
+	if (h != t->heap)
+		_nd_slab_set_heap(t, h);
+	t->hpol = pol;
+	if (pol->mode == ND_POLICY_LOCAL && !_nd_slab_check) {
+		t->lheap = h;
+		__atomic_store_n(&t->lkey, pair, __ATOMIC_RELAXED);
+	}
+	key_store(&t->key, pair, g);
+	return h;
+}
+
+/* The heap of the current CPU's memory node (nd_malloc_local). */
+static heap_t *local_heap(_nd_thread_t *t)
+{
+	uint64_t pair = cpu_pair(t);
+	heap_t *h = heap_get(t, cpu_mem_node(_nd_topo_cpu()));
+	if (h && !_nd_slab_check) {
+		t->lheap = h;
+		__atomic_store_n(&t->lkey, pair, __ATOMIC_RELAXED);
+	}
+	return h;
+}
+
+/* One object of class c: node >= 0: that node's heap (refills fall back
+ * along its list, under pol or local); else pol (NULL = the thread's). */
+static void *alloc_class(unsigned c, const nd_policy_t *pol, int node)
+{
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	heap_t *h;
+	if (node >= 0) {
+		h = heap_get(t, node);
+		if (!pol)
+			pol = &_nd_policy_local;
+	} else if (!pol || pol->mode == ND_POLICY_DEFAULT) {
+		h = _nd_slab_key_ok(t, &t->key) ? t->heap : resolve(t);
+		pol = t->hpol;
+	} else if (pol->mode == ND_POLICY_LOCAL) {
+		h = local_heap(t);
+	} else {
+		const nd_policy_t *ip = _nd_policy_intern(pol, NULL, 0);
+		if (!ip)
+			return NULL;
+		pol = ip;
+		h = heap_for(t, pol, _nd_topo_cpu());
+	}
+	if (!h)
+		return NULL;
+	void *p = heap_alloc(h, c, pol);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+/* Without rseq the CPU pair is the record's copy: look at the CPU again
+ * every 32 slow paths. */
+static inline void count_slow(_nd_thread_t *t)
+{
+	if ((++t->slow & 31) == 0 && nd_unlikely(t->cpu64 == (const uint64_t *)(void *)t->cpu_pair) &&
+	    t->cpu_override < 0)
+		_nd_thread_invalidate(t);
+}
+
+/* Everything but a pop: first call (before the init: NULL), thread setup, CPU or policy
+ * change, check mode. */
+static __attribute__((noinline)) void *malloc_slow(size_t size)
+{
+	if (nd_unlikely(__atomic_load_n(&_nd_initialized, __ATOMIC_ACQUIRE) <= 0))
+		return NULL; /* errno untouched: malloc.c runs the init (no call up a layer) */
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	count_slow(t);
+	return alloc_class(class_of(size), NULL, -1);
+}
+
+/* Sizes above ND_SLAB_DIRECT, and malloc.c's fast path when the key
+ * missed: while the key holds, pop or refill from the current heap. */
+void *_nd_heap_malloc(size_t size)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (nd_likely(_nd_slab_key_ok(t, &t->key))) {
+		unsigned c = class_of(size);
+		void *o = _nd_slab_pop((_nd_slab_hot_t *)t->heap->cur[c]);
+		if (nd_likely(o != NULL))
+			return o;
+		count_slow(t);
+		o = heap_alloc(t->heap, c, t->hpol);
+		if (!o)
+			errno = ENOMEM;
+		return o;
+	}
+	return malloc_slow(size);
+}
+
+void *_nd_heap_refill(size_t size)
+{
+	_nd_thread_t *t = _nd_tls; /* the key matched: a real record */
+	count_slow(t);
+	void *o = heap_alloc(t->heap, class_of(size), t->hpol);
+	if (!o)
+		errno = ENOMEM;
+	return o;
+}
+
+/* ---- placement calls' slow paths (malloc.c has the fast paths) ---------- */
+
+void *_nd_heap_onnode(size_t size, int node)
+{
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	count_slow(t);
+	return alloc_class(class_of(size), &_nd_policy_local, node);
+}
+
+void *_nd_heap_local(size_t size)
+{
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	count_slow(t);
+	return alloc_class(class_of(size), &_nd_policy_local, -1);
+}
+
+/* nd_malloc_policy's cache: an entry remembers a caller's policy object
+ * by its address and the words that can differ between valid policies on
+ * this topology (mode and flags, granularity, the first 64 nodes' bits,
+ * the first 8 weights), with the heap that policy resolved to on the CPU
+ * of key. Only topologies of at most 64 nodes (8 for weighted) are cached;
+ * a caller that changes bits above them in a cached object is not seen. */
+static bool pc_cacheable(const nd_policy_t *p)
+{
+	int nl = _nd_topo()->node_limit;
+	return nl <= 64 && (p->mode != ND_POLICY_WEIGHTED || nl <= 8);
+}
+
+static void pc_fill(struct _nd_pcache *e, const nd_policy_t *p)
+{
+	memcpy(&e->mode_flags, &p->mode, sizeof e->mode_flags);
+	e->bits0 = p->nodes.bits[0];
+	e->w0 = 0;
+	if (p->mode == ND_POLICY_WEIGHTED)
+		memcpy(&e->w0, p->weights, sizeof e->w0);
+	e->gran = p->granularity_shift;
+	bool il = p->mode == ND_POLICY_INTERLEAVE || p->mode == ND_POLICY_WEIGHTED;
+	e->max = il ? (uint32_t)ND_PAGE_SIZE : (uint32_t)ND_SLAB_MAX;
+}
+
+void *_nd_heap_policy(size_t size, const nd_policy_t *p)
+{
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	count_slow(t);
+	struct _nd_pcache *e = NULL;
+	for (int i = 0; i < ND_PCACHE && !e; i++)
+		if (t->pc[i].user == p && _nd_slab_pc_same(&t->pc[i], p))
+			e = &t->pc[i];
+	if (!e) {
+		char err[200];
+		const nd_policy_t *ip = _nd_policy_intern(p, err, sizeof err);
+		if (!ip) {
+			_nd_msg_api("nd_malloc_policy: %s", err);
+			return NULL; /* errno EINVAL or ENOMEM */
+		}
+		e = &t->pc[t->pc_next++ % ND_PCACHE];
+		e->user = pc_cacheable(p) ? p : NULL;
+		e->pol = ip;
+		e->heap = NULL;
+		__atomic_store_n(&e->key, ND_KEY_NONE, __ATOMIC_RELAXED);
+		pc_fill(e, p);
+	}
+	if (e != &t->pc[0]) { /* the fast path looks at entry 0 only */
+		struct _nd_pcache x = *e;
+		*e = t->pc[0];
+		t->pc[0] = x;
+		e = &t->pc[0];
+	}
+	if (size > e->max) {
+		errno = EINVAL; /* the caller sends these to the large path */
+		return NULL;
+	}
+	heap_t *h = (heap_t *)e->heap;
+	if (!h || !_nd_slab_key_ok(t, &e->key)) {
+		uint64_t pair = cpu_pair(t);
+		h = heap_for(t, e->pol, _nd_topo_cpu());
+		if (!h)
+			return NULL;
+		e->heap = h;
+		if (!_nd_slab_check && e->user)
+			__atomic_store_n(&e->key, pair, __ATOMIC_RELAXED);
+	}
+	void *o = heap_alloc(h, class_of(size), e->pol);
+	if (!o)
+		errno = ENOMEM;
+	return o;
+}
+
+
+void *_nd_heap_alloc(size_t size, size_t align, const nd_policy_t *pol, int node)
+{
+	if (nd_unlikely(__atomic_load_n(&_nd_initialized, __ATOMIC_ACQUIRE) <= 0))
+		return NULL;
+	int c = _nd_slab_class_for(size, align);
+	if (c < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (node >= 0 && !pol)
+		pol = &_nd_policy_local;
+	return alloc_class((unsigned)c, pol, node);
+}
+
+
+int _nd_heap_init(void)
+{
+	_nd_thread_set_exit_hook(thread_exit_hook);
+	return 0;
+}

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The slab layer's metadata (internal.h, "src/meta.c"): a per-node bump
+ * allocator for slab headers, heaps and heap arrays (never freed: a late
+ * remote free always finds valid memory), the pool of released slab
+ * headers, and the slab map (page number -> slab header) that free's
+ * fast path reads. Below slab.c and heap.c; calls only the layers under
+ * the slab layer (page, topology, os, msg, lock).
+ */
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+
+_nd_meta_node_t _nd_meta_node[ND_MAX_NODES];
+int _nd_meta_ppool_dirty;
+static int nodes_used; /* highest node index used + 1 (atomic), for fork */
+#define nodes _nd_meta_node /* the registry's name for these locks: "nodes[].lock" */
+ND_LOCK_ARRAY(node_lock_class, nodes, lock, 0, &nodes_used, ND_RANK_SLAB_NODE);
+
+#define META_CHUNK_PAGES 16
+
+void _nd_meta_note_node(int node)
+{
+	ND_ASSERT(node >= 0 && node < ND_MAX_NODES, "metadata node in range");
+	_nd_atomic_raise(&nodes_used, node + 1);
+}
+
+/* A metadata chunk on node, else on its fallback nodes, else plain mmap. */
+static void *meta_chunk(int node, size_t bytes)
+{
+	size_t np = bytes >> ND_PAGE_SHIFT;
+	const _nd_topo_t *t = _nd_topo();
+	void *p = NULL;
+	if (node >= 0 && node < t->node_limit) {
+		p = _nd_page_alloc_exact(node, np, 1);
+		for (int i = 0; !p && i < t->fallback_len[node]; i++)
+			p = _nd_page_alloc_exact(t->fallback[node][i], np, 1);
+	}
+	if (p) {
+		_nd_pagedesc_t *d = _nd_page_desc(p);
+		if (d)
+			d->use = ND_USE_META;
+		return p;
+	}
+	int err;
+	return _nd_os_mmap(bytes, false, &err);
+}
+
+/* Zeroed, cache-line aligned, never freed. Caller holds the node's lock. */
+static void *meta_alloc_locked(int node, size_t size)
+{
+	_nd_meta_node_t *ns = &_nd_meta_node[node];
+	size = ND_ALIGN_UP(size, ND_CACHE_LINE);
+	if ((size_t)(ns->meta_end - ns->meta_cur) < size) {
+		size_t bytes = ND_ALIGN_UP(size, META_CHUNK_PAGES * ND_PAGE_SIZE);
+		char *c = meta_chunk(node, bytes);
+		if (!c)
+			return NULL;
+		ns->meta_cur = c;
+		ns->meta_end = c + bytes;
+	}
+	void *p = ns->meta_cur;
+	ns->meta_cur += size;
+	memset(p, 0, size); /* page runs may come back dirty */
+	return p;
+}
+
+void *_nd_meta_alloc(int node, size_t size)
+{
+	_nd_meta_note_node(node);
+	_nd_lock(&_nd_meta_node[node].lock);
+	void *p = meta_alloc_locked(node, size);
+	_nd_unlock(&_nd_meta_node[node].lock);
+	return p;
+}
+
+_nd_slab_t *_nd_meta_hdr_get(int node)
+{
+	_nd_meta_note_node(node);
+	_nd_meta_node_t *ns = &_nd_meta_node[node];
+	_nd_lock(&ns->lock);
+	_nd_slab_t *s = ns->free_hdrs;
+	if (s) {
+		ns->free_hdrs = s->hnext;
+	} else if ((s = meta_alloc_locked(node, sizeof(_nd_slab_t))) != NULL) {
+		s->all_next = ns->all_hdrs;
+		__atomic_store_n(&ns->all_hdrs, s, __ATOMIC_RELEASE);
+	}
+	_nd_unlock(&ns->lock);
+	return s;
+}
+
+void _nd_meta_hdr_put(int node, _nd_slab_t *s)
+{
+	_nd_meta_node_t *ns = &_nd_meta_node[node];
+	_nd_lock(&ns->lock);
+	s->hnext = ns->free_hdrs;
+	ns->free_hdrs = s;
+	_nd_unlock(&ns->lock);
+}
+
+void _nd_meta_hdr_each(void (*fn)(const _nd_slab_t *s, void *arg), void *arg)
+{
+	int n = __atomic_load_n(&nodes_used, __ATOMIC_RELAXED);
+	for (int i = 0; i < n; i++)
+		for (const _nd_slab_t *s = __atomic_load_n(&_nd_meta_node[i].all_hdrs, __ATOMIC_ACQUIRE); s;
+		     s = s->all_next)
+			fn(s, arg);
+}
+
+/* Until the map exists every lookup decodes to its zeroed `none` (lim 0):
+ * frees take malloc.c's slow path, which finds slabs by page descriptor. */
+static _Alignas(ND_CACHE_LINE) char boot_map[sizeof(_nd_slab_map_t) + sizeof(intptr_t)];
+_nd_slab_map_t *_nd_slab_map = (_nd_slab_map_t *)boot_map;
+static int map_tried; /* written under node 0's lock */
+
+/* The map: virtual (MAP_NORESERVE), committed a page of entries at a
+ * time. Made at the slab init for the largest reservation the page level
+ * can have (16 TiB: 2^32 pages, 32 GiB of entries), so that no mapping
+ * appears later in the program's life; if that is refused, made at the
+ * first slab for the reservation as it is (slot 0 to the mixed slot).
+ * Failure leaves the boot map (slower frees, same results). */
+#define MAP_MAX_PAGES ((uintptr_t)1 << 32)
+
+static bool map_make(uintptr_t n, bool quiet)
+{
+	size_t bytes = ND_ALIGN_UP(sizeof(_nd_slab_map_t) + n * sizeof(intptr_t), ND_PAGE_SIZE);
+	int err;
+	_nd_slab_map_t *m = _nd_os_mmap(bytes, true, &err);
+	if (!m) {
+		if (!quiet)
+			_nd_msg_warn("slab: cannot map the %zu MiB slab map (errno %d): frees take the slow path",
+				     bytes >> 20, -err);
+		return false;
+	}
+	_nd_os_madvise(m, bytes, MADV_NOHUGEPAGE); /* sparse, like the descriptors */
+	m->mask = n - 1;
+	__atomic_store_n(&_nd_slab_map, m, __ATOMIC_RELEASE);
+	return true;
+}
+
+static void map_create(void)
+{
+	_nd_page_info_t a, b;
+	if (_nd_page_info(0, &a) != 0 || _nd_page_info(-1, &b) != 0)
+		return;
+	uintptr_t base = (uintptr_t)a.base, end = (uintptr_t)b.base + b.slot_bytes;
+	if (end <= base)
+		return;
+	uintptr_t pages = (end - base) >> ND_PAGE_SHIFT, n = 1;
+	while (n < pages)
+		n <<= 1;
+	map_make(n, false);
+}
+
+void _nd_meta_map_ensure(void)
+{
+	if (nd_likely(__atomic_load_n(&map_tried, __ATOMIC_ACQUIRE)))
+		return;
+	_nd_meta_note_node(0);
+	_nd_lock(&_nd_meta_node[0].lock);
+	if (!map_tried)
+		map_create();
+	__atomic_store_n(&map_tried, 1, __ATOMIC_RELEASE);
+	_nd_unlock(&_nd_meta_node[0].lock);
+}
+
+void _nd_meta_map_init(void)
+{
+	if (!__atomic_load_n(&map_tried, __ATOMIC_ACQUIRE) && map_make(MAP_MAX_PAGES, true))
+		__atomic_store_n(&map_tried, 1, __ATOMIC_RELEASE);
+}
+
+void _nd_meta_map_set(const void *page, const _nd_slab_t *s)
+{
+	_nd_slab_map_t *m = _nd_slab_map;
+	if (m == (_nd_slab_map_t *)boot_map)
+		return;
+	uintptr_t i = ((uintptr_t)page >> ND_PAGE_SHIFT) & m->mask;
+	__atomic_store_n(&m->ent[i], s ? (intptr_t)s - (intptr_t)m : 0, __ATOMIC_RELEASE);
+}

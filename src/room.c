@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A node's room (docs/arenas.md): its hard capacity (emulated memory
+ * size), the kernel's watermarks (headroom before a run may commit fresh
+ * pages), the pages it has committed, and binding a range to it.
+ * Counters are atomics: a mixed-slot run charges nodes without their
+ * slot locks.
+ */
+#include <errno.h>
+#include <sys/mman.h> /* MADV_* values only: the calls go through os.c */
+
+#include "internal.h"
+
+#define g _nd_page_g
+#define GROW_MIN_PAGES ((uint64_t)ND_HUGE_SIZE >> ND_PAGE_SHIFT) /* lazy slots grow by 2 MiB at least */
+
+static int warned_grow;
+
+void _nd_room_stats(void (*fn)(int, int64_t), int node, int64_t pages)
+{
+	if (pages && node >= 0)
+		fn(node, pages * (int64_t)ND_PAGE_SIZE);
+}
+
+void _nd_room_committed(_nd_arena_t *na, int64_t pages)
+{
+	if (!pages)
+		return;
+	uint64_t c = __atomic_add_fetch(&na->committed, (uint64_t)pages, __ATOMIC_RELAXED);
+	ND_ASSERT(pages > 0 || c <= (uint64_t)INT64_MAX, "a node's committed pages never go negative");
+	(void)c;
+	_nd_room_stats(_nd_stats_committed, na->node, pages);
+}
+
+void _nd_room_give(_nd_arena_t *na, uint64_t n)
+{
+	uint64_t u = __atomic_sub_fetch(&na->used, n, __ATOMIC_RELAXED);
+	ND_ASSERT(u <= (uint64_t)INT64_MAX, "a node's used pages never go negative");
+	(void)u;
+	_nd_topo_account(na->node, -(int64_t)(n << ND_PAGE_SHIFT));
+}
+
+int _nd_room_bind(void *p, size_t len, int node)
+{
+	uint64_t mask[ND_MAX_NODES / 64] = { 0 };
+	mask[node / 64] |= 1ull << (node % 64);
+	return _nd_os_mbind(p, len, g.strict ? ND_MPOL_BIND : ND_MPOL_PREFERRED, mask, (unsigned long)g.node_limit, 0);
+}
+
+/* ---- headroom: the kernel's watermarks (docs/arenas.md) -------------------
+ *
+ * On a real node a run that may commit fresh pages must leave the node
+ * above the kernel's low watermark, or a bound VMA's fault ends in the OOM
+ * killer instead of a fallback or ENOMEM. What a node can still give
+ * (_nd_topo_node_avail: free + half the file cache - low watermark, boost
+ * and lowmem reserve, per zone) is read from /proc/zoneinfo for all nodes
+ * at once, and between reads estimated as
+ *     avail(last read) - (committed now - committed at the read before)
+ * The older baseline makes the estimate also pay for runs handed out just
+ * before the last read and not yet touched then (a read does not see
+ * them). The estimate only errs low for this process's own pages, so a
+ * read is redone when 10 ms have passed (other processes), and when the
+ * estimate says no while the node's committed count moved since the read
+ * before (up to twice: the second without the double count); a node that
+ * stays full costs no read per refused run until the next 10 ms. A run
+ * passes with need + WM_SLACK to spare: other threads' runs in flight,
+ * page tables. Without zoneinfo (a sysfs root other than /sys), MemFree
+ * against max(MemTotal/64, 32 MiB), the earlier rule.
+ */
+#define WM_SLACK_PAGES ((uint64_t)4 << (20 - ND_PAGE_SHIFT))  /* 4 MiB */
+#define WM_REREAD_NS 10000000ull
+
+static struct {
+	_nd_lock_t lock; /* one reader at a time; a periodic re-read skips when busy */
+	uint64_t stamp;  /* ns of the last read (atomic) */
+	int mode;        /* 0 not tried, 1 zoneinfo, -1 MemFree rule */
+} wm = { .lock = ND_LOCK_INIT };
+ND_LOCK_FIELD(wm_lock_class, wm.lock, ND_RANK_PAGE_WMARK);
+
+static int64_t wm_estimate(const _nd_arena_t *na)
+{
+	int64_t c = (int64_t)__atomic_load_n(&na->committed, __ATOMIC_RELAXED);
+	int64_t base = (int64_t)__atomic_load_n(&na->wm_c_prev, __ATOMIC_RELAXED);
+	return (int64_t)__atomic_load_n(&na->wm_avail, __ATOMIC_RELAXED) - (c - base);
+}
+
+/* Re-reads every node's headroom. wait: after another thread's read if
+ * one is under way (its result is as fresh); else skip it then. */
+static void wm_read(uint64_t now, bool wait)
+{
+	if (wait)
+		_nd_lock(&wm.lock);
+	else if (!_nd_trylock(&wm.lock))
+		return;
+	if (wait && wm.mode != 0 && __atomic_load_n(&wm.stamp, __ATOMIC_RELAXED) >= now) {
+		_nd_unlock(&wm.lock); /* read by another thread meanwhile */
+		return;
+	}
+	uint64_t avail[g.node_limit];
+	if (_nd_topo_node_avail(avail, g.node_limit) < 0) {
+		__atomic_store_n(&wm.mode, -1, __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n(&wm.mode, 1, __ATOMIC_RELAXED);
+		for (int n = 0; n < g.node_limit; n++) {
+			_nd_arena_t *a = &g.arenas[n];
+			uint64_t c = __atomic_load_n(&a->committed, __ATOMIC_RELAXED);
+			__atomic_store_n(&a->wm_c_prev, __atomic_load_n(&a->wm_c_last, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+			__atomic_store_n(&a->wm_c_last, c, __ATOMIC_RELAXED);
+			__atomic_store_n(&a->wm_avail, avail[n] >> ND_PAGE_SHIFT, __ATOMIC_RELAXED);
+		}
+	}
+	__atomic_store_n(&wm.stamp, now, __ATOMIC_RELEASE);
+	_nd_unlock(&wm.lock);
+}
+
+/* May node na commit need more fresh pages? */
+static bool room_ok(_nd_arena_t *na, uint64_t need)
+{
+	uint64_t now = _nd_os_now_ns();
+	/* mode: written under wm.lock, read here without it */
+	if (__atomic_load_n(&wm.mode, __ATOMIC_ACQUIRE) == 0)
+		wm_read(now, true);
+	else if (now - __atomic_load_n(&wm.stamp, __ATOMIC_ACQUIRE) >= WM_REREAD_NS)
+		wm_read(now, false);
+	if (__atomic_load_n(&wm.mode, __ATOMIC_RELAXED) < 0) {
+		uint64_t f = _nd_topo_node_free(na->node);
+		return f == UINT64_MAX || f >= (need << ND_PAGE_SHIFT) + na->floor;
+	}
+	int64_t want = (int64_t)(need + WM_SLACK_PAGES);
+	int64_t est = wm_estimate(na);
+	uint64_t c_last = __atomic_load_n(&na->wm_c_last, __ATOMIC_RELAXED);
+	if (est < want && (__atomic_load_n(&na->committed, __ATOMIC_RELAXED) != c_last ||
+			   __atomic_load_n(&na->wm_c_prev, __ATOMIC_RELAXED) != c_last)) {
+		wm_read(now, true);
+		est = wm_estimate(na);
+		if (est < want) { /* the older baseline may still hold runs touched since: once more */
+			wm_read(_nd_os_now_ns(), true);
+			est = wm_estimate(na);
+		}
+	}
+	return est >= want;
+}
+
+bool _nd_room_take(_nd_arena_t *na, uint64_t n, uint64_t check_pages)
+{
+	if (!na->usable)
+		return false;
+	uint64_t u = __atomic_add_fetch(&na->used, n, __ATOMIC_RELAXED);
+	if (u > na->cap) {
+		__atomic_sub_fetch(&na->used, n, __ATOMIC_RELAXED);
+		return false;
+	}
+	_nd_topo_account(na->node, (int64_t)(n << ND_PAGE_SHIFT));
+	if (check_pages && g.check_free && !room_ok(na, check_pages)) {
+		_nd_room_give(na, n);
+		return false;
+	}
+	return true;
+}
+
+void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n)
+{
+	char *p = a->base + (i << ND_PAGE_SHIFT);
+	size_t len = (size_t)n << ND_PAGE_SHIFT;
+	if (g.lazy && g.bind && !a->mixed)
+		_nd_room_bind(p, len, a->node);
+	/* NODALLOC_THP: always = every node page may be huge (the slab and
+	 * small runs too, as jemalloc's thp:always); never = none, whatever
+	 * the system's mode; madvise under the system's madvise mode: none
+	 * but big runs (page.c advises each), and NOHUGEPAGE everywhere else
+	 * (the same there) so that a big run's range, given back with
+	 * NOHUGEPAGE, merges with its neighbours again. The mixed slot keeps
+	 * its own rules (spread.c). */
+	if (!a->mixed && (g.thp != ND_THP_MADVISE || g.thp_runs))
+		_nd_os_madvise(p, len, g.thp == ND_THP_ALWAYS ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+}
+
+/*
+ * The mapped part of a lazy slot grows upward: to the end of an aligned
+ * block of order k past the mapped end, and by at least 2 MiB or 1/8 of
+ * what is mapped (fewer calls; MAP_NORESERVE commits nothing), less when
+ * the address space limit refuses that. Neighbouring chunks merge into
+ * one mapping (same flags, same policy). The new pages join the free
+ * lists clean; the hole starts after them.
+ */
+bool _nd_room_grow(_nd_arena_t *a, unsigned k)
+{
+	if (!g.lazy)
+		return false;
+	_nd_buddy_t *b = &a->bd;
+	uint64_t slot = 1ull << g.order_max, m = a->mapped, bl = 1ull << k;
+	uint64_t need = ND_ALIGN_UP(m, bl) + bl;
+	if (need > slot)
+		return false;
+	uint64_t step = m / 8 > GROW_MIN_PAGES ? m / 8 : GROW_MIN_PAGES;
+	uint64_t want = ND_ALIGN_UP(m + step, GROW_MIN_PAGES);
+	if (want < need)
+		want = need;
+	if (want > slot)
+		want = slot;
+	char *p = a->base + (m << ND_PAGE_SHIFT);
+	int r = _nd_os_mmap_at(p, (size_t)(want - m) << ND_PAGE_SHIFT, true);
+	if (r == -ENOMEM && want > need) {
+		want = need;
+		r = _nd_os_mmap_at(p, (size_t)(want - m) << ND_PAGE_SHIFT, true);
+	}
+	if (r < 0) {
+		if (r != -ENOMEM && !__atomic_exchange_n(&warned_grow, 1, __ATOMIC_RELAXED))
+			_nd_msg_warn("page: slot of node %d cannot grow past %llu MiB (errno %d)", a->node,
+				     (unsigned long long)(m >> (20 - ND_PAGE_SHIFT)), -r);
+		return false;
+	}
+	_nd_room_fresh(a, m, want - m);
+	ND_ASSERT(b->desc[m].state == ND_PG_HOLE, "a lazy slot's mapped part ends at its hole");
+	_nd_buddy_give(b, m, want - m, false, true);
+	a->mapped = want;
+	if (want < slot) {
+		b->desc[want].state = ND_PG_HOLE;
+		b->desc[want].npages = slot - want;
+	}
+	if (!a->mixed)
+		_nd_room_stats(_nd_stats_reserved, a->node, (int64_t)(want - m));
+	return true;
+}
