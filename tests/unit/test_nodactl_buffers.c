@@ -151,16 +151,16 @@ int main(void)
 		execl("/bin/sleep", big, "20", (char *)NULL);
 		_exit(127);
 	}
-	/* exec'ed: its cmdline is the new argv (waits up to 10 s) */
-	char path[64], cmd[64] = "";
+	/* exec'ed: its cmdline is the new argv, not ours (waits up to 10 s) */
+	char path[64], cmd[1024] = "";
 	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-	for (int i = 0; i < 1000 && cmd[0] != '/'; i++) {
+	for (int i = 0; i < 1000 && !strstr(cmd, "/myprogram"); i++) {
 		FILE *f = fopen(path, "r");
 		size_t n = f ? fread(cmd, 1, sizeof cmd - 1, f) : 0;
 		cmd[n] = '\0';
 		if (f)
 			fclose(f);
-		if (cmd[0] != '/')
+		if (!strstr(cmd, "/myprogram"))
 			usleep(10000);
 	}
 	CHECK_EQ(run(NODACTL " maps %d", (int)pid), 0);
