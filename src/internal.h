@@ -110,6 +110,11 @@ static inline void _nd_atomic_raise(int *v, int to)
 #define ND_MPOL_LOCAL 4
 #define ND_MPOL_PREFERRED_MANY 5
 #define ND_MPOL_WEIGHTED_INTERLEAVE 6
+/* Mode flags get_mempolicy returns OR-ed into the mode. */
+#define ND_MPOL_F_STATIC_NODES (1 << 15)
+#define ND_MPOL_F_RELATIVE_NODES (1 << 14)
+#define ND_MPOL_F_NUMA_BALANCING (1 << 13)
+#define ND_MPOL_MODE_FLAGS (ND_MPOL_F_STATIC_NODES | ND_MPOL_F_RELATIVE_NODES | ND_MPOL_F_NUMA_BALANCING)
 #define ND_MPOL_F_NODE (1 << 0)
 #define ND_MPOL_F_ADDR (1 << 1)
 #define ND_MPOL_MF_STRICT (1 << 0)
@@ -661,10 +666,19 @@ int _nd_policy_fail(char *err, size_t errlen, const char *fmt, ...) __attribute_
 void _nd_policy_zero(nd_policy_t *p);
 /* policy.c: first node of m at or after from, or -1. */
 int _nd_policy_mask_next(const nd_nodemask_t *m, int from);
+/* A kernel mempolicy (mode with its flags, node mask of ND_MAX_NODES
+ * bits) as nodalloc's policy, over the nodes of the live topology that
+ * have memory. 0, or -1 when there is nothing to follow (default, local,
+ * preferred without a node, no usable node). */
+int _nd_policy_from_kernel(int kmode, const uint64_t *kmask, nd_policy_t *out);
 /* The local policy (one object: slab.c and malloc.c pass it too). */
 extern const nd_policy_t _nd_policy_local __attribute__((visibility("hidden")));
 
-/* Reads NODALLOC_POLICY (a bad value is reported by name; local stays). */
+/* Reads NODALLOC_POLICY (a bad value is reported by name; local stays).
+ * Without it, a kernel policy the process inherited (get_mempolicy: bind,
+ * preferred, preferred-many, interleave, weighted interleave) becomes the
+ * process default, so the heap follows `numactl -i all` or `-m 1`; the
+ * kernel's default or local policy leaves nodalloc's local. */
 int _nd_policy_init(void);
 /* The policy in force for this thread (thread, else process, else local):
  * an interned, immutable policy that stays valid for the process's life. */
@@ -870,6 +884,23 @@ extern _nd_page_global_t _nd_page_g __attribute__((visibility("hidden")));
 #define ND_THP_NEVER 0
 #define ND_THP_MADVISE 1  /* MADV_HUGEPAGE when the system's mode is madvise or always */
 #define ND_THP_ALWAYS 2   /* MADV_HUGEPAGE always */
+
+/* Smallest k with 2^k >= x (0 for x <= 1): buddy orders. */
+static inline unsigned _nd_page_ceil_log2(uint64_t x)
+{
+	return x <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(x - 1);
+}
+
+/* ---- reserve.c: the reservation (page.c's setup calls these under its
+ * lock). ---- */
+/* The page level's settings (g) from the options: binding mode, purge
+ * threshold and advice, dirty limit, decay, THP. */
+void _nd_reserve_read_options(void);
+/* The layout: *res (slot 0's start), *desc (descriptors), *shift (slot
+ * size). Sets g.lazy. 0, or -1 reported once ("initialization failed"). */
+int _nd_reserve_layout(const _nd_topo_t *t, int nslots, void **res, void **desc, unsigned *shift);
+/* Slot s of the layout in g: node, capacity, binding, free space. */
+void _nd_reserve_slot_init(_nd_arena_t *a, int s, const _nd_topo_t *t);
 
 /* ---- room.c: a node's room: hard capacity, the kernel's watermarks
  * (headroom), committed pages, binding a range to the node. ---- */

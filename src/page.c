@@ -12,7 +12,8 @@
  *
  * Each slot is a buddy allocator of 4 KiB pages (buddy.c, which states
  * the descriptor invariants). Committed pages and their return to the OS:
- * purge.c; node capacity and headroom: room.c.
+ * purge.c; node capacity and headroom: room.c; the layout and each slot's
+ * setup: reserve.c.
  *
  * Under an address space limit (ulimit -v) the slots are mapped lazily:
  * the layout (base, slot size, descriptors) is fixed at setup, sized to
@@ -33,11 +34,6 @@
 
 #include "internal.h"
 
-#define SLOT_SHIFT_MIN 24       /* 16 MiB: smallest slot we retry down to */
-#define SLOT_SHIFT_MAX 40       /* 1 TiB */
-#define SLOT_SHIFT_DEFAULT_MIN 30 /* 1 GiB: smallest slot sized from memory */
-#define TOTAL_SHIFT_MAX 44      /* 16 TiB of slots at most (descriptors: 128 GiB VA) */
-#define PURGE_ORDER_MAX 16      /* blocks >= 256 MiB are always kept clean */
 #define HUGE_PAGES (ND_HUGE_SIZE >> ND_PAGE_SHIFT) /* 512: pages of a 2 MiB huge page */
 
 _nd_page_global_t _nd_page_g = { .lock = ND_LOCK_INIT };
@@ -45,256 +41,14 @@ _nd_page_global_t _nd_page_g = { .lock = ND_LOCK_INIT };
 ND_LOCK_FIELD(g_lock_class, g.lock, ND_RANK_PAGE_SETUP);
 ND_LOCK_DYN_ARRAY(arena_lock_class, &g.arenas, _nd_arena_t, lock, &g.nslots, ND_RANK_PAGE_ARENA);
 
-static int warned_mbind;
-
 /* ---- small helpers ----------------------------------------------------- */
-
-static inline unsigned ceil_log2(uint64_t x)
-{
-	return x <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(x - 1);
-}
 
 static inline void *page_addr(const _nd_arena_t *a, uint64_t i)
 {
 	return a->base + (i << ND_PAGE_SHIFT);
 }
 
-/* ---- setup (g.lock held) ---- ---------------------------------- */
-
-static unsigned slot_shift_wanted(const _nd_topo_t *t)
-{
-	int64_t opt = _nd_opt_int(ND_OPT_ARENA_RESERVE);
-	unsigned shift;
-	if (opt > 0) {
-		shift = ceil_log2((uint64_t)opt);
-		if (shift < SLOT_SHIFT_MIN) {
-			_nd_msg_warn("option arena_reserve (NODALLOC_ARENA_RESERVE): %lld bytes is below the minimum slot of "
-				     "%d MiB; using %d MiB (no allocation can be larger)",
-				     (long long)opt, 1 << (SLOT_SHIFT_MIN - 20), 1 << (SLOT_SHIFT_MIN - 20));
-			shift = SLOT_SHIFT_MIN;
-		}
-	} else {
-		/* 2x the largest node, and the mixed slot must hold one spread
-		 * run over all of them (16 x 256 MiB: a 512 MiB slot refused
-		 * interleave:all of 60% of the machine as too large) */
-		uint64_t m = 0, sum = 0;
-		for (int n = 0; n < t->node_limit; n++)
-			if (t->has_mem[n]) {
-				sum += t->mem_total[n];
-				if (t->mem_total[n] > m)
-					m = t->mem_total[n];
-			}
-		shift = ceil_log2(2 * m > sum ? 2 * m : sum ? sum : 1);
-		if (shift < SLOT_SHIFT_DEFAULT_MIN)
-			shift = SLOT_SHIFT_DEFAULT_MIN;
-	}
-	if (shift > SLOT_SHIFT_MAX)
-		shift = SLOT_SHIFT_MAX;
-	/* Every slot together within TOTAL_SHIFT_MAX of address space. */
-	while (shift > SLOT_SHIFT_MIN && ((uint64_t)(t->node_limit + 1) << shift) > (1ull << TOTAL_SHIFT_MAX))
-		shift--;
-	return shift;
-}
-
-static bool streq_nocase(const char *a, const char *b)
-{
-	for (; *a && *b; a++, b++)
-		if ((*a | 0x20) != *b)
-			return false;
-	return *a == *b;
-}
-
-static bool has_word(const char *s, const char *w)
-{
-	for (; *s; s++) {
-		size_t k = 0;
-		while (w[k] && s[k] == w[k])
-			k++;
-		if (!w[k])
-			return true;
-	}
-	return false;
-}
-
-static void read_options(void)
-{
-	g.strict = _nd_opt_int(ND_OPT_STRICT) != 0;
-	g.huge_spread = _nd_opt_int(ND_OPT_HUGE_SPREAD) != 0;
-	const char *pm = _nd_opt_str(ND_OPT_PURGE);
-	g.advice = MADV_DONTNEED;
-	if (streq_nocase(pm, "free"))
-		g.advice = MADV_FREE;
-	else if (pm[0] && !streq_nocase(pm, "dontneed"))
-		_nd_opt_config_error("NODALLOC_PURGE: bad value '%s' (expected dontneed or free); using dontneed", pm);
-	int64_t th = _nd_opt_int(ND_OPT_PURGE_THRESHOLD);
-	g.purge_pages = th <= (int64_t)ND_PAGE_SIZE ? 1 : ((uint64_t)th + ND_PAGE_SIZE - 1) >> ND_PAGE_SHIFT;
-	g.purge_order = ceil_log2(g.purge_pages);
-	if (g.purge_order > PURGE_ORDER_MAX) { /* keeps dirty blocks small */
-		g.purge_order = PURGE_ORDER_MAX;
-		g.purge_pages = 1ull << PURGE_ORDER_MAX;
-	}
-	g.dirty_limit = 4ull << g.purge_order;
-	if (g.dirty_limit < 256)
-		g.dirty_limit = 256;
-	int64_t ms = _nd_opt_int(ND_OPT_PURGE_DECAY_MS);
-	g.decay_ns = ms > 0 ? (uint64_t)ms * 1000000u : 0;
-	const char *thp = _nd_opt_str(ND_OPT_THP);
-	g.thp = ND_THP_MADVISE;
-	if (streq_nocase(thp, "never"))
-		g.thp = ND_THP_NEVER;
-	else if (streq_nocase(thp, "always"))
-		g.thp = ND_THP_ALWAYS;
-	else if (thp[0] && !streq_nocase(thp, "madvise"))
-		_nd_opt_config_error("option thp (NODALLOC_THP): bad value '%s' (never, madvise or always); using madvise", thp);
-	/* madvise: only where the kernel would not give huge pages anyway
-	 * ("[madvise]" in the system's mode; under "always" it does, under
-	 * "never" nothing can). */
-	char mode[128];
-	g.thp_runs = g.thp == ND_THP_MADVISE &&
-		     _nd_os_read_file("/sys/kernel/mm/transparent_hugepage/enabled", mode, sizeof mode) > 0 &&
-		     has_word(mode, "[madvise]");
-}
-
-/* Lazy layout (an address space limit): a range of total bytes aligned
- * to align that nothing maps now, far below the mappings (the kernel
- * maps top-down from near a fresh mapping's address, so the space at
- * half of it stays free); nothing is mapped there yet. NULL if none. */
-static void *lazy_base(size_t total, size_t align, int *err)
-{
-	void *probe = _nd_os_mmap(ND_PAGE_SIZE, true, err);
-	if (!probe)
-		return NULL;
-	_nd_os_munmap(probe, ND_PAGE_SIZE);
-	uintptr_t top = (uintptr_t)probe;
-	for (unsigned k = 1; k <= 4; k++) {
-		uintptr_t b = (top >> k) & ~(uintptr_t)(align - 1);
-		if (b < align || b + total > top)
-			continue;
-		int r = _nd_os_mmap_at((void *)b, ND_PAGE_SIZE, true);
-		if (r == 0) {
-			_nd_os_munmap((void *)b, ND_PAGE_SIZE);
-			return (void *)b;
-		}
-		*err = r;
-	}
-	return NULL;
-}
-
-/* The slot size under an address space limit leaving room bytes: one
- * node slot may take all of it, while the descriptors (1/128 of the
- * layout) take at most 1/16 of it. */
-static unsigned lazy_shift(unsigned wanted, int nslots, uint64_t room)
-{
-	unsigned shift = ceil_log2(room);
-	if (shift > wanted)
-		shift = wanted;
-	while (shift > SLOT_SHIFT_MIN && ((((uint64_t)nslots << shift) >> ND_PAGE_SHIFT) * sizeof(_nd_pagedesc_t)) > room / 16)
-		shift--;
-	return shift < SLOT_SHIFT_MIN ? SLOT_SHIFT_MIN : shift;
-}
-
-static void report_failure(int nslots, unsigned shift, int err)
-{
-	uint64_t room = _nd_os_as_room();
-	if (room != UINT64_MAX)
-		_nd_msg_error("initialization failed: cannot reserve %d arena slots of %zu MiB (errno %d; "
-			      "the address space limit, ulimit -v, leaves %llu MiB); every allocation fails with ENOMEM",
-			      nslots, ((size_t)1 << shift) >> 20, -err, (unsigned long long)(room >> 20));
-	else
-		_nd_msg_error("initialization failed: cannot reserve %d arena slots of %zu MiB (errno %d); "
-			      "every allocation fails with ENOMEM", nslots, ((size_t)1 << shift) >> 20, -err);
-}
-
-/* The reservation and its descriptors: *res, *desc, *shift. Eager (no
- * limit): every slot mapped now, halving the slot size on failure; lazy:
- * only the layout (see lazy_base). 0, or -1 reported. */
-static int reserve(const _nd_topo_t *t, int nslots, void **res, void **desc, unsigned *shift_out)
-{
-	unsigned shift = slot_shift_wanted(t), first = shift;
-	uint64_t room = _nd_os_as_room();
-	g.lazy = room != UINT64_MAX;
-	if (g.lazy)
-		shift = first = lazy_shift(shift, nslots, room);
-	int err = 0;
-	for (;;) {
-		size_t total = (size_t)nslots << shift;
-		size_t desc_bytes = (total >> ND_PAGE_SHIFT) * sizeof(_nd_pagedesc_t);
-		*desc = _nd_os_mmap(desc_bytes, true, &err);
-		if (*desc) {
-			*res = g.lazy ? lazy_base(total, (size_t)1 << shift, &err)
-				      : _nd_os_mmap_aligned(total, (size_t)1 << shift, true, &err);
-			if (*res)
-				break;
-			_nd_os_munmap(*desc, desc_bytes);
-		}
-		if (shift <= SLOT_SHIFT_MIN) {
-			report_failure(nslots, shift, err);
-			return -1;
-		}
-		shift--;
-	}
-	if (shift != first)
-		_nd_msg_warn("page: could not reserve %d slots of %zu MiB; using %zu MiB slots", nslots,
-			     ((size_t)1 << first) >> 20, ((size_t)1 << shift) >> 20);
-	*shift_out = shift;
-	return 0;
-}
-
-/* Slot s of the new layout: its node, capacity, binding, free space. */
-static void slot_init(_nd_arena_t *a, int s, const _nd_topo_t *t)
-{
-	uint64_t slot_pages = 1ull << g.order_max;
-	a->lock = (_nd_lock_t)ND_LOCK_INIT;
-	a->mixed = s == t->node_limit;
-	a->node = a->mixed ? -1 : s;
-	a->base = (char *)g.base + ((size_t)s << g.slot_shift);
-	_nd_buddy_init(&a->bd, g.desc + ((size_t)s << g.order_max), g.order_max, g.purge_order);
-	a->usable = a->mixed || t->has_mem[s];
-	a->cap = UINT64_MAX;
-	if (!a->usable)
-		return;
-	if (!a->mixed) {
-		if (t->emulated)
-			a->cap = t->mem_total[s] >> ND_PAGE_SHIFT;
-		a->floor = _nd_topo_floor(t->mem_total[s]);
-		if (g.bind) {
-			/* lazy: chunks are bound as they are mapped (room.c);
-			 * whether the node is allowed is probed on one page */
-			size_t blen = g.lazy ? ND_PAGE_SIZE : (size_t)1 << g.slot_shift;
-			int r = g.lazy ? _nd_os_mmap_at(a->base, blen, true) : 0;
-			bool probe = g.lazy && r == 0;
-			if (r == 0)
-				r = _nd_room_bind(a->base, blen, s);
-			if (probe)
-				_nd_os_munmap(a->base, blen);
-			if (r == -EINVAL) {
-				_nd_msg_warn("page: node %d refused by mbind (not in Mems_allowed?); not used", s);
-				a->usable = false;
-				return;
-			}
-			if (r < 0 && !warned_mbind++)
-				_nd_msg_warn("page: mbind of node %d's slot failed (errno %d); placement left to the kernel", s, -r);
-			/* The slot's descriptors live on its node too, as the
-			 * kernel keeps struct page with its memory; preferred,
-			 * never bind: metadata must not fail on a full node. */
-			uint64_t one[ND_MAX_NODES / 64] = { 0 };
-			one[s / 64] |= 1ull << (s % 64);
-			_nd_os_mbind(a->bd.desc, (size_t)slot_pages * sizeof(_nd_pagedesc_t), ND_MPOL_PREFERRED, one,
-				     (unsigned long)g.node_limit, 0);
-		}
-	}
-	if (g.lazy) {
-		a->mapped = 0;
-		a->bd.desc[0].state = ND_PG_HOLE;
-		a->bd.desc[0].npages = slot_pages;
-		return;
-	}
-	a->mapped = slot_pages;
-	_nd_room_fresh(a, 0, slot_pages);
-	if (!a->mixed)
-		_nd_room_stats(_nd_stats_reserved, s, (int64_t)slot_pages);
-	_nd_buddy_push(&a->bd, 0, g.order_max, 0);
-}
+/* ---- setup (g.lock held) ------------------------------------------------ */
 
 static int setup_locked(void)
 {
@@ -305,11 +59,11 @@ static int setup_locked(void)
 		_nd_msg_error("page: bad node_limit %d from the topology", t->node_limit);
 		return -1;
 	}
-	read_options();
+	_nd_reserve_read_options();
 	int nslots = t->node_limit + 1;
 	void *res, *desc;
 	unsigned shift;
-	if (reserve(t, nslots, &res, &desc, &shift) < 0)
+	if (_nd_reserve_layout(t, nslots, &res, &desc, &shift) < 0)
 		return -1;
 	size_t total = (size_t)nslots << shift;
 	size_t desc_bytes = (total >> ND_PAGE_SHIFT) * sizeof(_nd_pagedesc_t);
@@ -340,7 +94,7 @@ static int setup_locked(void)
 	g.bind = !t->emulated;
 	g.check_free = g.bind;
 	for (int s = 0; s < nslots; s++)
-		slot_init(&arenas[s], s, t);
+		_nd_reserve_slot_init(&arenas[s], s, t);
 	return 0;
 }
 
@@ -391,7 +145,7 @@ static void *node_alloc(int node, uint64_t n, uint64_t align)
 	if (node < 0 || node >= g.node_limit)
 		return NULL;
 	_nd_arena_t *a = &g.arenas[node];
-	unsigned k = ceil_log2(n > align ? n : align);
+	unsigned k = _nd_page_ceil_log2(n > align ? n : align);
 	if (!a->usable || k > g.order_max)
 		return NULL;
 	bool maybe_fresh = __atomic_load_n(&a->bd.dirty_free, __ATOMIC_RELAXED) < n;
@@ -463,7 +217,7 @@ static bool prepare(size_t npages, size_t *align)
 		errno = ENOMEM;
 		return false;
 	}
-	if (ceil_log2(npages > *align ? npages : *align) > g.order_max) {
+	if (_nd_page_ceil_log2(npages > *align ? npages : *align) > g.order_max) {
 		too_big(npages);
 		return false;
 	}
@@ -547,9 +301,9 @@ static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big)
 		_nd_lock(&a->lock);
 	}
 	_nd_buddy_give(&a->bd, i, n, !big, true);
+	_nd_room_give(a, n); /* first: the dirty limit follows the pages in use */
 	_nd_purge_after_free(a);
 	_nd_unlock(&a->lock);
-	_nd_room_give(a, n);
 	_nd_room_stats(_nd_stats_in_use, a->node, -(int64_t)n);
 }
 

@@ -282,11 +282,59 @@ int nd_get_default_policy(nd_policy_t *out)
 	return 0;
 }
 
+int _nd_policy_from_kernel(int kmode, const uint64_t *kmask, nd_policy_t *out)
+{
+	const _nd_topo_t *t = _nd_topo();
+	_nd_policy_zero(out);
+	switch (kmode & ~ND_MPOL_MODE_FLAGS) {
+	case ND_MPOL_BIND: out->mode = ND_POLICY_BIND; break;
+	case ND_MPOL_PREFERRED: out->mode = ND_POLICY_PREFERRED; break;
+	case ND_MPOL_PREFERRED_MANY: out->mode = ND_POLICY_PREFERRED_MANY; break;
+	/* the kernel's weights live in sysfs, per node: equal weights are
+	 * the nearest nodalloc mode that needs no reading of them */
+	case ND_MPOL_WEIGHTED_INTERLEAVE:
+	case ND_MPOL_INTERLEAVE: out->mode = ND_POLICY_INTERLEAVE; break;
+	default: return -1; /* default, local: nodalloc's local already */
+	}
+	/* only nodes this topology can use (a cpuset may have shrunk since) */
+	for (int n = 0; n < t->node_limit && n < ND_MAX_NODES; n++)
+		if (_nd_bit_get(kmask, (size_t)n) && _nd_topo_has_mem(t, n))
+			nd_nodemask_set(&out->nodes, n);
+	int c = nd_nodemask_count(&out->nodes);
+	/* preferred with no node is the kernel's "local" */
+	if (c == 0 || (out->mode == ND_POLICY_PREFERRED && c != 1))
+		return -1;
+	return 0;
+}
+
+/* The kernel policy this process inherited (started under numactl -i all,
+ * -m 1, ...), as the process default: the heap follows it instead of
+ * overriding it with local (issue 13). Not under an emulated topology,
+ * whose nodes are not the kernel's. */
+static void inherit_kernel_policy(void)
+{
+	if (_nd_topo()->emulated)
+		return;
+	int kmode = ND_MPOL_DEFAULT;
+	uint64_t kmask[ND_MAX_NODES / 64] = { 0 };
+	nd_policy_t p;
+	const nd_policy_t *r;
+	if (_nd_os_get_mempolicy(&kmode, kmask, ND_MAX_NODES, NULL, 0) < 0 ||
+	    _nd_policy_from_kernel(kmode, kmask, &p) != 0 || !(r = adopt(&p, NULL, 0)))
+		return;
+	set_proc(r);
+	char buf[256];
+	nd_policy_format(r, buf, sizeof buf);
+	_nd_msg_info("NODALLOC_POLICY is not set: the heap follows the inherited kernel policy (%s)", buf);
+}
+
 int _nd_policy_init(void)
 {
 	const char *s = _nd_opt_str(ND_OPT_POLICY);
-	if (!*s)
+	if (!*s) {
+		inherit_kernel_policy();
 		return 0;
+	}
 	char err[256];
 	nd_policy_t p;
 	const nd_policy_t *r = NULL;

@@ -18,11 +18,6 @@
 
 static int warned_spread_mbind, warned_fresh;
 
-static inline unsigned ceil_log2(uint64_t x)
-{
-	return x <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(x - 1);
-}
-
 static inline void *page_addr(char *base, uint64_t i)
 {
 	return base + (i << ND_PAGE_SHIFT);
@@ -144,7 +139,7 @@ void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64
 	uint64_t gp = 1ull << gs;
 	/* Granules aligned to their size (up to 2 MiB): huge pages stay possible. */
 	uint64_t align = gp < (ND_HUGE_SIZE >> ND_PAGE_SHIFT) ? gp : (ND_HUGE_SIZE >> ND_PAGE_SHIFT);
-	unsigned k = ceil_log2(npages > align ? npages : align);
+	unsigned k = _nd_page_ceil_log2(npages > align ? npages : align);
 	if (k > g.order_max) {
 		errno = EFBIG; /* page.c says why */
 		return NULL;

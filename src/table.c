@@ -328,6 +328,7 @@ int _nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
 	out->base = base;
 	out->shift = log2qty;
 	out->entries = (uint64_t)1 << log2qty;
+	ND_ASSERT(out->entries <= wanted, "halving never grows a table");
 	out->mask = out->entries - 1;
 	out->bytes = d->bucket_size << log2qty;
 	out->wanted = wanted;

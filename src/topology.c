@@ -359,6 +359,8 @@ void _nd_topo_discard(const _nd_topo_t *t)
 
 static void publish(topo_impl_t *t)
 {
+	/* cpu_slower folds unknown CPUs by t->ncpus */
+	ND_ASSERT(t->ncpus > 0 && t->dense_limit <= t->pub.cpu_limit, "a published topology has a possible CPU");
 	__atomic_store_n(&fast_topo, t, __ATOMIC_RELEASE);
 	/* Emulated: only ids below the dense prefix are emulated CPUs as they
 	 * are; real: the same holds for the machine's CPU ids. */
@@ -453,8 +455,7 @@ int _nd_topo_init(void)
 	}
 	if (_nd_topo_load_sysfs("/sys", err, sizeof err) == 0)
 		return 0;
-	if (_nd_opt_int(ND_OPT_VERBOSE))
-		_nd_msg_warn("%s; assuming one node", err);
+	_nd_msg_info("%s; assuming one node", err);
 	const _nd_topo_t *flat = _nd_topo_build_flat(err, sizeof err);
 	if (!flat) {
 		_nd_msg_error("%s", err);

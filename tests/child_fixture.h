@@ -9,8 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static inline int run_child(const char *path, char *const argv[], const char *name, const char *value, bool both,
-			    char *out, size_t len)
+/* The same with before(arg) run in the child just before exec (e.g. a
+ * set_mempolicy the program must inherit); before may be NULL. */
+static inline int run_child_then(const char *path, char *const argv[], const char *name, const char *value,
+				 bool both, char *out, size_t len, void (*before)(void *), void *arg)
 {
 	int fd[2];
 	out[0] = '\0';
@@ -24,6 +26,8 @@ static inline int run_child(const char *path, char *const argv[], const char *na
 		unsetenv("LD_PRELOAD");
 		if (name)
 			setenv(name, value, 1);
+		if (before)
+			before(arg);
 		execv(path, argv);
 		_exit(127);
 	}
@@ -37,5 +41,11 @@ static inline int run_child(const char *path, char *const argv[], const char *na
 	int st = 0;
 	waitpid(pid, &st, 0);
 	return st;
+}
+
+static inline int run_child(const char *path, char *const argv[], const char *name, const char *value, bool both,
+			    char *out, size_t len)
+{
+	return run_child_then(path, argv, name, value, both, out, len, NULL, NULL);
 }
 #endif

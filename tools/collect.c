@@ -165,8 +165,7 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 	lb.rss = 0; /* its memory is gone; the peak is the kernel's */
 	lb.rss_peak = (uint64_t)ru.ru_maxrss << 10;
 	int owner = 0;
-	int64_t fd64 = _nd_opt_int(ND_OPT_MSG_FD);
-	int out = fd64 > 0 ? (int)fd64 : 2;
+	int out = _nd_msg_fd(); /* NODALLOC_MSG_FD, else stderr */
 	if (_nd_stats_from_export(map, size, &snap, &owner, &lb.peak_in_use) != 0 || owner != pid)
 		dprintf(out, "nodactl: --stats: pid %d (%s) %s without publishing statistics: it did not load nodalloc "
 			"(a static or set-user-ID program?)\n", (int)pid, lb.program[0] ? lb.program : argv[0], ended);

@@ -105,8 +105,9 @@ int main(void)
 	CHECK_EQ(in.dirty_pages, 0);
 	c0 = committed(TN);
 
-	/* Past the dirty limit (4 << purge_order = 1024 pages) a free purges
-	 * every dirty block: never more than the limit stays dirty. */
+	/* Past the dirty limit (4 << purge_order = 1024 pages, or 4x the
+	 * pages in use) a free purges every dirty block: never more than the
+	 * limit stays dirty. */
 	for (int k = 0; k < 400; k++) {
 		small[k] = _nd_page_alloc_exact(TN, 4, 1);
 		CHECK(small[k] != NULL);
@@ -118,8 +119,11 @@ int main(void)
 		CHECK(_nd_page_info(TN, &in) == 0);
 		if (in.dirty_pages > maxdirty)
 			maxdirty = in.dirty_pages;
+		uint64_t lim = 4 * in.used_pages > 1024 ? 4 * in.used_pages : 1024;
+		CHECK(in.dirty_pages <= lim, "dirty pages %llu over the limit %llu", (unsigned long long)in.dirty_pages,
+		      (unsigned long long)lim);
 	}
-	CHECK(maxdirty <= 1024, "dirty pages reached %llu", (unsigned long long)maxdirty);
+	CHECK(maxdirty <= 1600, "dirty pages reached %llu", (unsigned long long)maxdirty);
 	CHECK(maxdirty >= 1000, "dirty pages only reached %llu", (unsigned long long)maxdirty);
 	CHECK_EQ(committed(TN) - c0, in.dirty_pages * 4096);
 	char e[200] = "";
