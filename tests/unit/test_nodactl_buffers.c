@@ -97,7 +97,7 @@ int main(void)
 	setenv("LD_PRELOAD", big, 1);
 	CHECK_EQ(run(NODACTL " --dry-run " TWO " -- true"), 0);
 	unsetenv("LD_PRELOAD");
-	snprintf(want, sizeof want, "%s:%s", LIBND, big);
+	snprintf(want, sizeof want, "%s:%s", LIBND_SONAME, big);
 	CHECK_STR(line_after("environment: LD_PRELOAD=", line, sizeof line), want);
 
 	/* NODALLOC_LIBRARY longer than a path: named (was cut, then looked
