@@ -361,7 +361,25 @@ ND_API int nd_stats_get(nd_stats_t *out);
 /* Nodes first .. first+count-1 into nodes[0..count): returns the entries
  * for existing nodes (the rest zeroed), or -1 with EINVAL. */
 ND_API int nd_stats_get_nodes(nd_node_stats_t *nodes, int first, int count);
-/* Print the per-node table (numastat layout) or JSON to a file descriptor. */
+/* One small-object size class, a snapshot taken without stopping other
+ * threads (exact for a quiescent process). Nothing is counted on the
+ * malloc/free fast paths: objects and slabs come from the slab headers,
+ * remote frees and refills from the slow paths. */
+typedef struct nd_class_stats {
+	uint64_t size;         /* object size of the class, bytes */
+	uint64_t slabs;        /* live slabs */
+	uint64_t slab_bytes;   /* bytes of their page runs */
+	uint64_t capacity;     /* objects those slabs hold */
+	uint64_t objects;      /* objects in use (remote frees not yet collected count) */
+	uint64_t remote_frees; /* frees by a thread that did not own the slab */
+	uint64_t refills;      /* malloc slow paths of the class (free list empty) */
+} nd_class_stats_t;
+/* Fills out[0 .. min(max, classes)); returns the number of classes (call
+ * with max 0 to size the array), or -1 with EINVAL (max < 0, or NULL with
+ * max > 0). */
+ND_API int nd_stats_classes(nd_class_stats_t *out, int max);
+/* Print the per-node table (numastat layout) or JSON to a file descriptor,
+ * followed by the size classes in use (JSON: "classes"). */
 ND_API void nd_stats_print(int fd);
 ND_API void nd_stats_print_json(int fd);
 

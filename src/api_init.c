@@ -146,3 +146,23 @@ int nd_table_alloc(const nd_table_desc_t *d, nd_table_t *out)
 	}
 	return _nd_table_alloc(d, out);
 }
+
+/* nd_stats_classes: the slab layer's figures in the public layout. */
+int nd_stats_classes(nd_class_stats_t *out, int max)
+{
+	if (max < 0 || (max > 0 && !out)) {
+		errno = EINVAL;
+		return -1;
+	}
+	_nd_slab_class_stats_t all[ND_SLAB_CLASSES];
+	int n = _nd_ensure_init() ? _nd_slab_class_stats(all, ND_SLAB_CLASSES) : 0;
+	for (int c = 0; c < n && c < max; c++)
+		out[c] = (nd_class_stats_t){ .size = all[c].size,
+					     .slabs = all[c].slabs,
+					     .slab_bytes = all[c].slab_bytes,
+					     .capacity = all[c].capacity,
+					     .objects = all[c].objects,
+					     .remote_frees = all[c].remote_frees,
+					     .refills = all[c].refills };
+	return n;
+}

@@ -659,6 +659,9 @@ int _nd_stats_read_export(int fd, _nd_stats_all_t *out, int *pid, uint64_t *peak
 /* Print at exit if NODALLOC_STATS asks (1/yes/text: the table, json:
  * JSON; to the message descriptor). */
 void _nd_stats_at_exit(void);
+/* The live printers append the size classes from fn (the top layer
+ * registers nd_stats_classes at init: the slab layer is above this one). */
+void _nd_stats_set_classes(int (*fn)(nd_class_stats_t *out, int max));
 /* Tests: zero every counter. */
 void _nd_stats_reset(void);
 
@@ -1048,7 +1051,7 @@ typedef struct _nd_slab_class_stats {
 	uint64_t capacity;     /* objects those slabs hold */
 	uint64_t objects;      /* objects out (handed out, or freed by another
 				* thread and not collected by the owner yet) */
-	uint64_t remote_frees; /* frees by a thread (with a record) that did not own the slab */
+	uint64_t remote_frees; /* frees by a thread that did not own the slab */
 	uint64_t refills;      /* malloc slow paths of the class (free list empty) */
 } _nd_slab_class_stats_t;
 /* Fills out[0 .. ND_SLAB_CLASSES) (n entries at most); returns the count. */

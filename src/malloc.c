@@ -60,9 +60,10 @@ bool _nd_init(void)
 	bool ok = _nd_topo_init() == 0 && _nd_stats_init() == 0 && _nd_policy_init() == 0 &&
 		  _nd_page_init() == 0 && _nd_slab_init() == 0 && _nd_heap_init() == 0;
 	sized_check = _nd_opt_int(ND_OPT_CHECK) != 0;
-	if (ok)
+	if (ok) {
 		pthread_atfork(fork_prepare, _nd_lock_fork_parent, fork_child);
-	else
+		_nd_stats_set_classes(nd_stats_classes); /* pushed down: stats is below slab */
+	} else
 		_nd_msg_error("initialization failed: allocations will fail with ENOMEM");
 	__atomic_store_n(&_nd_initialized, ok ? 1 : -1, __ATOMIC_RELEASE);
 	__atomic_store_n(&init_owner, 0, __ATOMIC_RELAXED);

@@ -458,6 +458,11 @@ static inline uint32_t rf_limit(const slab_t *s)
 	return m > RF_MAX ? RF_MAX : m;
 }
 
+/* Counters of exited threads (relaxed atomic adds at their exit; threads
+ * without a record add their remote frees here at once), for
+ * _nd_slab_class_stats. */
+static uint64_t gone_remote[ND_SLAB_CLASSES], gone_refill[ND_SLAB_CLASSES];
+
 static void rf_flush(_nd_thread_t *t, _nd_rfree_t *e)
 {
 	slab_t *s = (slab_t *)e->slab;
@@ -480,10 +485,6 @@ unsigned _nd_slab_rf_flush_all(_nd_thread_t *t)
 	}
 	return n;
 }
-
-/* Counters of exited threads (relaxed atomic adds at their exit), for
- * _nd_slab_class_stats. */
-static uint64_t gone_remote[ND_SLAB_CLASSES], gone_refill[ND_SLAB_CLASSES];
 
 /* free_remote's entry did not hold s: a thread without a record sends o
  * at once; else the entry goes home and starts a chain of s with o. */
@@ -518,8 +519,10 @@ static inline void free_remote(slab_t *s, void **o)
 			rf_flush(t, e);
 		return;
 	}
-	if (t == &_nd_thread_boot) /* no record: at once (and not counted) */
+	if (t == &_nd_thread_boot) { /* no record: at once, counted globally */
+		__atomic_fetch_add(&gone_remote[s->cls], 1, __ATOMIC_RELAXED);
 		remote_send(s, o, o, 1);
+	}
 	else
 		free_remote_new(t, s, o);
 }

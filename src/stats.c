@@ -651,6 +651,64 @@ static const char *const byte_names[B__N + 1] = { "in_use_MiB", "committed_MiB",
 static const char *const byte_json[B__N + 1] = { "bytes_in_use", "bytes_committed", "bytes_reserved",
 						 "bytes_fragmented" };
 
+/* ---- size classes (live printers only) ----------------------------------- */
+
+static int (*classes_fn)(nd_class_stats_t *out, int max);
+
+void _nd_stats_set_classes(int (*fn)(nd_class_stats_t *out, int max))
+{
+	__atomic_store_n(&classes_fn, fn, __ATOMIC_RELEASE);
+}
+
+#define CLASSES_MAX 64 /* above the slab layer's class count (checked) */
+
+/* The classes with a slab or a count, into cls (snap_lock held: static). */
+static nd_class_stats_t cls[CLASSES_MAX];
+
+static int classes_used(void)
+{
+	int (*fn)(nd_class_stats_t *, int) = __atomic_load_n(&classes_fn, __ATOMIC_ACQUIRE);
+	int n = fn ? fn(cls, CLASSES_MAX) : 0, k = 0;
+	ND_ASSERT(n <= CLASSES_MAX, "stats: more size classes than CLASSES_MAX");
+	for (int c = 0; c < n && c < CLASSES_MAX; c++)
+		if (cls[c].slabs || cls[c].remote_frees || cls[c].refills)
+			cls[k++] = cls[c];
+	return k;
+}
+
+static void print_classes_text(outbuf_t *o, int n)
+{
+	if (n == 0)
+		return;
+	ob_put(o, "\n%-16s%12s%12s%12s%12s%8s%14s%12s\n", "size class", "slabs", "slab KiB", "objects", "capacity",
+	       "in use", "remote frees", "refills");
+	for (int c = 0; c < n; c++) {
+		const nd_class_stats_t *k = &cls[c];
+		/* in use as a percentage with one decimal, integer arithmetic */
+		unsigned long long pm = k->capacity ? k->objects * 1000 / k->capacity : 0;
+		char pct[16];
+		_nd_msg_format(pct, sizeof pct, "%llu.%llu%%", pm / 10, pm % 10);
+		ob_put(o, "%-16llu%12llu%12llu%12llu%12llu%8s%14llu%12llu\n", (unsigned long long)k->size,
+		       (unsigned long long)k->slabs, (unsigned long long)(k->slab_bytes >> 10),
+		       (unsigned long long)k->objects, (unsigned long long)k->capacity, pct,
+		       (unsigned long long)k->remote_frees, (unsigned long long)k->refills);
+	}
+}
+
+static void print_classes_json(outbuf_t *o, int n)
+{
+	ob_put(o, ",\"classes\":[");
+	for (int c = 0; c < n; c++) {
+		const nd_class_stats_t *k = &cls[c];
+		ob_put(o, "%s{\"size\":%llu,\"slabs\":%llu,\"slab_bytes\":%llu,\"objects\":%llu,\"capacity\":%llu,"
+			  "\"remote_frees\":%llu,\"refills\":%llu}",
+		       c ? "," : "", (unsigned long long)k->size, (unsigned long long)k->slabs,
+		       (unsigned long long)k->slab_bytes, (unsigned long long)k->objects, (unsigned long long)k->capacity,
+		       (unsigned long long)k->remote_frees, (unsigned long long)k->refills);
+	}
+	ob_put(o, "]");
+}
+
 static uint64_t count_of(const nd_node_stats_t *s, int c)
 {
 	const uint64_t v[C__N] = { s->numa_hit, s->numa_miss, s->numa_foreign,
@@ -712,7 +770,7 @@ static void text_label(outbuf_t *o, const _nd_stats_label_t *lb)
  * counter (page-run allocations here, hence the names), then the byte
  * rows in MiB with two decimals, fragmented = committed - in use.
  */
-static void print_text(int fd, const _nd_stats_all_t *st, const uint8_t *online, const _nd_stats_label_t *lb)
+static void print_text(int fd, const _nd_stats_all_t *st, const uint8_t *online, const _nd_stats_label_t *lb, int ncls)
 {
 	int lim = ND_MAX_NODES;
 	outbuf_t o = { .fd = fd };
@@ -750,6 +808,8 @@ static void print_text(int fd, const _nd_stats_all_t *st, const uint8_t *online,
 		mib(num, sizeof num, total);
 		ob_put(&o, "%16s\n", num);
 	}
+	if (ncls > 0)
+		print_classes_text(&o, ncls);
 	ob_flush(&o);
 }
 
@@ -778,7 +838,7 @@ static void json_node(outbuf_t *o, const nd_node_stats_t *s)
 		ob_put(o, "\"%s\":%llu%s", byte_json[b], (unsigned long long)bytes_of(s, b), b < R_FRAG ? "," : "}");
 }
 
-static void print_json(int fd, const _nd_stats_all_t *st, const uint8_t *online, const _nd_stats_label_t *lb)
+static void print_json(int fd, const _nd_stats_all_t *st, const uint8_t *online, const _nd_stats_label_t *lb, int ncls)
 {
 	int lim = ND_MAX_NODES;
 	outbuf_t o = { .fd = fd };
@@ -822,6 +882,8 @@ static void print_json(int fd, const _nd_stats_all_t *st, const uint8_t *online,
 	}
 	ob_put(&o, "},\"total\":");
 	json_node(&o, &total);
+	if (ncls >= 0)
+		print_classes_json(&o, ncls);
 	ob_put(&o, "}\n");
 	ob_flush(&o);
 }
@@ -844,10 +906,11 @@ static void print_live(int fd, bool json, const _nd_stats_label_t *lb)
 	nd_stats_get((nd_stats_t *)(void *)&snap);
 	const _nd_topo_t *t = _nd_topo();
 	/* online[] covers node_limit entries only: shown() reads it below that */
+	int ncls = classes_used();
 	if (json)
-		print_json(fd, &snap, t->online, lb);
+		print_json(fd, &snap, t->online, lb, ncls);
 	else
-		print_text(fd, &snap, t->online, lb);
+		print_text(fd, &snap, t->online, lb, ncls);
 	_nd_unlock(&snap_lock);
 }
 
@@ -863,10 +926,10 @@ void nd_stats_print_json(int fd)
 
 void _nd_stats_print_snapshot(int fd, const _nd_stats_all_t *st, const _nd_stats_label_t *label, bool json)
 {
-	if (json)
-		print_json(fd, st, NULL, label);
+	if (json) /* an export holds no size classes (another process's slabs) */
+		print_json(fd, st, NULL, label, -1);
 	else
-		print_text(fd, st, NULL, label);
+		print_text(fd, st, NULL, label, -1);
 }
 
 /* "VmRSS:	  1234 kB" in /proc/self/status, in bytes (0 if absent). */
