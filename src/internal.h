@@ -1451,6 +1451,24 @@ static inline bool _nd_ensure_init(void)
 {
 	return nd_likely(_nd_initialized > 0) || _nd_init();
 }
+/* Not initialized yet: run the init; false = serve from the bootstrap. */
+static inline bool _nd_init_or_boot(void)
+{
+	return __atomic_load_n(&_nd_initialized, __ATOMIC_ACQUIRE) > 0 || _nd_init();
+}
+/* The bootstrap buffer (the init's own allocations, or after a failed
+ * init): a bump allocation of size at align (>= 16); NULL with ENOMEM. */
+void *_nd_boot_alloc(size_t size, size_t align);
+/* Aligned allocation, align a power of two, on node or by pol (init done
+ * or the bootstrap). */
+void *_nd_malloc_aligned(size_t align, size_t size, const nd_policy_t *pol, int node);
+
+/* ======================================================================
+ * src/place.c: the placement API (nd_malloc_onnode and family), beside
+ * malloc.c.
+ * ====================================================================== */
+/* On a node known to be valid (init done): realloc's new block too. */
+void *_nd_place_onnode(size_t size, int node);
 
 /* ======================================================================
  * src/heap_api.c: nd_where, nd_move and the public heaps (nd_heap_t);
