@@ -20,7 +20,7 @@
 #include "internal.h"
 
 volatile int _nd_initialized;
-/* Protects the init sequence (rank: internal.h, "Lock order"). */
+/* Protects the init sequence (rank: nd_lock.h, "Lock order"). */
 ND_LOCK_DEFINE(init_lock, ND_RANK_INIT);
 /* The thread running the init (its thread pointer), so that the init's own
  * allocations take the bootstrap buffer: no thread-local variable needed. */
@@ -30,7 +30,7 @@ static bool sized_check;
 
 /* ---- init ---------------------------------------------------------------- */
 
-/* Fork: every registered lock (internal.h, "Lock order") is held across
+/* Fork: every registered lock (nd_lock.h, "Lock order") is held across
  * fork(), so the child never sees a half-made change; the child has one
  * thread and resets them. */
 static void fork_prepare(void)
