@@ -3,11 +3,14 @@
 #   make demo   build everything and run a real program under nodalloc
 #   make test   install what the tests need (apt), build, run every test
 #
-# make test builds three trees and runs:
+# make test builds four trees and runs:
 #   $(BUILD)        gcc, RelWithDebInfo: every test (unit, integration, VMs)
 #   $(CLANG_BUILD)  clang: every test but the VMs (they test placement, which
 #                   the compiler does not change, and cost ~65 s a run)
 #   $(DEBUG_BUILD)  gcc, -O0 with ND_DEBUG (ND_ASSERT on): the unit tests
+#   $(TSAN_BUILD)   gcc -fsanitize=thread: the short ThreadSanitizer set
+#                   (label tsan_short: tsan.api, tsan.page_threads; any
+#                   report fails); make tsan runs them all
 # and reports every tree's failures before failing.
 BUILD ?= build
 CLANG_BUILD ?= build-clang
@@ -15,7 +18,7 @@ DEBUG_BUILD ?= build-debug
 TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc)
 
-.PHONY: all build build-clang build-debug demo test tsan fuzz deps bench clean install vm-report
+.PHONY: all build build-clang build-debug build-tsan demo test tsan fuzz deps bench clean install vm-report
 
 all: build
 
@@ -49,7 +52,10 @@ deps:
 demo: build
 	bash scripts/demo.sh $(BUILD)
 
-test: deps build build-clang build-debug
+build-tsan: $(TSAN_BUILD)/CMakeCache.txt
+	cmake --build $(TSAN_BUILD) -j $(JOBS) --target tsan-programs
+
+test: deps build build-clang build-debug build-tsan
 	@st=0; \
 	echo "== gcc ($(BUILD)): all tests"; \
 	(cd $(BUILD) && ctest --output-on-failure -j $(JOBS)) || st=1; \
@@ -57,25 +63,28 @@ test: deps build build-clang build-debug
 	(cd $(CLANG_BUILD) && ctest --output-on-failure -j $(JOBS) -LE vm) || st=1; \
 	echo "== gcc -O0 ND_DEBUG ($(DEBUG_BUILD)): unit tests"; \
 	(cd $(DEBUG_BUILD) && ctest --output-on-failure -j $(JOBS) -L unit) || st=1; \
-	if [ $$st = 0 ]; then echo "make test: all three builds passed"; \
+	echo "== gcc ThreadSanitizer ($(TSAN_BUILD)): the short tsan set"; \
+	(cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L tsan_short) || st=1; \
+	if [ $$st = 0 ]; then echo "make test: all four builds passed"; \
 	else echo "make test: FAILED (see above)"; fi; \
 	exit $$st
 
 # ThreadSanitizer (gcc -fsanitize=thread) over the multi-thread stress
 # tests on the nd_* API, the library without its malloc override
-# (tests/tsan). Not part of make test until it reports nothing: see the
-# races it finds (page.c's dirty_free today). Several minutes.
-tsan: deps $(TSAN_BUILD)/CMakeCache.txt
-	cmake --build $(TSAN_BUILD) -j $(JOBS) --target tsan-programs
+# (tests/tsan): all of them, slab_stress included (about 2.5 min on 2
+# cores); make test runs the short set.
+tsan: deps build-tsan
 	cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L tsan
 
-# The differential fuzzer (tests/fuzz) long: make test runs each variant
-# for 4000 operations; this for FUZZ_OPS with a fresh seed (printed).
+# The fuzzers (tests/fuzz) long: make test runs each differential variant
+# for 4000 operations and the bad-input fuzzers (every NODALLOC_* variable,
+# nodactl's arguments) for a few hundred cases; this for FUZZ_OPS
+# operations (FUZZ_OPS / 100 bad-input cases) with a fresh seed (printed).
 FUZZ_OPS ?= 400000
 FUZZ_SEED ?= $(shell date +%s)
 fuzz: deps build
 	cd $(BUILD) && ND_FUZZ_OPS=$(FUZZ_OPS) ND_FUZZ_SEED=$(FUZZ_SEED) \
-	  ctest -V -j $(JOBS) -L fuzz | grep -E 'fuzz_malloc|FAIL|tests passed|Failed'
+	  ctest -V -j $(JOBS) -L fuzz | grep -aE 'fuzz_malloc|fuzz:|FAIL|tests passed|Failed'
 
 bench: deps build
 	bash bench/run.sh $(BUILD)

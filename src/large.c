@@ -91,7 +91,7 @@ static void setup(void)
 	/* Idempotent: racing threads store the same values. */
 	int64_t ms = _nd_opt_int(ND_OPT_LARGE_DECAY_MS);
 	if (ms < 0)
-		_nd_msg_warn("large_decay_ms: negative value %lld: freed large blocks are not cached", (long long)ms);
+		_nd_opt_config_error("NODALLOC_LARGE_DECAY_MS: negative value %lld: freed large blocks are not cached", (long long)ms);
 	_nd_page_info_t mi;
 	if (_nd_page_info(-1, &mi) == 0) {
 		c.purge_pages = mi.purge_pages ? mi.purge_pages : 1;

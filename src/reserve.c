@@ -85,7 +85,7 @@ void _nd_reserve_read_options(void)
 	if (streq_nocase(pm, "free"))
 		g.advice = MADV_FREE;
 	else if (pm[0] && !streq_nocase(pm, "dontneed"))
-		_nd_msg_warn("option purge: bad value '%s' (dontneed or free); using dontneed", pm);
+		_nd_opt_config_error("NODALLOC_PURGE: bad value '%s' (expected dontneed or free); using dontneed", pm);
 	int64_t th = _nd_opt_int(ND_OPT_PURGE_THRESHOLD);
 	g.purge_pages = th <= (int64_t)ND_PAGE_SIZE ? 1 : ((uint64_t)th + ND_PAGE_SIZE - 1) >> ND_PAGE_SHIFT;
 	g.purge_order = _nd_page_ceil_log2(g.purge_pages);

@@ -49,6 +49,7 @@ static bool file_is(const char *path, const char *text)
 }
 
 #define LIBND ND_BINARY_DIR "/libnodalloc.so"
+#define LIBND_SONAME ND_BINARY_DIR "/libnodalloc.so.0" /* what nodactl preloads (by soname) */
 #define NODACTL ND_BINARY_DIR "/nodactl"
 #define FIXTURES ND_SOURCE_DIR "/tests/fixtures/"
 

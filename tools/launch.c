@@ -20,9 +20,11 @@
 #include <getopt.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,7 +32,13 @@
 #include "nodactl.h"
 
 #define MPOL_F_NUMA_BALANCING_ (1 << 13) /* uapi: with MPOL_BIND, Linux 5.12 */
-#define LIST_MAX 4096 /* node and CPU ids handled by the list parser */
+/* Node and CPU ids handled by the list parser: topology.c's MAX_CPUS
+ * (8192, the kernel's largest NR_CPUS on x86-64), above ND_MAX_NODES. */
+#define LIST_MAX 8192
+/* The longest NODALLOC_* value the library takes (options.c's STR_MAX - 1):
+ * a longer one composed here is refused by the option that made it, not
+ * left to the program to refuse. */
+#define ENV_VALUE_MAX 4095
 
 /* An option as read, resolved in pass 2. */
 typedef struct raw_opt {
@@ -118,6 +126,28 @@ static const char *opt_name(int code)
 	return "?";
 }
 
+/* Strings are sized from their input (nodactl is a tool: it may malloc):
+ * no fixed buffer cuts a user's list, path or value. */
+static char *xvprintf(const char *fmt, va_list ap)
+{
+	char *s;
+	if (vasprintf(&s, fmt, ap) < 0) {
+		fprintf(stderr, "nodactl: out of memory\n");
+		exit(1);
+	}
+	return s;
+}
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = xvprintf(fmt, ap);
+	va_end(ap);
+	return s;
+}
+
 static int usage_error(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "nodactl: ");
@@ -138,33 +168,46 @@ static int members(const uint8_t *set, int limit, int *ids)
 	return n;
 }
 
-/* "0-3,5": a list of set[0..limit) into buf. */
-static void format_list(const uint8_t *set, int limit, char *buf, size_t len)
+/* "0-3,5": the list of set[0..limit), whole (a fresh string). */
+static char *format_list(const uint8_t *set, int limit)
 {
-	size_t k = 0;
-	buf[0] = '\0';
-	for (int i = 0; i < limit && k < len; i++) {
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f) {
+		fprintf(stderr, "nodactl: out of memory\n");
+		exit(1);
+	}
+	bool first = true;
+	for (int i = 0; i < limit; i++) {
 		if (!set[i])
 			continue;
 		int j = i;
 		while (j + 1 < limit && set[j + 1])
 			j++;
-		int w = j > i ? snprintf(buf + k, len - k, "%s%d-%d", k ? "," : "", i, j)
-			      : snprintf(buf + k, len - k, "%s%d", k ? "," : "", i);
-		k += w > 0 ? (size_t)w : 0;
+		if (j > i)
+			fprintf(f, "%s%d-%d", first ? "" : ",", i, j);
+		else
+			fprintf(f, "%s%d", first ? "" : ",", i);
+		first = false;
 		i = j;
 	}
+	if (fclose(f) != 0) {
+		fprintf(stderr, "nodactl: out of memory\n");
+		exit(1);
+	}
+	return buf;
 }
 
 /*
  * Parses s into out[0..limit): entries of `universe` (the ids a list may
  * name: memory nodes, nodes with CPUs, allowed CPUs). `kind` ("node",
  * "cpu") and `why` ("has no memory") word the errors. "+" numbers the
- * universe's members from 0 (numactl's cpuset-relative lists). 0 or -1
- * with err set.
+ * universe's members from 0 (numactl's cpuset-relative lists). 0, or -1
+ * with *err a fresh message.
  */
 static int parse_list(const char *s, const uint8_t *exists, const uint8_t *universe, int limit, const char *kind,
-		      const char *why, uint8_t *out, char *err, size_t errlen)
+		      const char *why, uint8_t *out, char **err)
 {
 	memset(out, 0, LIST_MAX);
 	bool invert = false, relative = false;
@@ -179,13 +222,12 @@ static int parse_list(const char *s, const uint8_t *exists, const uint8_t *unive
 	}
 	static int ids[LIST_MAX];
 	int nmem = members(universe, limit, ids);
-	char have[256];
-	format_list(universe, limit, have, sizeof have);
+	char *have = format_list(universe, limit); /* for the messages */
 	if (strcmp(p, "all") == 0) {
 		memcpy(out, universe, (size_t)limit);
 	} else {
 		if (!*p) {
-			snprintf(err, errlen, "%s list: empty", kind);
+			*err = xprintf("%s list: empty", kind);
 			return -1;
 		}
 		while (*p) {
@@ -193,7 +235,7 @@ static int parse_list(const char *s, const uint8_t *exists, const uint8_t *unive
 			char *end;
 			long a = strtol(p, &end, 10), b;
 			if (end == p || *p == '-' || *p == '+') {
-				snprintf(err, errlen, "%s list: expected a number at '%s'", kind, start);
+				*err = xprintf("%s list: expected a number at '%s'", kind, start);
 				return -1;
 			}
 			b = a;
@@ -201,35 +243,35 @@ static int parse_list(const char *s, const uint8_t *exists, const uint8_t *unive
 			if (*p == '-') {
 				b = strtol(p + 1, &end, 10);
 				if (end == p + 1 || p[1] == '-' || p[1] == '+') {
-					snprintf(err, errlen, "%s list: expected a number after '-' in '%s'", kind, start);
+					*err = xprintf("%s list: expected a number after '-' in '%s'", kind, start);
 					return -1;
 				}
 				p = end;
 			}
 			if (*p && *p != ',') {
-				snprintf(err, errlen, "%s list: unexpected '%c' in '%s'", kind, *p, s);
+				*err = xprintf("%s list: unexpected '%c' in '%s'", kind, *p, s);
 				return -1;
 			}
 			if (*p == ',')
 				p++;
 			if (b < a) {
-				snprintf(err, errlen, "%s list: range %ld-%ld goes backwards", kind, a, b);
+				*err = xprintf("%s list: range %ld-%ld goes backwards", kind, a, b);
 				return -1;
 			}
 			for (long i = a; i <= b; i++) {
 				long id = i;
 				if (relative) {
 					if (i >= nmem) {
-						snprintf(err, errlen, "%s list: relative %s +%ld, but only %d are allowed (%ss %s)",
+						*err = xprintf("%s list: relative %s +%ld, but only %d are allowed (%ss %s)",
 							 kind, kind, i, nmem, kind, have);
 						return -1;
 					}
 					id = ids[i];
 				} else if (i >= limit || !exists[i]) {
-					snprintf(err, errlen, "%s list: %s %ld does not exist (%ss %s)", kind, kind, i, kind, have);
+					*err = xprintf("%s list: %s %ld does not exist (%ss %s)", kind, kind, i, kind, have);
 					return -1;
 				} else if (!universe[i]) {
-					snprintf(err, errlen, "%s list: %s %ld %s (%ss %s)", kind, kind, i, why, kind, have);
+					*err = xprintf("%s list: %s %ld %s (%ss %s)", kind, kind, i, why, kind, have);
 					return -1;
 				}
 				out[id] = 1;
@@ -239,10 +281,11 @@ static int parse_list(const char *s, const uint8_t *exists, const uint8_t *unive
 	if (invert)
 		for (int i = 0; i < limit; i++)
 			out[i] = universe[i] && !out[i];
+	free(have);
 	for (int i = 0; i < limit; i++)
 		if (out[i])
 			return 0;
-	snprintf(err, errlen, "%s list: '%s' leaves no %s", kind, s, kind);
+	*err = xprintf("%s list: '%s' leaves no %s", kind, s, kind);
 	return -1;
 }
 
@@ -276,13 +319,13 @@ static void universe_of(const _nd_topo_t *t, universe_t *u)
 /* A node list option's value into out; `same` repeats the last list. */
 static int node_list(launch_t *l, const universe_t *u, const raw_opt_t *r, bool cpu_nodes, uint8_t *out)
 {
-	char err[400];
+	char *err;
 	if (strcmp(r->val, "same") == 0) {
 		if (!l->have_last)
 			return usage_error("--%s=same: no node list before it to repeat", r->name);
 		memcpy(out, l->last, LIST_MAX);
 	} else if (parse_list(r->val, u->node_online, cpu_nodes ? u->node_cpu : u->node_mem, u->nodes, "node",
-			      cpu_nodes ? "has no CPUs" : "has no memory", out, err, sizeof err) != 0) {
+			      cpu_nodes ? "has no CPUs" : "has no memory", out, &err) != 0) {
 		fprintf(stderr, "nodactl: --%s: %s\n", r->name, err);
 		return 1;
 	}
@@ -316,7 +359,7 @@ static int set_policy(launch_t *l, const universe_t *u, const raw_opt_t *r, nd_p
 
 static int resolve(launch_t *l, const raw_opt_t *raw, int nraw, const universe_t *u)
 {
-	char err[400];
+	char *err;
 	for (int k = 0; k < nraw; k++) {
 		const raw_opt_t *r = &raw[k];
 		switch (r->code) {
@@ -339,7 +382,7 @@ static int resolve(launch_t *l, const raw_opt_t *raw, int nraw, const universe_t
 		}
 		case 'C':
 			if (parse_list(r->val, u->cpu_possible, u->cpu_allowed, u->cpus, "cpu", "is not allowed (cpuset)",
-				       l->cpus, err, sizeof err) != 0) {
+				       l->cpus, &err) != 0) {
 				fprintf(stderr, "nodactl: --%s: %s\n", r->name, err);
 				return 1;
 			}
@@ -357,7 +400,7 @@ typedef struct kpol {
 	int mode;            /* ND_MPOL_*; -1: leave the inherited policy */
 	unsigned flags;      /* MPOL_F_NUMA_BALANCING */
 	uint64_t mask[LIST_MAX / 64];
-	char what[320];      /* "bind 1", for --dry-run and notes */
+	char *what;          /* "bind 1", for --dry-run and notes (NULL: none) */
 	char note[300];      /* what was changed to fit this kernel */
 } kpol_t;
 
@@ -392,10 +435,10 @@ static void kernel_policy_of(const launch_t *l, const nd_policy_t *p, int limit,
 		}
 	if (l->balancing && k->mode == ND_MPOL_BIND)
 		k->flags = MPOL_F_NUMA_BALANCING_;
-	char list[256];
-	format_list(set, limit, list, sizeof list);
-	snprintf(k->what, sizeof k->what, "%s%s%s%s", mpol_name(k->mode), k->mode == ND_MPOL_LOCAL ? "" : " ",
-		 k->mode == ND_MPOL_LOCAL ? "" : list, k->flags ? " +balancing" : "");
+	char *list = format_list(set, limit);
+	k->what = xprintf("%s%s%s%s", mpol_name(k->mode), k->mode == ND_MPOL_LOCAL ? "" : " ",
+			  k->mode == ND_MPOL_LOCAL ? "" : list, k->flags ? " +balancing" : "");
+	free(list);
 }
 
 /*
@@ -436,9 +479,9 @@ static int apply_kernel_policy(kpol_t *k, int limit)
 	}
 	if (k->note[0]) {
 		const char *sp = strchr(k->what, ' ');
-		char rest[200];
-		snprintf(rest, sizeof rest, "%.199s", sp ? sp : "");
-		snprintf(k->what, sizeof k->what, "%s%s", mpol_name(k->mode), rest);
+		char *what = xprintf("%s%s", mpol_name(k->mode), sp ? sp : "");
+		free(k->what);
+		k->what = what;
 	}
 	return 0;
 }
@@ -452,12 +495,16 @@ static int find_library(char *out, size_t len)
 {
 	const char *env = getenv("NODALLOC_LIBRARY");
 	if (env && *env) {
+		if (strlen(env) >= len) {
+			fprintf(stderr, "nodactl: NODALLOC_LIBRARY: path longer than %zu characters\n", len - 1);
+			return -1;
+		}
 		snprintf(out, len, "%s", env);
 		return access(out, R_OK);
 	}
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-	if (n <= 0)
+	if (n <= 0 || n >= (ssize_t)sizeof exe - 1)
 		return -1;
 	exe[n] = '\0';
 	char *slash = strrchr(exe, '/');
@@ -467,33 +514,31 @@ static int find_library(char *out, size_t len)
 #define ND_STR(x) ND_STR_(x)
 	static const char *const names[] = { "libnodalloc.so." ND_STR(ND_VERSION_MAJOR), "libnodalloc.so" };
 	for (size_t j = 0; j < sizeof names / sizeof names[0]; j++)
-		for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-			snprintf(out, len, "%s%s%s", exe, rel[i], names[j]);
-			if (access(out, R_OK) == 0)
+		for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++)
+			if ((size_t)snprintf(out, len, "%s%s%s", exe, rel[i], names[j]) < len && access(out, R_OK) == 0)
 				return 0;
-		}
 	return -1;
 }
 
-/* execvp's search, to say what would run. 0 with the path, or -1. */
-static int find_program(const char *name, char *out, size_t len)
+/* execvp's search, to say what would run: the path (a fresh string), or
+ * NULL. Whole names only: a name cut to fit could be another file. */
+static char *find_program(const char *name)
 {
-	if (strchr(name, '/')) {
-		snprintf(out, len, "%s", name);
-		return access(out, X_OK);
-	}
+	if (strchr(name, '/'))
+		return access(name, X_OK) == 0 ? xprintf("%s", name) : NULL;
 	const char *path = getenv("PATH");
 	if (!path)
 		path = "/usr/local/bin:/bin:/usr/bin";
 	while (*path) {
 		size_t n = strcspn(path, ":");
-		snprintf(out, len, "%.*s%s%s", (int)n, path, n ? "/" : "", name);
+		char *out = xprintf("%.*s%s%s", (int)n, path, n ? "/" : "", name);
 		struct stat st;
 		if (access(out, X_OK) == 0 && stat(out, &st) == 0 && S_ISREG(st.st_mode))
-			return 0;
+			return out;
+		free(out);
 		path += n + (path[n] == ':');
 	}
-	return -1;
+	return NULL;
 }
 
 /* 1: an ELF executable without an interpreter (static: LD_PRELOAD cannot
@@ -521,16 +566,17 @@ static int is_static_elf(const char *path)
 	return result;
 }
 
-/* The environment the program gets, set or printed. */
+/* The environment the program gets, set or printed: at most one entry
+ * per env_add call in nodactl_launch (6). */
 typedef struct env_set {
 	int n;
-	struct { const char *name; char value[PATH_MAX * 2]; } e[12];
+	struct { const char *name; const char *value; } e[8];
 } env_set_t;
 
 static void env_add(env_set_t *s, const char *name, const char *value)
 {
 	s->e[s->n].name = name;
-	snprintf(s->e[s->n].value, sizeof s->e[s->n].value, "%s", value);
+	s->e[s->n].value = value;
 	s->n++;
 }
 
@@ -628,25 +674,38 @@ static int read_options(int argc, char **argv, raw_opt_t *raw, int *nraw, launch
 		const char *bad = argv[optind - 1];
 		switch (c) {
 		case '?':
-			if (optopt)
-				return usage_error("invalid option '-%s'", (char[]){ (char)optopt, 0 });
-			/* getopt_long does not say why: unknown or ambiguous */
+			/* getopt_long does not say why: unknown, ambiguous, or a
+			 * value given to an option that takes none (optopt is then
+			 * that option's code, not a character: not for a message) */
 			if (bad[0] == '-' && bad[1] == '-') {
 				size_t len = strcspn(bad + 2, "=");
 				int matches = 0;
-				char list[512] = "";
-				for (const struct option *o = long_opts; o->name; o++)
+				const struct option *match = NULL;
+				char *list = xprintf("%s", "");
+				for (const struct option *o = long_opts; len && o->name; o++)
 					if (strncmp(o->name, bad + 2, len) == 0) {
+						if (strlen(o->name) == len) { /* exact: never ambiguous */
+							matches = 1;
+							match = o;
+							break;
+						}
 						matches++;
-						size_t k = strlen(list);
-						snprintf(list + k, sizeof list - k, " '--%s'", o->name);
+						match = o;
+						char *more = xprintf("%s '--%s'", list, o->name);
+						free(list);
+						list = more;
 					}
 				if (matches > 1) {
 					fprintf(stderr, "nodactl: option '%.*s' is ambiguous; possibilities:%s\nTry 'nodactl --help'.\n",
 						(int)len + 2, bad, list);
 					return 1;
 				}
+				if (matches == 1 && match->has_arg == no_argument && bad[2 + len] == '=')
+					return usage_error("option '--%s' takes no value", match->name);
+				return usage_error("unrecognized option '%s'", bad);
 			}
+			if (optopt > 0 && optopt < 128)
+				return usage_error("invalid option '-%s'", (char[]){ (char)optopt, 0 });
 			return usage_error("unrecognized option '%s'", bad);
 		case ':':
 			return usage_error("option '%s' needs a value", bad);
@@ -656,15 +715,9 @@ static int read_options(int argc, char **argv, raw_opt_t *raw, int *nraw, launch
 		case O_SHM_ONLY:
 		case 'L': case 'o': case 'M': case 'I': case 'S': case 'f':
 		case 't': case 'u': case 'T': case 'd': case 'D': case 'V':
-		{
-			char name[40];
-			if (c == O_SHM_ONLY)
-				snprintf(name, sizeof name, "--%s", long_opts[idx].name);
-			else
-				snprintf(name, sizeof name, "-%c", c);
 			return usage_error("%s is numactl's policy for shared memory and files, which nodactl does not "
-					   "do: use numactl for it (docs/numactl.md)", name);
-		}
+					   "do: use numactl for it (docs/numactl.md)",
+					   c == O_SHM_ONLY ? xprintf("--%s", long_opts[idx].name) : xprintf("-%c", c));
 		case O_VERSION:
 			printf("nodactl (nodalloc) %d.%d\n", ND_VERSION_MAJOR, ND_VERSION_MINOR);
 			exit(0);
@@ -707,8 +760,6 @@ static int read_options(int argc, char **argv, raw_opt_t *raw, int *nraw, launch
 		default:
 			if (c == 'c') /* numactl's old -c: --cpubind, as --cpunodebind */
 				c = O_CPUBIND_OLD;
-			if (*nraw >= 64)
-				return usage_error("%s", "too many options");
 			raw[(*nraw)++] = (raw_opt_t){ c, opt_name(c), optarg };
 			if (c == 'C' || c == 'N' || c == O_CPUBIND_OLD || c == 'i' || c == 'm' || c == 'p' || c == 'P')
 				if (!optarg || !*optarg)
@@ -722,8 +773,14 @@ static int read_options(int argc, char **argv, raw_opt_t *raw, int *nraw, launch
 int nodactl_launch(int argc, char **argv)
 {
 	static launch_t l;
-	static raw_opt_t raw[64];
+	/* At most one per argument. Not malloc: nothing may allocate before
+	 * --topology is installed (nd_topology_emulate). */
+	raw_opt_t *raw = mmap(NULL, (size_t)argc * sizeof *raw, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int nraw = 0;
+	if (raw == MAP_FAILED) {
+		fprintf(stderr, "nodactl: out of memory\n");
+		return 1;
+	}
 	if (read_options(argc, argv, raw, &nraw, &l))
 		return 1;
 	int prog = optind; /* getopt_long skipped a "--" already */
@@ -732,7 +789,12 @@ int nodactl_launch(int argc, char **argv)
 
 	/* The topology first: node lists are checked against it. */
 	if (l.topology) {
-		char err[256];
+		if (strlen(l.topology) > ENV_VALUE_MAX) {
+			fprintf(stderr, "nodactl: --topology: the spec is %zu characters, more than the %d NODALLOC_TOPOLOGY "
+				"takes\n", strlen(l.topology), ENV_VALUE_MAX);
+			return 1;
+		}
+		char err[ENV_VALUE_MAX + 256]; /* the parser quotes the spec; not malloc (above) */
 		if (nd_topology_emulate(l.topology, err, sizeof err) != 0) {
 			fprintf(stderr, "nodactl: --topology: %s\n", err);
 			return 1;
@@ -745,40 +807,47 @@ int nodactl_launch(int argc, char **argv)
 	if (resolve(&l, raw, nraw, &u))
 		return 1;
 
-	/* nodalloc's policy string, checked by the library's own parser. */
-	char policy[640] = "", list[512];
-	format_list(l.nodes, u.nodes, list, sizeof list);
+	/* nodalloc's policy string (whole, however long the lists), checked
+	 * by the library's own parser. */
+	char *policy = xprintf("%s", "");
+	char *list = format_list(l.nodes, u.nodes);
 	if (l.weights) {
 		if (l.mode != ND_POLICY_DEFAULT && l.mode != ND_POLICY_INTERLEAVE)
 			return usage_error("--weights goes with --interleave, not --%s", l.mode_opt);
-		snprintf(policy, sizeof policy, "weighted:%s", l.weights);
+		policy = xprintf("weighted:%s", l.weights);
 	} else if (l.mode == ND_POLICY_LOCAL) {
-		snprintf(policy, sizeof policy, "local");
+		policy = xprintf("local");
 	} else if (l.mode != ND_POLICY_DEFAULT) {
 		static const char *const words[] = { [ND_POLICY_PREFERRED] = "preferred",
 						     [ND_POLICY_PREFERRED_MANY] = "preferred-many",
 						     [ND_POLICY_BIND] = "bind", [ND_POLICY_INTERLEAVE] = "interleave" };
-		snprintf(policy, sizeof policy, "%s:%s", words[l.mode], list);
+		policy = xprintf("%s:%s", words[l.mode], list);
 	}
 	if (l.granularity) {
 		if (strncmp(policy, "interleave", 10) != 0 && strncmp(policy, "weighted", 8) != 0)
 			return usage_error("%s goes with --interleave or --weights", "--granularity");
-		size_t n = strlen(policy);
-		snprintf(policy + n, sizeof policy - n, "@%s", l.granularity);
+		policy = xprintf("%s@%s", policy, l.granularity);
 	}
-	if (l.tier) {
-		if (!policy[0])
-			snprintf(policy, sizeof policy, "local");
-		size_t n = strlen(policy);
-		snprintf(policy + n, sizeof policy - n, "+tier");
+	if (l.tier)
+		policy = xprintf("%s+tier", policy[0] ? policy : "local");
+	/* The program's library takes values up to ENV_VALUE_MAX: refused
+	 * here, by the options that made them, rather than there (and before the parser, whose
+	 * complaint would be about a part). */
+	if (strlen(policy) > ENV_VALUE_MAX) {
+		fprintf(stderr, "nodactl: --%s%s: the policy '%.40s...' is %zu characters, more than the %d "
+			"NODALLOC_POLICY takes\n", l.weights ? "weights" : l.mode_opt ? l.mode_opt : "tier-order",
+			l.granularity ? " with --granularity" : "", policy, strlen(policy), ENV_VALUE_MAX);
+		return 1;
 	}
 	nd_policy_t p = { 0 };
 	if (policy[0]) {
-		char err[256];
-		if (nd_policy_parse(policy, &p, err, sizeof err) != 0 || nd_policy_check(&p, err, sizeof err) != 0) {
+		size_t errlen = strlen(policy) + 256; /* the parser quotes the policy */
+		char *err = xprintf("%*s", (int)errlen, "");
+		if (nd_policy_parse(policy, &p, err, errlen) != 0 || nd_policy_check(&p, err, errlen) != 0) {
 			fprintf(stderr, "nodactl: policy '%s': %s\n", policy, err);
 			return 1;
 		}
+		free(err);
 	}
 	if (l.balancing && l.mode != ND_POLICY_BIND)
 		fprintf(stderr, "nodactl: warning: --balancing goes with --membind: ignored\n");
@@ -789,9 +858,7 @@ int nodactl_launch(int argc, char **argv)
 	bool have_lib = find_library(lib, sizeof lib) == 0;
 	if (have_lib) {
 		const char *old = getenv("LD_PRELOAD");
-		char preload[PATH_MAX * 2];
-		snprintf(preload, sizeof preload, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
-		env_add(&env, "LD_PRELOAD", preload);
+		env_add(&env, "LD_PRELOAD", xprintf("%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : ""));
 	}
 	if (policy[0])
 		env_add(&env, "NODALLOC_POLICY", policy);
@@ -817,12 +884,19 @@ int nodactl_launch(int argc, char **argv)
 	if (emulated && l.bind_opt && !l.dry_run && !l.show)
 		fprintf(stderr, "nodactl: warning: --%s ignored under an emulated topology\n", l.bind_opt);
 	if (!emulated && l.bind_opt) {
-		cpu_set_t set;
-		CPU_ZERO(&set);
-		for (int c = 0; c < u.cpus && c < CPU_SETSIZE; c++)
+		/* sized for every CPU the list may name: a fixed cpu_set_t
+		 * (1024) would drop the CPUs above it */
+		cpu_set_t *set = CPU_ALLOC((size_t)u.cpus);
+		size_t setsize = CPU_ALLOC_SIZE((size_t)u.cpus);
+		if (!set) {
+			fprintf(stderr, "nodactl: out of memory\n");
+			return 1;
+		}
+		CPU_ZERO_S(setsize, set);
+		for (int c = 0; c < u.cpus; c++)
 			if (l.cpus[c])
-				CPU_SET(c, &set);
-		if (sched_setaffinity(0, sizeof set, &set) != 0) {
+				CPU_SET_S((size_t)c, setsize, set);
+		if (sched_setaffinity(0, setsize, set) != 0) {
 			fprintf(stderr, "nodactl: --%s: sched_setaffinity: %s\n", l.bind_opt, strerror(errno));
 			return 1;
 		}
@@ -835,8 +909,8 @@ int nodactl_launch(int argc, char **argv)
 		return 0;
 	}
 
-	char path[PATH_MAX];
-	bool found = prog < argc && find_program(argv[prog], path, sizeof path) == 0;
+	char *path = prog < argc ? find_program(argv[prog]) : NULL;
+	bool found = path != NULL;
 	bool is_static = found && is_static_elf(path);
 	if (l.dry_run) {
 		if (prog < argc)
@@ -847,8 +921,7 @@ int nodactl_launch(int argc, char **argv)
 		if (k.note[0])
 			printf("note: %s\n", k.note);
 		printf("nodalloc policy: %s\n", policy[0] ? policy : "inherited (NODALLOC_POLICY, else local)");
-		char cpus[512];
-		format_list(l.cpus, u.cpus, cpus, sizeof cpus);
+		char *cpus = format_list(l.cpus, u.cpus);
 		printf("cpu binding: %s\n", !l.bind_opt ? "inherited" : emulated ? "none (emulated topology)" : cpus);
 		for (int i = 0; i < env.n; i++)
 			printf("environment: %s=%s\n", env.e[i].name, env.e[i].value);

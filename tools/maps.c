@@ -24,7 +24,7 @@ static const char *const kind_names[K__N] = { "Huge", "Heap", "Stack", "Private"
 
 typedef struct usage {
 	double kind[K__N][MAXN]; /* MB */
-	char pol[MAXPOL][64];
+	const char *pol[MAXPOL]; /* whole (an interleave over many nodes is long) */
 	double by_pol[MAXPOL][MAXN];
 	int npol;
 	unsigned char used[MAXN];
@@ -38,9 +38,17 @@ static int policy_index(const char *p)
 	for (int i = 0; i < u.npol; i++)
 		if (strcmp(u.pol[i], p) == 0)
 			return i;
+	if (u.npol == MAXPOL - 1) { /* the rest together, labelled so */
+		u.pol[u.npol] = "(other policies)";
+		return u.npol++;
+	}
 	if (u.npol == MAXPOL)
-		return MAXPOL - 1; /* the rest together */
-	snprintf(u.pol[u.npol], sizeof u.pol[0], "%s", p);
+		return MAXPOL - 1;
+	u.pol[u.npol] = strdup(p);
+	if (!u.pol[u.npol]) {
+		fprintf(stderr, "nodactl: maps: out of memory\n");
+		exit(1);
+	}
 	return u.npol++;
 }
 
@@ -126,8 +134,9 @@ int nodactl_maps(int argc, char **argv)
 		return 1;
 	}
 	char *end;
+	errno = 0;
 	long pid = strtol(argv[2], &end, 10);
-	if (*end || pid <= 0) {
+	if (end == argv[2] || *end || errno || pid <= 0 || pid > 0x7fffffff) {
 		fprintf(stderr, "nodactl: maps: expects a process id, got '%s'\n", argv[2]);
 		return 1;
 	}
@@ -139,9 +148,13 @@ int nodactl_maps(int argc, char **argv)
 			errno == ENOENT ? " (no such process, or a kernel without NUMA)" : "");
 		return 1;
 	}
-	char line[8192];
-	while (fgets(line, sizeof line, f))
+	/* whole lines: a mapped file's path and a count per node can pass
+	 * any fixed size, and a cut line's rest would count as a mapping */
+	char *line = NULL;
+	size_t cap = 0;
+	while (getline(&line, &cap, f) > 0)
 		add_line(line);
+	free(line);
 	fclose(f);
 	_nd_ensure_init();
 	const _nd_topo_t *t = _nd_topo();

@@ -24,6 +24,7 @@
  * The tool is linked with the whole static library, so it calls the
  * hidden _nd_ functions directly. It may use stdio (it is not the library).
  */
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,7 +282,7 @@ static int cmd_hardware(nodactl_t *n)
 		fprintf(stderr, "nodactl: hardware: unexpected argument '%s'\n", n->argv[0]);
 		return 1;
 	}
-	char err[512];
+	char err[512]; /* the parser quotes tokens, not the spec: bounded */
 	const _nd_topo_t *t;
 	/* Built aside, not installed: the live topology may already be frozen
 	 * (stdio has allocated). */
@@ -334,11 +335,12 @@ static bool in_path(const char *name)
 	const char *path = getenv("PATH");
 	if (!path)
 		path = "/usr/local/bin:/bin:/usr/bin";
-	char buf[4096];
+	char buf[PATH_MAX];
 	while (*path) {
 		size_t n = strcspn(path, ":");
-		snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, name);
-		if (access(buf, X_OK) == 0)
+		/* a name cut to fit would be another file: such a path is no
+		 * program (execvp would fail with ENAMETOOLONG) */
+		if ((size_t)snprintf(buf, sizeof buf, "%.*s/%s", (int)n, path, name) < sizeof buf && access(buf, X_OK) == 0)
 			return true;
 		path += n + (path[n] == ':');
 	}

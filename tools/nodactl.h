@@ -12,6 +12,11 @@ void nodactl_usage(FILE *f);               /* the help text (nodactl.c) */
 #include <stdbool.h>
 struct _nd_stats_label;
 bool nodactl_alive(int pid);
+/* stat.c: --interval=S and --count=N of stat and top (1 and a message
+ * naming cmd if bad), and the sleep between rounds. */
+int nodactl_interval(const char *cmd, const char *v, double *out);
+int nodactl_count(const char *cmd, const char *v, long *out);
+void nodactl_sleep(double seconds);
 /* collect.c: run argv as a child and report its statistics when it ends. */
 int nodactl_run_collected(char **argv, bool json, bool children, bool named);
 void nodactl_label_of(int pid, struct _nd_stats_label *lb);

@@ -31,7 +31,7 @@ static _nd_stats_all_t snap; /* every node, 72 KiB: not on the stack */
 /* Longest --interval: a day (longer watches are a cron job). */
 #define INTERVAL_MAX 86400.0
 
-static void sleep_for(double seconds)
+void nodactl_sleep(double seconds)
 {
 	struct timespec ts = { .tv_sec = (time_t)seconds };
 	ts.tv_nsec = (long)((seconds - (double)ts.tv_sec) * 1e9);
@@ -61,33 +61,41 @@ void nodactl_label_of(int pid, _nd_stats_label_t *lb)
 {
 	memset(lb, 0, sizeof *lb);
 	lb->pid = pid;
-	/* argv[0]'s last component; a zombie has none: its comm */
-	char path[64], cmd[256] = "";
+	/* argv[0]'s last component, read whole (a cut argv[0] would show a
+	 * directory's name); a zombie has none: its comm */
+	char path[64], *cmd = NULL;
+	size_t cap = 0;
 	snprintf(path, sizeof path, "/proc/%d/cmdline", pid);
 	FILE *f = fopen(path, "r");
 	if (f) {
-		size_t n = fread(cmd, 1, sizeof cmd - 1, f);
-		cmd[n] = '\0';
+		if (getdelim(&cmd, &cap, '\0', f) < 0 && cmd)
+			cmd[0] = '\0';
 		fclose(f);
 	}
-	if (!cmd[0]) {
+	if (!cmd || !cmd[0]) {
 		snprintf(path, sizeof path, "/proc/%d/comm", pid);
 		f = fopen(path, "r");
 		if (f) {
-			if (!fgets(cmd, sizeof cmd, f))
+			if (getline(&cmd, &cap, f) < 0 && cmd)
 				cmd[0] = '\0';
-			cmd[strcspn(cmd, "\n")] = '\0';
 			fclose(f);
 		}
 	}
-	const char *slash = strrchr(cmd, '/');
-	/* a display label: a longer name is shown cut to the field */
-	if (snprintf(lb->program, sizeof lb->program, "%s", slash && slash[1] ? slash + 1 : cmd) >= (int)sizeof lb->program)
+	const char *name = cmd ? cmd : "";
+	const char *slash = strrchr(name, '/');
+	if (slash && slash[1])
+		name = slash + 1;
+	/* a display label: a longer name is shown cut to the field, with a '~' */
+	if (snprintf(lb->program, sizeof lb->program, "%.*s", (int)strcspn(name, "\n"), name) >= (int)sizeof lb->program)
 		lb->program[sizeof lb->program - 2] = '~';
+	free(cmd);
 	snprintf(path, sizeof path, "/proc/%d/status", pid);
 	f = fopen(path, "r");
-	char line[256];
-	while (f && fgets(line, sizeof line, f)) {
+	/* whole lines: a long one (Groups:, Cpus_allowed_list: of a big
+	 * machine) must not be read as several */
+	char *line = NULL;
+	cap = 0;
+	while (f && getline(&line, &cap, f) > 0) {
 		unsigned long long v;
 		if (sscanf(line, "PPid: %d", &lb->ppid) == 1)
 			continue;
@@ -96,8 +104,38 @@ void nodactl_label_of(int pid, _nd_stats_label_t *lb)
 		else if (sscanf(line, "VmHWM: %llu kB", &v) == 1)
 			lb->rss_peak = v << 10;
 	}
+	free(line);
 	if (f)
 		fclose(f);
+}
+
+/* --interval=SECONDS of stat and top: finite, > 0, at most a day. */
+int nodactl_interval(const char *cmd, const char *v, double *out)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (end == v || *end || errno || !isfinite(d) || d <= 0 || d > INTERVAL_MAX) {
+		fprintf(stderr, "nodactl: %s: --interval expects a number of seconds > 0 and <= %g, got '%s'\n", cmd,
+			INTERVAL_MAX, v);
+		return 1;
+	}
+	*out = d;
+	return 0;
+}
+
+/* --count=N of stat and top: > 0, no overflow. */
+int nodactl_count(const char *cmd, const char *v, long *out)
+{
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (end == v || *end || errno || n <= 0) {
+		fprintf(stderr, "nodactl: %s: --count expects a number > 0, got '%s'\n", cmd, v);
+		return 1;
+	}
+	*out = n;
+	return 0;
 }
 
 int nodactl_stat(int argc, char **argv)
@@ -108,24 +146,14 @@ int nodactl_stat(int argc, char **argv)
 	long count = -1;
 	for (int i = 2; i < argc; i++) {
 		const char *a = argv[i];
-		char *end;
 		if (strcmp(a, "--json") == 0) {
 			json = true;
 		} else if (strncmp(a, "--interval=", 11) == 0) {
-			errno = 0;
-			interval = strtod(a + 11, &end);
-			if (end == a + 11 || *end || errno || !isfinite(interval) || interval <= 0 || interval > INTERVAL_MAX) {
-				fprintf(stderr, "nodactl: stat: --interval expects a number of seconds > 0 and <= %g, got '%s'\n",
-					INTERVAL_MAX, a + 11);
+			if (nodactl_interval("stat", a + 11, &interval))
 				return 1;
-			}
 		} else if (strncmp(a, "--count=", 8) == 0) {
-			errno = 0;
-			count = strtol(a + 8, &end, 10);
-			if (end == a + 8 || *end || errno || count <= 0) {
-				fprintf(stderr, "nodactl: stat: --count expects a number > 0, got '%s'\n", a + 8);
+			if (nodactl_count("stat", a + 8, &count))
 				return 1;
-			}
 		} else if (a[0] == '-') {
 			fprintf(stderr, "nodactl: stat: unknown option '%s'\n", a);
 			return 1;
@@ -188,7 +216,7 @@ int nodactl_stat(int argc, char **argv)
 		_nd_stats_print_snapshot(1, &snap, &lb, json);
 		if (interval <= 0 || (count > 0 && round + 1 >= count))
 			break;
-		sleep_for(interval);
+		nodactl_sleep(interval);
 	}
 	fflush(stdout);
 	close(fd);

@@ -25,9 +25,10 @@
 
 static _nd_stats_all_t snap; /* every node, 72 KiB: not on the stack */
 
+/* The processes shown this round (grown as needed: any number). */
 typedef struct seen {
-	int pid[4096];
-	int n;
+	int *pid;
+	int n, cap;
 } seen_t;
 
 static bool was_seen(seen_t *s, int pid)
@@ -35,8 +36,15 @@ static bool was_seen(seen_t *s, int pid)
 	for (int i = 0; i < s->n; i++)
 		if (s->pid[i] == pid)
 			return true;
-	if (s->n < 4096)
-		s->pid[s->n++] = pid;
+	if (s->n == s->cap) {
+		int cap = s->cap ? 2 * s->cap : 256;
+		int *p = realloc(s->pid, (size_t)cap * sizeof *p);
+		if (!p)
+			return false; /* shown again rather than not at all */
+		s->pid = p;
+		s->cap = cap;
+	}
+	s->pid[s->n++] = pid;
 	return false;
 }
 
@@ -77,22 +85,26 @@ static int show(const char *path, int holder, seen_t *seen)
 		_nd_stats_label_t lb;
 		nodactl_label_of(owner, &lb);
 		nd_node_stats_t t = { 0 };
-		char nodes[256] = "";
-		size_t k = 0;
+		/* every node in use, however many */
+		char *nodes = NULL;
+		size_t nodes_len = 0;
+		FILE *nf = open_memstream(&nodes, &nodes_len);
 		for (int n = 0; n < snap.node_limit; n++) {
 			const nd_node_stats_t *s = &snap.nodes[n];
 			t.numa_hit += s->numa_hit;
 			t.numa_miss += s->numa_miss;
 			t.bytes_in_use += s->bytes_in_use;
 			t.bytes_committed += s->bytes_committed;
-			if (s->bytes_in_use && k < sizeof nodes - 24)
-				k += (size_t)snprintf(nodes + k, sizeof nodes - k, "%s%d:%.1f", k ? " " : "", n,
-						      mib(s->bytes_in_use));
+			if (s->bytes_in_use && nf)
+				fprintf(nf, "%s%d:%.1f", ftell(nf) ? " " : "", n, mib(s->bytes_in_use));
 		}
+		if (nf)
+			fclose(nf);
 		uint64_t frag = t.bytes_committed > t.bytes_in_use ? t.bytes_committed - t.bytes_in_use : 0;
 		printf("%7d %7d %-16.16s %10.2f %10.2f %10.2f %10.2f %10.2f %10llu %8llu  %s\n", owner, lb.ppid, lb.program,
 		       mib(t.bytes_in_use), mib(peak), mib(t.bytes_committed), mib(frag), mib(lb.rss),
-		       (unsigned long long)t.numa_hit, (unsigned long long)t.numa_miss, nodes[0] ? nodes : "-");
+		       (unsigned long long)t.numa_hit, (unsigned long long)t.numa_miss, nodes && nodes[0] ? nodes : "-");
+		free(nodes);
 		shown = 1;
 	}
 	if (map != MAP_FAILED)
@@ -158,19 +170,12 @@ int nodactl_top(int argc, char **argv)
 	double interval = 2;
 	long count = -1;
 	for (int i = 2; i < argc; i++) {
-		char *end;
 		if (strncmp(argv[i], "--interval=", 11) == 0) {
-			interval = strtod(argv[i] + 11, &end);
-			if (*end || interval <= 0) {
-				fprintf(stderr, "nodactl: top: --interval expects a number of seconds > 0, got '%s'\n", argv[i] + 11);
+			if (nodactl_interval("top", argv[i] + 11, &interval))
 				return 1;
-			}
 		} else if (strncmp(argv[i], "--count=", 8) == 0) {
-			count = strtol(argv[i] + 8, &end, 10);
-			if (*end || count <= 0) {
-				fprintf(stderr, "nodactl: top: --count expects a number > 0, got '%s'\n", argv[i] + 8);
+			if (nodactl_count("top", argv[i] + 8, &count))
 				return 1;
-			}
 		} else {
 			fprintf(stderr, "nodactl: top: unknown argument '%s' (nodactl top [--interval=S] [--count=N])\n",
 				argv[i]);
@@ -192,7 +197,7 @@ int nodactl_top(int argc, char **argv)
 		fflush(stdout);
 		if (count > 0 && round + 1 >= count)
 			break;
-		usleep((useconds_t)(interval * 1e6));
+		nodactl_sleep(interval);
 	}
 	return 0;
 }

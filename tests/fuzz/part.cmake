@@ -19,3 +19,15 @@ nd_fuzz(default 1)
 nd_fuzz(check 2 NODALLOC_CHECK=1)
 nd_fuzz(emulated 3 "NODALLOC_TOPOLOGY=0: cpus=0 mem=2G\\; 1: cpus=1 mem=2G\\; 2: mem=0")
 nd_fuzz(interleave 4 "NODALLOC_TOPOLOGY=0: cpus=0 mem=2G\\; 1: cpus=1 mem=2G" NODALLOC_POLICY=interleave:0-1)
+
+
+# Bad input fuzzers (tests/fuzz/fuzz_badinput.c): every NODALLOC_* variable
+# with hostile values in children running a malloc workload, and random
+# nodactl argument lists. make test: 197 and 2000 cases (seconds each); make fuzz:
+# ND_FUZZ_OPS / 100 cases.
+add_executable(fuzz_badinput ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_badinput.c)
+target_compile_options(fuzz_badinput PRIVATE ${ND_WARN} ${ND_TEST_FLAGS})
+target_link_libraries(fuzz_badinput PRIVATE -Wl,--whole-archive nodalloc_static -Wl,--no-whole-archive pthread)
+add_test(NAME fuzz.env COMMAND fuzz_badinput env 5 180)
+add_test(NAME fuzz.nodactl COMMAND fuzz_badinput nodactl 6 2000 $<TARGET_FILE:nodactl>)
+set_tests_properties(fuzz.env fuzz.nodactl PROPERTIES LABELS fuzz TIMEOUT 3600)

@@ -4,7 +4,8 @@
 # with -fsanitize=thread; multi-thread stress tests run on the nd_* API:
 # the unit stress tests listed below, compiled with the malloc family
 # renamed to nd_* (they call malloc; tests/tsan/rename.h), and tests/tsan/tsan_*.c. Label tsan;
-# any report fails the test (TSAN_OPTIONS exitcode). Only in such a build:
+# any report fails the test (TSAN_OPTIONS exitcode); label tsan_short: the
+# short set make test runs. Only in such a build:
 # elsewhere the unit tests already run these programs on the override.
 if(NOT NODALLOC_OVERRIDE)
   file(GLOB ND_TSAN_OWN CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/tsan/tsan_*.c)
@@ -28,7 +29,13 @@ if(NOT NODALLOC_OVERRIDE)
     target_compile_definitions(${exe} PRIVATE ND_SOURCE_DIR="${PROJECT_SOURCE_DIR}" ND_BINARY_DIR="${PROJECT_BINARY_DIR}")
     target_link_libraries(${exe} PRIVATE -Wl,--whole-archive nodalloc_static -Wl,--no-whole-archive pthread)
     add_test(NAME tsan.${name} COMMAND ${exe})
-    set_tests_properties(tsan.${name} PROPERTIES LABELS tsan TIMEOUT 900
+    # tsan_short: the programs make test runs (about 40 s on 2 cores);
+    # slab_stress (about 2 min under TSan) only in make tsan
+    set(labels tsan)
+    if(NOT name STREQUAL "slab_stress")
+      set(labels "tsan;tsan_short")
+    endif()
+    set_tests_properties(tsan.${name} PROPERTIES LABELS "${labels}" TIMEOUT 900
       ENVIRONMENT "TSAN_OPTIONS=exitcode=66 halt_on_error=0 second_deadlock_stack=1 history_size=4")
     list(APPEND ND_TSAN_TARGETS ${exe})
   endforeach()

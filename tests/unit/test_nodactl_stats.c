@@ -115,7 +115,9 @@ int main(void)
 
 	/* SIGTERM to nodactl: passed on, the program reported, nodactl ends
 	 * by the same signal. */
-	const char *file = "/tmp/nd_test_nodactl_stats.run_out";
+	/* per run: the suites of several trees (and worktrees) run at once */
+	char file[64];
+	snprintf(file, sizeof file, "/tmp/nd_test_nodactl_stats.%d.run_out", (int)getpid());
 	pid_t n = start(file, (const char *const[]){ "nodactl", "--stats", "--export", "--", PY, "-c",
 						     "import time; x = bytes(20 << 20); time.sleep(60)", NULL });
 	int prog = child_of(n);
@@ -173,7 +175,8 @@ int main(void)
 	unlink(file);
 
 	/* A stale export (SIGKILL: nobody removed it) is refused. */
-	const char *stale = "/tmp/nd_test_stale.stats";
+	char stale[64];
+	snprintf(stale, sizeof stale, "/tmp/nd_test_stale.%d.stats", (int)getpid());
 	unlink(stale);
 	pid_t k = fork();
 	if (k == 0) {

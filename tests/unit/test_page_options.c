@@ -27,7 +27,7 @@ int main(void)
 	char msgs[1024] = "";
 	ssize_t n = read(pfd[0], msgs, sizeof msgs - 1);
 	msgs[n > 0 ? n : 0] = '\0';
-	CHECK(strstr(msgs, "nodalloc: warning: option purge: bad value 'sometimes'") != NULL, "got: %s", msgs);
+	CHECK(strstr(msgs, "nodalloc: warning: NODALLOC_PURGE: bad value 'sometimes'") != NULL, "got: %s", msgs);
 	_nd_page_info_t in;
 	CHECK(_nd_page_info(0, &in) == 0);
 	CHECK_EQ(in.slot_bytes, 16u << 20);
