@@ -5,10 +5,11 @@
 # it in the stack, and none includes a header of a higher layer. Each
 # row of the table is a layer (row order = layer order); its files and
 # prefixes are the backquoted names of the second and third columns. The
-# sections of internal.h ("src/<file>.c: ...") count as their file.
+# per-layer headers (nd_os.h, ...) are files of their row like the .c files;
+# internal.h only includes them, after nd_base.h, the shared definitions.
 # Comments and strings are not code, nor are types (struct tags, names
-# ending in _t): the rule is about calls and data. Names that no prefix claims and that
-# internal.h declares above its first section are shared helpers.
+# ending in _t): the rule is about calls and data. Names that no prefix
+# claims and that nd_base.h declares are shared helpers.
 #
 # Known exceptions, each with the reason and the owner, are listed in
 # tests/layers_allow.txt ("file name" per line); an exception that no
@@ -71,22 +72,21 @@ def layer_of_name(name):
             return rank
     return None
 
-# ---- units: each .c file, each section of internal.h ---------------------------
+# ---- units: each .c file and each header (internal.h only includes them) ----------
 units = []  # (where, rank, code, first line number)
 bad = 0
-internal = open(os.path.join(src, 'internal.h')).read()
-code = strip(internal)
-heads = [(m.start(), m.group(1)) for m in re.finditer(r'^ \* src/([\w.]+): ', internal, re.M)]
-shared = set(re.findall(r'\b(_nd_\w+)', code[:heads[0][0]] if heads else code))
-for k, (at, f) in enumerate(heads):
-    end = heads[k + 1][0] if k + 1 < len(heads) else len(code)
-    if f not in layer_of_file:
-        print('check_layers: internal.h has a section for %s, which the table does not list' % f)
-        bad = 1
-        continue
-    units.append(('internal.h[%s]' % f, layer_of_file[f], code[at:end], internal.count('\n', 0, at) + 1))
+UMBRELLA, SHARED = 'internal.h', 'nd_base.h'
+base_path = os.path.join(src, SHARED)
+if not os.path.exists(base_path):
+    sys.exit('check_layers: no %s in %s (the shared definitions)' % (SHARED, src))
+shared = set(re.findall(r'\b(_nd_\w+)', strip(open(base_path).read())))
+# the umbrella holds includes only: a declaration there would be in no layer
+rest = re.sub(r'^\s*#.*$', '', strip(open(os.path.join(src, UMBRELLA)).read()), flags=re.M)
+if rest.strip():
+    print('check_layers: %s holds code besides its includes (move it to its layer\'s header)' % UMBRELLA)
+    bad = 1
 for f in sorted(os.listdir(src)):
-    if not f.endswith(('.c', '.h')) or f == 'internal.h':
+    if not f.endswith(('.c', '.h')) or f in (UMBRELLA, SHARED):
         continue
     if f not in layer_of_file:
         print('check_layers: %s is in no row of src/README.md' % f)
@@ -104,8 +104,8 @@ if os.path.exists(allow_path):
 # ---- the check -------------------------------------------------------------------
 unclaimed = set()
 for where, rank, code, line0 in units:
-    base = where.split('[')[-1].rstrip(']')
-    raw = open(os.path.join(src, where)).read() if where.endswith(('.c', '.h')) else ''
+    base = where
+    raw = open(os.path.join(src, where)).read()
     for m in re.finditer(r'^\s*#\s*include\s*"([\w./]+)"', raw, re.M):
         h = os.path.basename(m.group(1))
         if h in layer_of_file and layer_of_file[h] > rank:

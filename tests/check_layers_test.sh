@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Tests the layer checker (tests/check_layers.sh) on copies of src/ with a
 # deliberate violation each: it must fail on an up-call, an up-include and
-# an up-reference from a static inline of internal.h, and pass the same
+# an up-reference from a static inline of a layer's header, and pass the same
 # names inside a comment or a string, and the tree as it is.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,9 +39,11 @@ expect 1 "msg.c calls options.c" \
 expect 1 "os.c includes the topology's private header" \
 	'os.c:0,/#include "internal.h"/s|#include "internal.h"|#include "internal.h"\n#include "topo_impl.h"|' \
 	'os.c includes topo_impl.h'
-expect 1 "an inline in os.c's section of internal.h reads page.c's data" \
-	'internal.h:s|^int _nd_os_munmap(void \*p, size_t len);|int _nd_os_munmap(void *p, size_t len);\nstatic inline int _nd_os_x(void) { return _nd_page_node_of(0); }|' \
-	'internal.h\[os.c\]'
+expect 1 "an inline in os.c's header reads page.c's data" \
+	'nd_os.h:s|^int _nd_os_munmap(void \*p, size_t len);|int _nd_os_munmap(void *p, size_t len);\nstatic inline int _nd_os_x(void) { return _nd_page_node_of(0); }|' \
+	'nd_os.h:[0-9]*: _nd_page_node_of goes up'
+expect 1 "a header in no row of the table" \
+	'README.md:s|, `nd_page.h`||' 'nd_page.h is in no row'
 expect 1 "a file in no row of the table" \
 	'README.md:s|`topo_sysfs.c`, ||' 'topo_sysfs.c is in no row'
 expect 0 "the same names in a comment and a string" \

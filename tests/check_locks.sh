@@ -19,23 +19,29 @@ for f in "$src"/*.c; do
 		bad=1
 	fi
 done
-# The "Lock order" block of internal.h lists every lock: each rank of the
-# enum names exactly one registered class, each class uses a listed rank,
-# and each rank's comment names its file.
-ranks=$(sed -n '/^typedef enum _nd_lock_rank/,/_nd_lock_rank_t;/p' "$src/internal.h" | grep -oE '^\s*ND_RANK_\w+' | tr -d ' \t')
+# The "Lock order" block (nd_lock.h, the header that defines the rank enum)
+# lists every lock: each rank of the enum names exactly one registered
+# class, each class uses a listed rank, and each rank's comment names its file.
+order=$(grep -lE '^typedef enum _nd_lock_rank' "$src"/*.h)
+if [ "$(echo "$order" | grep -c .)" != 1 ]; then
+	echo "check_locks: the Lock order block (typedef enum _nd_lock_rank) is in $(echo $order | wc -w) headers (want one)"
+	echo "check_locks: 0 passed, 1 failed"
+	exit 1
+fi
+ranks=$(sed -n '/^typedef enum _nd_lock_rank/,/_nd_lock_rank_t;/p' "$order" | grep -oE '^\s*ND_RANK_\w+' | tr -d ' \t')
 for r in $ranks; do
 	uses=$(grep -lE "^ND_LOCK_(DEFINE|ARRAY|DYN_ARRAY|FIELD)\(.*\b$r\)" "$src"/*.c)
 	if [ "$(echo "$uses" | grep -c .)" != 1 ] || [ "$(grep -cE "^ND_LOCK_(DEFINE|ARRAY|DYN_ARRAY|FIELD)\(.*\b$r\)" $uses)" != 1 ]; then
 		echo "check_locks: rank $r is used by $(echo $uses | wc -w) files' registrations (want one lock class)"
 		bad=1
-	elif ! grep -qE "^\s*$r = [0-9]+, */\* $(basename "$uses"): " "$src/internal.h"; then
+	elif ! grep -qE "^\s*$r = [0-9]+, */\* $(basename "$uses"): " "$order"; then
 		echo "check_locks: the Lock order comment of $r does not name $(basename "$uses")"
 		bad=1
 	fi
 done
 for r in $(grep -hoE '^ND_LOCK_(DEFINE|ARRAY|DYN_ARRAY|FIELD)\(.*\b(ND_RANK_\w+)\)' "$src"/*.c | grep -oE 'ND_RANK_\w+'); do
 	if ! grep -qx "$r" <<<"$ranks"; then
-		echo "check_locks: $r is not in the Lock order block of internal.h"
+		echo "check_locks: $r is not in the Lock order block of $(basename "$order")"
 		bad=1
 	fi
 done

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+/* Part of internal.h (included by it only, in layer order): layer 7, the
+ * page level. */
+#ifndef ND_PAGE_H
+#define ND_PAGE_H
+
+/* ======================================================================
+ * src/page.c: node arenas. One virtual slot per node (bound to the node
+ * with mbind before first touch) plus one "mixed" slot for allocations that
+ * span nodes. A buddy allocator of 4 KiB pages in each slot; a page
+ * descriptor per page (struct page) gives O(1) address -> node/run/owner.
+ * ====================================================================== */
+
+enum {
+	ND_PG_TAIL = 0,   /* inside a free block or a run: not a head */
+	ND_PG_FREE = 1,   /* head of a free buddy block */
+	ND_PG_RUN = 2,    /* head of an allocated run */
+	ND_PG_HOLE = 3,   /* first page of a slot's part not mapped (yet): npages */
+};
+enum {
+	ND_USE_NONE = 0,
+	ND_USE_SLAB,      /* user = slab header address, set on every page */
+	ND_USE_LARGE,     /* head only: user = requested size */
+	ND_USE_META,      /* internal metadata */
+	ND_USE_PERCPU,
+	ND_USE_TABLE,
+	ND_USE_HEAP,      /* heap_api.c (nd_heap_t): every page, user = chunk header */
+};
+
+typedef struct _nd_pagedesc {
+	uint8_t state;     /* ND_PG_*: owned by page.c */
+	uint8_t order;     /* buddy order of a free block head */
+	uint8_t use;       /* ND_USE_*: owned by the layer that allocated */
+	uint8_t flags;
+	int32_t node;      /* serving node (meaningful in the mixed slot) */
+	uint64_t npages;   /* run length, on a run head */
+	uintptr_t user;    /* owned by the layer that allocated */
+	uint32_t next, prev; /* buddy free list links (page.c) */
+} _nd_pagedesc_t;
+/* Descriptor ownership (docs/arenas.md): state, order, flags, next/prev
+ * belong to page.c; on a free head npages counts its committed pages.
+ * node is set on every run head, and on every page of a mixed-slot run.
+ * use/user belong to the allocating layer: page.c clears them on the head
+ * when it frees a run; the layer clears those it set on other pages. */
+#define ND_PGF_DIRTY 0x01  /* page.c: page counted as committed */
+#define ND_PGF_PLACED 0x02 /* page.c: mixed-slot page, node is valid */
+#define ND_PGF_KIL 0x04    /* page.c: mixed-slot run head, interleaved by the kernel */
+
+/* ---- buddy.c: the buddy allocator of one slot over its descriptors.
+ * Pure (no system call, no lock, no global): the caller holds the slot's
+ * lock. Page indexes are relative to the slot. ---- */
+#define ND_BUDDY_NIL UINT32_MAX
+#define ND_BUDDY_MAX_ORDER 28  /* 1 TiB slot of 4 KiB pages: indexes fit uint32 */
+#define ND_BUDDY_SCAN_ORDER 17 /* _nd_buddy_check counts dirty flags below this order */
+typedef struct _nd_buddy {
+	_nd_pagedesc_t *desc;  /* the slot's descriptors, 2^order_max of them */
+	uint64_t free_pages;   /* pages in free blocks */
+	uint64_t dirty_free;   /* committed pages in free blocks (written under the slot lock, read lock-free: atomic) */
+	uint64_t nblocks;      /* free blocks */
+	unsigned order_max;    /* the slot holds 2^order_max pages */
+	unsigned purge_order;  /* free blocks of this order or more are clean (invariant I) */
+	uint32_t head[ND_BUDDY_MAX_ORDER + 1]; /* free lists by order (ND_BUDDY_NIL: empty) */
+} _nd_buddy_t;
+/* An empty slot (no free block: the caller gives the usable range). */
+void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, unsigned purge_order);
+/* Link block i of order o (dirty: 0 or 2^o committed pages) / unlink it
+ * (its head becomes a TAIL). */
+void _nd_buddy_push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty);
+void _nd_buddy_del(_nd_buddy_t *b, uint32_t i);
+/* Takes a free block of order >= k split down to k: its index (NIL if
+ * none) and its dirty page count in *dirty. */
+uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty);
+/* Tail of a taken block (index i, 2^k pages, d dirty) after a run of n
+ * pages back to the free lists, unmerged. Returns the tail's dirty pages. */
+uint64_t _nd_buddy_give_tail(_nd_buddy_t *b, uint64_t i, unsigned k, uint64_t d, uint64_t n);
+/* [s, s+len) back as aligned blocks, all clean or all dirty; merge: with
+ * free buddies (a freed run), else not (their buddies are in use). */
+void _nd_buddy_give(_nd_buddy_t *b, uint64_t s, uint64_t len, bool dirty, bool merge);
+/* Head i of a run of n pages served by node. */
+void _nd_buddy_mark_run(_nd_buddy_t *b, uint32_t i, uint64_t n, int node);
+/* After a purge pass: merge clean free buddies (one pass per order). */
+void _nd_buddy_merge_clean(_nd_buddy_t *b);
+uint64_t _nd_buddy_count_dirty(const _nd_buddy_t *b, uint64_t i, uint64_t n);
+void _nd_buddy_clear_dirty(_nd_buddy_t *b, uint64_t i, uint64_t n);
+/* Largest free order, -1 if none. */
+int _nd_buddy_largest(const _nd_buddy_t *b);
+/* Walk the slot and check every descriptor invariant; 0 or -1 with err. */
+int _nd_buddy_check(const _nd_buddy_t *b, char *err, size_t errlen);
+
+/* ---- the page level's shared state (page.c owns it; room.c, purge.c
+ * and spread.c work on it). One per slot: ---- */
+typedef struct _nd_arena {
+	_nd_lock_t lock;  /* protects bd (free lists, free-block descriptors) and mapped */
+	int node;         /* node id, -1 for the mixed slot: fixed at setup */
+	bool usable;      /* fixed at setup */
+	bool mixed;       /* fixed at setup */
+	char *base;       /* fixed at setup */
+	_nd_buddy_t bd;
+	uint64_t mapped;  /* pages of the slot mapped (lazy reservation, page.c); lock */
+	/* Atomics (no lock). For the mixed slot only cap is meaningful. */
+	uint64_t used;       /* pages in runs served by this node (node and mixed slots) */
+	uint64_t cap;        /* hard capacity in pages (emulated memory size) */
+	uint64_t committed;  /* pages this node has counted in _nd_stats_committed */
+	uint64_t floor;      /* no zoneinfo: bytes kept free (max(MemTotal/64, 32 MiB)) */
+	/* Headroom (room.c; atomics written under its lock): what the node
+	 * could still give at the last /proc/zoneinfo read, and `committed`
+	 * at the last two reads. */
+	uint64_t wm_avail;   /* pages */
+	uint64_t wm_c_last, wm_c_prev;
+	/* Decay (purge.c; atomic): ns when the slot's oldest dirty free pages
+	 * were freed, 0 when it holds none. */
+	uint64_t dirty_since;
+} __attribute__((aligned(ND_CACHE_LINE))) _nd_arena_t;
+
+typedef struct _nd_page_global {
+	_nd_lock_t lock;      /* setup; taken first at fork */
+	volatile int ready;
+	int failed;           /* setup failed (reported once, never retried) */
+	uintptr_t base;       /* reservation start (0 before setup) */
+	uintptr_t total;      /* bytes of all slots (0 before setup) */
+	unsigned slot_shift;
+	uintptr_t slot_mask;
+	unsigned order_max;   /* slot_shift - ND_PAGE_SHIFT */
+	int node_limit;       /* node slots; the mixed slot has index node_limit */
+	int nslots;
+	_nd_pagedesc_t *desc;
+	size_t desc_bytes;
+	_nd_arena_t *arenas;
+	size_t arenas_bytes;
+	bool lazy;            /* slots mapped on demand (address space limit) */
+	bool bind;            /* real topology: mbind slots and granules */
+	bool strict;          /* MPOL_BIND (else MPOL_PREFERRED) */
+	bool check_free;      /* real topology: headroom check before committing */
+	bool huge_spread;     /* MADV_HUGEPAGE on spreads with granules >= 2 MiB */
+	int thp;              /* ND_THP_*: NODALLOC_THP */
+	bool thp_runs;        /* MADV_HUGEPAGE on the 2 MiB pages of big node runs */
+	int advice;           /* MADV_DONTNEED or MADV_FREE */
+	uint64_t purge_pages; /* runs of at least this many pages are purged on free */
+	unsigned purge_order; /* free blocks of this order or more are clean */
+	uint64_t dirty_limit; /* dirty free pages a slot keeps before a purge pass */
+	uint64_t decay_ns;    /* dirty free pages older than this are purged (0: off) */
+} _nd_page_global_t;
+extern _nd_page_global_t _nd_page_g __attribute__((visibility("hidden")));
+#define ND_THP_NEVER 0
+#define ND_THP_MADVISE 1  /* MADV_HUGEPAGE when the system's mode is madvise or always */
+#define ND_THP_ALWAYS 2   /* MADV_HUGEPAGE always */
+
+/* Smallest k with 2^k >= x (0 for x <= 1): buddy orders. */
+static inline unsigned _nd_page_ceil_log2(uint64_t x)
+{
+	return x <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(x - 1);
+}
+
+/* ---- reserve.c: the reservation (page.c's setup calls these under its
+ * lock). ---- */
+/* The page level's settings (g) from the options: binding mode, purge
+ * threshold and advice, dirty limit, decay, THP. */
+void _nd_reserve_read_options(void);
+/* The layout: *res (slot 0's start), *desc (descriptors), *shift (slot
+ * size). Sets g.lazy. 0, or -1 reported once ("initialization failed"). */
+int _nd_reserve_layout(const _nd_topo_t *t, int nslots, void **res, void **desc, unsigned *shift);
+/* Slot s of the layout in g: node, capacity, binding, free space. */
+void _nd_reserve_slot_init(_nd_arena_t *a, int s, const _nd_topo_t *t);
+
+/* ---- room.c: a node's room: hard capacity, the kernel's watermarks
+ * (headroom), committed pages, binding a range to the node. ---- */
+void _nd_room_stats(void (*fn)(int, int64_t), int node, int64_t pages);
+/* Pages counted as committed for na's node (+/-; never below 0). */
+void _nd_room_committed(_nd_arena_t *na, int64_t pages);
+/* Charges n pages to na: capacity, and on a real node the headroom for
+ * check_pages fresh pages (0: no check). false: no room (nothing charged). */
+bool _nd_room_take(_nd_arena_t *na, uint64_t n, uint64_t check_pages);
+void _nd_room_give(_nd_arena_t *na, uint64_t n);
+/* A newly mapped range [i, i+n) of slot a's pages: bound to its node,
+ * huge page advice (NODALLOC_THP=always/never). */
+void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n);
+/* Lazy reservation: map more of slot a (lock held) so that a free block
+ * of order k exists; false if the slot is full or the mapping fails. */
+bool _nd_room_grow(_nd_arena_t *a, unsigned k);
+/* mbind [p, p+len) to node (bind or preferred, NODALLOC_STRICT). */
+int _nd_room_bind(void *p, size_t len, int node);
+
+/* ---- purge.c: giving memory back to the OS. ---- */
+/* [p, p+len) of slot a back to the OS; it reads as zero afterwards
+ * whatever the kernel says. true when it kept its mapping (and policy). */
+bool _nd_purge_range(const _nd_arena_t *a, void *p, size_t len, int advice);
+/* Every dirty free block of a node slot purged (merged madvise calls),
+ * then merged. Slot lock held. Returns pages purged. */
+uint64_t _nd_purge_slot(_nd_arena_t *a);
+/* After a free put dirty pages back (slot lock held): the dirty limit,
+ * and the decay clock started. */
+void _nd_purge_after_free(_nd_arena_t *a);
+/* Decay: purge slots whose dirty pages have been free for decay_ns
+ * (called on page-level calls; no thread). */
+void _nd_purge_decay(void);
+
+/* ---- spread.c: runs whose granules are spread over nodes (the mixed
+ * slot). The caller (page.c) has checked the arguments and set up. ---- */
+void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64_t first);
+/* Free of a mixed-slot run already claimed (head made a TAIL). */
+void _nd_spread_free(_nd_arena_t *m, uint32_t i, uint64_t n, bool kil);
+
+int _nd_page_init(void);
+/* A run of npages on exactly node (no fallback, no statistics); aligned to
+ * align_pages pages (a power of two). NULL when the node is full. */
+void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages);
+/* A run under a policy: first choice want_node (>= 0) or the policy's,
+ * fallback by the policy, statistics counted. *got_node = serving node.
+ * NULL with errno = ENOMEM when every allowed node is full. */
+void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, int want_node, int *got_node);
+/* One contiguous run whose granules are spread over nodes by pol
+ * (interleave or weighted, by offset), from the mixed slot. Granule i is
+ * on the node of granule index start + i, start from the thread's spread
+ * cursor (_nd_policy_spread_start): granules stay aligned, the first node
+ * rotates from run to run. */
+void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol);
+/* The same with granule i on the node of index first + i, the spread
+ * cursor untouched (tables: a fixed, reported layout). */
+void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t first);
+/* Free a run (p must be a run head from this file). Returns 0, or -1 if p
+ * is not a run head (the caller reports the invalid free). */
+int _nd_page_free(void *p);
+/* Resize a node-slot run in place (realloc). grow: take the free pages
+ * right after it (node capacity and watermark as for a new run); shrink:
+ * give its tail back as a free would. 0, or -1 with nothing changed (not
+ * a node-slot run head, neighbours in use, slot end, node full). */
+int _nd_page_grow(void *run, size_t new_npages);
+int _nd_page_shrink(void *run, size_t new_npages);
+/* Zero the first bytes of a run from this file, skipping pages that
+ * already read as zero (fresh or purged): calloc, zero-filled tables. */
+void _nd_page_zero(void *run, size_t bytes);
+/* Descriptor of the page containing p, or NULL if p is not in any slot. */
+_nd_pagedesc_t *_nd_page_desc(const void *p);
+/* Node of any address inside a slot, -1 otherwise. */
+int _nd_page_node_of(const void *p);
+/* Return committed free pages of node's slot (-1: every slot) to the OS
+ * now (malloc_trim). Returns bytes purged. */
+size_t _nd_page_trim(int node);
+/* Introspection for tests, tools and benchmarks. node -1 = mixed slot. */
+typedef struct _nd_page_info {
+	bool usable;
+	void *base;               /* slot start */
+	size_t slot_bytes;
+	uint64_t slot_pages;
+	uint64_t mapped_pages;    /* of the slot (lazy reservation: what it grew to) */
+	uint64_t free_pages;      /* in free buddy blocks of this slot */
+	uint64_t dirty_pages;     /* committed pages inside free blocks */
+	uint64_t free_blocks;
+	int largest_order;        /* largest free block, -1 if none */
+	uint64_t used_pages;      /* in runs served by this node (both slots) */
+	uint64_t capacity_pages;  /* hard capacity (emulation), else UINT64_MAX */
+	uint64_t committed_pages; /* counted in bytes_committed for this node */
+	uint64_t purge_pages;     /* runs this large are purged when freed */
+	unsigned purge_order;     /* free blocks this large are always clean */
+} _nd_page_info_t;
+int _nd_page_info(int node, _nd_page_info_t *out);
+/* Walk a slot and check every descriptor invariant; 0 or -1 with err. */
+int _nd_page_check(int node, char *err, size_t errlen);
+
+#endif /* ND_PAGE_H */

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: MIT
+/* Part of internal.h (included by it only, in layer order): layer 8, the
+ * slab level (slab.c, meta.c, heap.c). */
+#ifndef ND_SLAB_H
+#define ND_SLAB_H
+
+/* ======================================================================
+ * src/slab.c: size classes, slabs and their free lists, remote frees,
+ * every free (the structures of meta.c, slab.c and heap.c are below).
+ * ====================================================================== */
+
+int _nd_slab_init(void);
+/* Largest size served by slabs; larger goes to large.c. */
+#define ND_SLAB_MAX ((size_t)32 << 10)
+unsigned _nd_slab_class_of(size_t size);   /* size <= ND_SLAB_MAX */
+size_t _nd_slab_class_size(unsigned c);
+/* True if a class serves size bytes aligned to align. */
+bool _nd_slab_fits(size_t size, size_t align);
+/* d = _nd_page_desc(p) with d->use == ND_USE_SLAB. Reports (fatal) an
+ * interior pointer, a never-allocated object and a double free. */
+void _nd_slab_free(void *p, _nd_pagedesc_t *d);
+size_t _nd_slab_usable(const void *p, const _nd_pagedesc_t *d);
+/* NULL if p is the start of an object of its slab, else why not. */
+const char *_nd_slab_invalid(const void *p, const _nd_pagedesc_t *d);
+/* What the thread-exit destructor does: the calling thread's heaps give
+ * their slabs with nothing live back and are parked for adoption (tests). */
+void _nd_slab_thread_exit(void);
+/* Times this thread's malloc left the fast path (tests). */
+uint64_t _nd_slab_slow_count(void);
+/* The calling thread's remote-free buffer (_nd_rfree_t) goes home now
+ * (fork's prepare handler; tests). */
+void _nd_slab_flush_remote(void);
+/* Objects waiting in the calling thread's remote-free buffer, and the
+ * splices it has sent since its record was made (tests). */
+unsigned _nd_slab_remote_pending(void);
+uint64_t _nd_slab_remote_sent(void);
+/* Per size class figures (issue 13), with no cost on the fast paths:
+ * derived from the slab headers and from counters kept on the slow and
+ * remote paths only. A snapshot: read without stopping the threads that
+ * change them (each figure is exact for a quiescent process). */
+typedef struct _nd_slab_class_stats {
+	uint32_t size;         /* object size of the class */
+	uint64_t slabs;        /* live slabs */
+	uint64_t slab_bytes;   /* bytes of their page runs */
+	uint64_t capacity;     /* objects those slabs hold */
+	uint64_t objects;      /* objects out (handed out, or freed by another
+				* thread and not collected by the owner yet) */
+	uint64_t remote_frees; /* frees by a thread that did not own the slab */
+	uint64_t refills;      /* malloc slow paths of the class (free list empty) */
+} _nd_slab_class_stats_t;
+/* Fills out[0 .. ND_SLAB_CLASSES) (n entries at most); returns the count. */
+int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
+
+/* ---- the malloc/free fast paths (docs/malloc.md). The hot structures
+ * and the one pop and push live here, used by malloc.c's inlined paths
+ * and slab.c's and heap.c's alike. slab.c owns every field.
+ *
+ * Owner and synchronisation of the hot fields: free, used: the owner
+ * thread of the slab's heap (or whoever took a parked heap out of its
+ * pool). start, mul: fixed while the slab exists. lim, tp: written by the
+ * owner, read by any thread's free (relaxed atomics: a stale value only
+ * sends that free to its slow path, which rechecks under the page
+ * descriptor; lim only grows while the slab lives, tp changes only when
+ * the heap is parked or adopted). */
+#define ND_SLAB_HOT_FIELDS                                                         \
+	void *free;      /* private free list (owner only) */                         \
+	char *start;     /* first object (page-aligned run) */                        \
+	uint64_t mul;    /* (size's odd part)^-1 << (15 - tz) mod 2^64: see below */  \
+	uint64_t lim;    /* atomic: objects carved; 0 in check mode: frees validate */ \
+	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0); 0 while parked */ \
+	uint32_t used;   /* objects out; while on the full list, lowered by fbias */
+typedef struct _nd_slab_hot {
+	ND_SLAB_HOT_FIELDS
+} _nd_slab_hot_t;
+
+/* A heap starts with its current slab per class (_nd_heap_t below). */
+typedef struct _nd_heap_hot {
+	_nd_slab_hot_t *cur[ND_SLAB_CLASSES]; /* owner only; an empty slab if none */
+} _nd_heap_hot_t;
+
+/* Size -> class: _nd_slab_cls_tab[(size + 15) >> 4] for size <= ND_SLAB_MAX. */
+extern uint8_t _nd_slab_cls_tab[ND_SLAB_MAX / 16 + 1] __attribute__((visibility("hidden")));
+
+/* Page number -> slab header, for the reservation of the page level.
+ * Entry 0 (any page that is not a slab's) decodes to `none`, whose lim 0
+ * fails every check, so a lookup never needs a range or NULL test: the
+ * index check below then proves p is an object start of that slab. */
+typedef struct _nd_slab_map {
+	_nd_slab_hot_t none;
+	uintptr_t mask;     /* entries - 1: a power of two >= the reservation's
+			     * pages, so page number & mask is one-to-one on it */
+	intptr_t ent[];     /* header address - map address; 0 = none */
+} _nd_slab_map_t;
+extern _nd_slab_map_t *_nd_slab_map __attribute__((visibility("hidden")));
+
+static inline _nd_slab_hot_t *_nd_slab_of(const void *p)
+{
+	_nd_slab_map_t *m = _nd_slab_map;
+	uintptr_t i = ((uintptr_t)p >> ND_PAGE_SHIFT) & m->mask;
+	return (_nd_slab_hot_t *)((char *)m + ND_LOAD_RELAXED(m->ent[i]));
+}
+/* Index of p in s if p is an object start, else a number >= s->lim.
+ * Granlund-Montgomery divisibility with the rotation folded into mul:
+ * size = d * 2^tz (d odd, tz <= 15), off = p - start. off = k * size gives
+ * off * mul = k << 15, so rotr(., 15) = k. off with fewer than tz low zero
+ * bits leaves a low bit set below bit 15: rotated to the top. off = 2^tz q
+ * with d not dividing q gives (q * d^-1 mod 2^49) > 2^49 / d. So only
+ * addresses that differ from an object by a multiple of 2^(49+tz) >= 2^53
+ * could pass, and no two user addresses do (x86-64 user space < 2^47). */
+static inline uint64_t _nd_slab_index(const _nd_slab_hot_t *s, const void *p)
+{
+	uint64_t x = ((uintptr_t)p - (uintptr_t)s->start) * s->mul;
+	return (x >> 15) | (x << 49);
+}
+
+/* A free object: word 0 the next free object, word 1 the marker (its slab
+ * header's address: free writes it, malloc clears it, so finding it on
+ * free means a double free). The pop: NULL when the list is empty. */
+static inline __attribute__((always_inline)) void *_nd_slab_pop(_nd_slab_hot_t *s)
+{
+	void **o = (void **)s->free;
+	if (nd_unlikely(o == NULL))
+		return NULL;
+	s->free = o[0];
+	s->used++;
+	o[1] = NULL;
+	return o;
+}
+
+/* The owner's push of a marked object; true when s needs the slow path
+ * (now empty, or it was on the full list: the bias makes used <= 0). */
+static inline __attribute__((always_inline)) bool _nd_slab_push(_nd_slab_hot_t *s, void **o)
+{
+	o[0] = s->free;
+	s->free = o;
+	bool le0;
+	__asm__("subl $1, %0" : "+m"(s->used), "=@ccle"(le0)); /* one sub, flags reused */
+	return le0;
+}
+
+/* The free fast path up to the owner test: p is an object start of s
+ * (else 0: not a slab object, or check mode), not marked free (else 1),
+ * now marked. Returns 2 when the caller owns s, 3 when it does not. */
+static inline __attribute__((always_inline)) int _nd_slab_free_classify(_nd_slab_hot_t *s, void **o)
+{
+	if (nd_unlikely(_nd_slab_index(s, o) >= ND_LOAD_RELAXED(s->lim)))
+		return 0;
+	if (nd_unlikely(o[1] == (void *)s))
+		return 1;
+	o[1] = s;
+	return ND_LOAD_RELAXED(s->tp) == (uintptr_t)__builtin_thread_pointer() ? 2 : 3;
+}
+
+/* The malloc fast path: dir[] is valid while *cpu64 == key. */
+static inline __attribute__((always_inline)) bool _nd_slab_key_ok(const _nd_thread_t *t, const uint64_t *key)
+{
+	return *t->cpu64 == ND_LOAD_RELAXED(*key);
+}
+
+/* nd_malloc_policy's cache entry still describes the caller's object p
+ * (heap.c, _nd_heap_policy: the words that can differ on this topology). */
+static inline __attribute__((always_inline)) bool _nd_slab_pc_same(const struct _nd_pcache *e, const nd_policy_t *p)
+{
+	uint64_t mf;
+	__builtin_memcpy(&mf, &p->mode, sizeof mf);
+	if (mf != e->mode_flags || p->granularity_shift != e->gran || p->nodes.bits[0] != e->bits0)
+		return false;
+	if (nd_unlikely(p->mode == ND_POLICY_WEIGHTED)) {
+		uint64_t w;
+		__builtin_memcpy(&w, p->weights, sizeof w);
+		return w == e->w0;
+	}
+	return true;
+}
+
+/* Free of an object whose marker says it is free already (fatal). */
+void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s) __attribute__((noreturn));
+/* Free by a thread that does not own s (remote free). */
+void _nd_slab_free_other(void *p, _nd_slab_hot_t *s);
+/* The owner's push left s empty, or s was on the full list. */
+void _nd_slab_free_emptied(_nd_slab_hot_t *s);
+/* The node a small block's memory is on (its slab's run), for realloc. */
+int _nd_slab_node(const _nd_pagedesc_t *d);
+/* The object's free marker is set (realloc of a freed block). */
+bool _nd_slab_freed(const void *p, const _nd_pagedesc_t *d);
+
+/* ---- the slab layer's structures (meta.c, slab.c, heap.c share them) ----
+ * tfree = count << 48 | list head | NOTIFY: the remote list carries its
+ * length, so the owner takes it in one exchange without walking it (slab
+ * objects live in the page level's reservation, below 2^47). */
+#define ND_TF_NOTIFY ((uintptr_t)1)                     /* parked full, tell the heap */
+#define ND_TF_PTR ((uintptr_t)0x0000fffffffffff0ull)    /* list head */
+#define ND_TF_CNT_SHIFT 48                              /* objects on the list */
+
+struct nd_heap;
+/* A slab: one page run of one size class, its header out of line.
+ * Owner and synchronisation, per field: see the hot fields above (free,
+ * used: owner; lim, tp: atomic, written by the owner). Below: cls, cap,
+ * size, node, npages: fixed while the slab lives. carved, next/prev,
+ * fbias: owner only (relaxed atomics where free's slow path of another
+ * thread reads carved, _nd_slab_invalid). tfree: any thread (CAS). heap:
+ * atomic, changes only when a parked heap's slab moves to a running heap
+ * of the same key (absorb); a remote free that read the old heap only
+ * sets a notify bit there. hnext: the node lock (meta.c's header pool).
+ * Counters: used + fbias = objects out (handed out, or freed by another
+ * thread and not collected yet) <= carved <= cap. */
+typedef struct _nd_slab {
+	/* line 1: the fast paths' fields, then the owner's */
+	ND_SLAB_HOT_FIELDS
+	uint8_t cls;
+	uint16_t cap;          /* objects in the slab */
+	uint16_t carved;       /* atomic: objects ever put on a free list (lazy carving) */
+	uint32_t size;
+	struct nd_heap *heap;  /* atomic: owner heap */
+	/* line 2: written by other threads */
+	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
+	int32_t node;          /* serving node of the run */
+	uint32_t npages;
+	struct _nd_slab *hnext;    /* free header list (node lock) */
+	struct _nd_slab *all_next; /* every header of its node, append only (meta.c) */
+	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
+	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
+} _nd_slab_t;
+_Static_assert(offsetof(_nd_slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
+	       offsetof(_nd_slab_t, used) == offsetof(_nd_slab_hot_t, used), "_nd_slab_t starts with the hot fields");
+
+/* A heap serves the allocations of one key: a node (node heaps, pol NULL:
+ * local, preferred, preferred-many, nd_malloc_onnode, whose slabs are on
+ * that node or where its list fell back), or an interned policy that
+ * restricts or spreads nodes (bind: pol + the node it wants; interleave
+ * and weighted: pol, node -1, each slab's node chosen when it is taken).
+ * Lists, cur[], fullh[]: the owner (its thread, or whoever took it out of
+ * a pool). owner, notify: atomic (remote frees read and set them). node,
+ * pol: fixed. pool_next: its pool's lock. */
+typedef struct nd_heap {
+	_nd_slab_t *cur[ND_SLAB_CLASSES];   /* partial list heads; &_nd_slab_empty if none (_nd_heap_hot_t) */
+	_nd_slab_t *fullh[ND_SLAB_CLASSES]; /* full list heads (NULL-terminated) */
+	_nd_thread_t *owner;            /* atomic: the owner's record; NULL while parked */
+	uint64_t notify;                /* atomic: class bits, a full slab got a remote free */
+	int node;                       /* the node its allocations want; -1: the policy's */
+	const nd_policy_t *pol;         /* NULL: a node heap; else bind/interleave/weighted */
+	struct nd_heap *pool_next;      /* pool of the node, or the policy pool (their lock) */
+} _nd_heap_t;
+_Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur), "_nd_heap_t starts with cur[]");
+
+/* ---- src/meta.c: the slab layer's metadata: per-node bump allocator,
+ * slab header pool, the slab map (page -> header) ---- */
+
+/* Per node: the pool of parked node heaps (heap.c), the metadata bump area
+ * and the free slab headers (meta.c), all under one lock. Lock order:
+ * heap.c's policy pool lock -> node locks (ascending) -> page-level locks
+ * (the metadata allocator calls the page level with the node lock held). */
+typedef struct _nd_meta_node {
+	_nd_lock_t lock;
+	char *meta_cur, *meta_end;  /* bump area (lock) */
+	_nd_slab_t *free_hdrs;      /* released slab headers (lock) */
+	_nd_slab_t *all_hdrs;       /* every header made (lock; read lock-free, acquire) */
+	_nd_heap_t *pool;           /* parked node heaps (lock) */
+	int pool_dirty;             /* atomic: a parked heap got a remote free */
+} _nd_meta_node_t;
+extern _nd_meta_node_t _nd_meta_node[ND_MAX_NODES] __attribute__((visibility("hidden")));
+/* Atomic: a parked policy heap got a remote free (heap.c's policy pool). */
+extern int _nd_meta_ppool_dirty __attribute__((visibility("hidden")));
+/* Node index used (for the fork handlers' lock array bound). */
+void _nd_meta_note_node(int node);
+/* Zeroed, cache-line aligned, never freed; on node (else its fallback
+ * nodes, else plain mmap). NULL if no memory. */
+void *_nd_meta_alloc(int node, size_t size);
+/* A slab header on node's metadata (reused or new, not zeroed: keep
+ * all_next), and back. */
+_nd_slab_t *_nd_meta_hdr_get(int node);
+void _nd_meta_hdr_put(int node, _nd_slab_t *s);
+/* fn(header, arg) for every slab header ever made, live or released
+ * (heap == NULL), without a lock: the lists only grow at the head and a
+ * header's all_next never changes (statistics). */
+void _nd_meta_hdr_each(void (*fn)(const _nd_slab_t *s, void *arg), void *arg);
+/* Makes the slab map (once; the first slab calls it), and sets the map
+ * entry of page to s (NULL: none). */
+void _nd_meta_map_ensure(void);
+void _nd_meta_map_set(const void *page, const _nd_slab_t *s);
+/* At the slab init: the map for the largest reservation, if it can be had. */
+void _nd_meta_map_init(void);
+/* The flag a remote free into a parked heap of h's pool sets. */
+static inline int *_nd_meta_pool_dirty(const _nd_heap_t *h)
+{
+	return h->pol ? &_nd_meta_ppool_dirty : &_nd_meta_node[h->node].pool_dirty;
+}
+
+/* ---- slab.c's parts that heap.c uses (owner of the heap only) ---- */
+extern _nd_slab_t _nd_slab_empty __attribute__((visibility("hidden"))); /* cur[] of a class without slab */
+extern bool _nd_slab_check __attribute__((visibility("hidden")));       /* NODALLOC_CHECK=1 */
+void _nd_slab_corrupt_link(const _nd_slab_t *s, void *const *o, const char *fn) __attribute__((noreturn, noinline, cold));
+/* A free object's link (word 0) must be NULL or another object of the
+ * same slab that was carved: a write past the end of the object before it
+ * (a heap overflow) or after free that hit the link is reported by name
+ * here, before anything follows it (slow paths; every path in check
+ * mode, which never takes the inline pop). */
+static inline void _nd_slab_check_link(const _nd_slab_t *s, void *const *o, const char *fn)
+{
+	uintptr_t n = (uintptr_t)o[0];
+	if (n && nd_unlikely(_nd_slab_index((const _nd_slab_hot_t *)s, (const void *)n) >= s->carved))
+		_nd_slab_corrupt_link(s, o, fn);
+}
+/* A new slab of class c for h (the caller owns h), from a run under pol
+ * wanting h's node; NULL + ENOMEM. Back to the page level: used + fbias
+ * == 0 or every object out is on the remote list. */
+_nd_slab_t *_nd_slab_new(_nd_heap_t *h, unsigned c, const nd_policy_t *pol);
+void _nd_slab_release(_nd_slab_t *s);
+/* Up to a page of never-used objects onto the (empty) free list. */
+void _nd_slab_carve(_nd_slab_t *s);
+/* Remote frees into the private list; returns how many. */
+unsigned _nd_slab_collect(_nd_slab_t *s);
+/* Every object out is on the remote list: nothing live. */
+bool _nd_slab_all_remote(const _nd_slab_t *s);
+/* The heap's lists (owner): partial (cur[] head, mirrored in the owner's
+ * dir[] when h is its current heap) and full (fbias applied). */
+void _nd_slab_part_unlink(_nd_heap_t *h, _nd_slab_t *s);
+void _nd_slab_part_insert(_nd_heap_t *h, _nd_slab_t *s);
+void _nd_slab_part_push_front(_nd_heap_t *h, _nd_slab_t *s);
+void _nd_slab_full_unlink(_nd_heap_t *h, _nd_slab_t *s);
+void _nd_slab_full_push(_nd_heap_t *h, _nd_slab_t *s);
+/* t's current heap becomes h (dir[] rewritten). */
+void _nd_slab_set_heap(_nd_thread_t *t, _nd_heap_t *h);
+/* Smallest class >= size whose objects are aligned to align, or -1. */
+int _nd_slab_class_for(size_t size, size_t align);
+/* t's remote-free buffer goes home; returns the entries sent. */
+unsigned _nd_slab_rf_flush_all(_nd_thread_t *t);
+/* Thread exit (before its heaps park): the buffer goes home, the
+ * record's per-class counters go into the totals. */
+void _nd_slab_thread_done(_nd_thread_t *t);
+
+/* ======================================================================
+ * src/heap.c: which heap an allocation uses, heaps and their threads'
+ * life cycle, adoption of parked heaps. The allocation entry points.
+ * ====================================================================== */
+
+/* Registers the thread-exit hook (after _nd_slab_init). 0. */
+int _nd_heap_init(void);
+/* malloc for size <= ND_SLAB_MAX: the calling thread's heap of its CPU's
+ * memory node under the thread's policy. NULL with errno ENOMEM; NULL with
+ * errno untouched before the init is done (the caller runs it). */
+void *_nd_heap_malloc(size_t size);
+/* malloc.c's fast path found size's free list empty (heap still valid):
+ * collect, carve or change slab in the current heap. */
+void *_nd_heap_refill(size_t size);
+/* Small allocation with placement. align: a power of two (<= 16 = none,
+ * at most ND_PAGE_SIZE). pol: NULL = the thread's policy. node >= 0: that
+ * node first, falling back along its list (pol ignored for the choice).
+ * NULL with errno: ENOMEM, or EINVAL if (size, align) has no class
+ * (see _nd_slab_fits). The caller runs the init first (before it: NULL,
+ * errno untouched). */
+void *_nd_heap_alloc(size_t size, size_t align, const nd_policy_t *pol, int node);
+/* The placement calls' slow paths (validation, resolution, refill). */
+void *_nd_heap_onnode(size_t size, int node);
+void *_nd_heap_local(size_t size);
+/* nd_malloc_policy's, for a size the class path serves (see docs/malloc.md). */
+void *_nd_heap_policy(size_t size, const nd_policy_t *p);
+
+#endif /* ND_SLAB_H */

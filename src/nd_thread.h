@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+/* Part of internal.h (included by it only, in layer order): layer 2c,
+ * thread.c. */
+#ifndef ND_THREAD_H
+#define ND_THREAD_H
+
+/* ======================================================================
+ * src/thread.c: the thread record. The library's only initial-exec TLS is
+ * one pointer, _nd_tls, to the calling thread's record (so the library can
+ * be dlopen'ed: static TLS has room for a pointer, not for kilobytes).
+ * Each layer keeps its per-thread state in its part of the record.
+ * ====================================================================== */
+
+struct _nd_slab_hot;
+struct nd_heap;
+/* The slab layer's key that no CPU pair ever equals (rseq's cpu_id_start
+ * always holds a real CPU number). */
+#define ND_KEY_NONE UINT64_MAX
+#define ND_SLAB_DIRECT 256 /* malloc sizes 0..ND_SLAB_DIRECT index dir[] */
+/* dir[] is offset so that every class's sizes (16k+1 .. 16m) start at an
+ * index that is a multiple of 16: changing a class's slab is a few aligned
+ * 16-byte stores. */
+#define ND_SLAB_DIR0 15
+#define ND_PCACHE 4 /* nd_malloc_policy's cache: policy objects remembered */
+/* Size classes (docs/malloc.md): 16..128 by 16, then 4 per power of two. */
+#define ND_SLAB_CLASSES 40
+
+/* slab.c's remote-free buffer, one entry per size class: objects freed by
+ * this thread into one slab it does not own, chained through word 0 (each
+ * already marked free), sent home as one splice onto the slab's tfree when
+ * n reaches max, when a free of another slab of the class takes the entry,
+ * when the thread takes a new slab or exits, and at fork. Owner: the
+ * record's thread only (no other thread reads it). While an object waits
+ * here its slab counts it as out (used), so the slab cannot be released. */
+typedef struct _nd_rfree {
+	struct _nd_slab_hot *slab; /* NULL: entry empty */
+	void *head, *tail;         /* newest and oldest object of the chain */
+	uint32_t n, max;           /* objects on the chain; flush at max */
+} _nd_rfree_t;
+
+/* Owner and synchronisation: every field belongs to the record's thread,
+ * except those marked "atomic": key, lkey and pc[].key may be set to
+ * ND_KEY_NONE by any thread (relaxed stores; thread.c's invalidation, for
+ * a process policy change), so the owner reads them with relaxed loads
+ * and re-checks after it stores a fresh one (_nd_thread_key_store). */
+typedef struct _nd_thread {
+	/* ---- slab.c: the malloc fast path (docs/malloc.md) ---- */
+	/* dir[ND_SLAB_DIR0 + size]: the resolved heap's current slab of
+	 * size's class (meaningful only while key matches) */
+	struct _nd_slab_hot *dir[ND_SLAB_DIR0 + ND_SLAB_DIRECT + 1];
+	const uint64_t *cpu64;  /* the CPU twice (rseq cpu_id_start:cpu_id, or cpu_pair) */
+	uint64_t key;           /* atomic: *cpu64 when heap was resolved, else NONE */
+	uint64_t lkey;          /* atomic: the same for lheap (nd_malloc_local) */
+	struct nd_heap *heap;   /* the thread policy's heap (dir mirrors it) */
+	struct nd_heap *lheap;  /* the CPU's memory node's heap */
+	struct nd_heap **heaps; /* [nheaps]: node heaps by wanted node */
+	int nheaps;
+	int nfast;              /* nheaps, 0 in check mode: nd_malloc_onnode's bound */
+	_Alignas(8) int32_t cpu_pair[2]; /* emulated CPU, or the CPU without rseq */
+	const nd_policy_t *hpol;/* policy heap's refills use (interned) */
+	struct _nd_pcache {     /* nd_malloc_policy: a caller's object -> heap */
+		const nd_policy_t *user; /* the caller's pointer, NULL = unused */
+		uint64_t key;            /* atomic: *cpu64 when resolved, else NONE */
+		uint64_t mode_flags;     /* user's mode and flags then (8 bytes) */
+		uint64_t bits0;          /* user's nodes.bits[0] then */
+		uint64_t w0;             /* user's weights[0..7] then (weighted) */
+		uint32_t gran;           /* user's granularity_shift then */
+		uint32_t max;            /* largest size served from the heap */
+		struct nd_heap *heap;
+		const nd_policy_t *pol;  /* interned copy (refills) */
+	} pc[ND_PCACHE];
+	unsigned pc_next;       /* next entry to replace */
+	uint64_t slow;          /* malloc slow paths taken (tests) */
+	uint64_t rf_sent;       /* remote-free splices sent (tests) */
+	/* per class, for _nd_slab_class_stats (written by this thread with
+	 * relaxed stores, read by a snapshot with relaxed loads; folded into
+	 * slab.c's totals when the thread exits) */
+	uint64_t cls_remote[ND_SLAB_CLASSES]; /* frees into slabs of other threads */
+	uint64_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
+	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
+	struct nd_heap *ph[8];  /* policy heaps (bind, interleave, weighted) */
+	int nph;
+	/* ---- policy.c ---- */
+	const nd_policy_t *pol_thr; /* NULL = inherit the process's */
+	const nd_policy_t *pol_eff; /* cached effective policy */
+	uint32_t pol_gen;           /* generation pol_eff is from */
+	int il_node;                /* interleave cursor: node in turn (-1 none) */
+	int32_t il_credit[64];      /* pages each node (id mod 64) may still have */
+	uint64_t spread_cursor, spread_partials;
+	/* ---- topology.c ---- */
+	int32_t cpu_override;       /* nd_emulate_cpu, -1 = real */
+	struct _nd_rseq_abi *rseq;  /* NULL = not looked up, (void *)1 = none */
+	/* ---- percpu.c ---- */
+	int fb_cpu;
+	unsigned fb_count;
+	/* ---- thread.c ---- */
+	struct _nd_thread *pool_next; /* free records (thread lock) */
+	struct _nd_thread *all_next;  /* every record ever made (append only) */
+} _nd_thread_t;
+
+/* The shared read-only record of a thread that has none yet: every key
+ * NONE, cpu_override -1. Never written: writers call _nd_thread_self(). */
+extern const _nd_thread_t _nd_thread_boot __attribute__((visibility("hidden")));
+extern ND_TLS _nd_thread_t *_nd_tls __attribute__((visibility("hidden")));
+/* The calling thread's record, made on first use (NULL only if no memory). */
+_nd_thread_t *_nd_thread_make(void);
+static inline _nd_thread_t *_nd_thread_self(void)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (nd_likely(t != &_nd_thread_boot))
+		return t;
+	return _nd_thread_make();
+}
+/* Force every thread's slab keys to NONE (a process policy change): each
+ * thread's next allocation re-resolves. */
+void _nd_thread_invalidate_all(void);
+/* The same for one record (the thread's own policy or CPU changed). */
+void _nd_thread_invalidate(_nd_thread_t *t);
+/* Every record ever made (in use or pooled), under the thread lock:
+ * fn(record, arg) (statistics: it must not allocate or take a lock of a
+ * lower rank). */
+void _nd_thread_each(void (*fn)(_nd_thread_t *t, void *arg), void *arg);
+/* Thread exit: fn(record) runs first (heap.c parks the heaps), then the
+ * record goes back to the pool and the thread's pointer to the boot one. */
+void _nd_thread_set_exit_hook(void (*fn)(_nd_thread_t *));
+/* What the thread-exit destructor does, for the calling thread (tests). */
+void _nd_thread_exit_now(void);
+/* The library is unloaded (its destructor): the thread-exit destructor is
+ * unregistered, records stay as they are. */
+void _nd_thread_fini(void);
+
+#endif /* ND_THREAD_H */
