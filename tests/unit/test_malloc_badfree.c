@@ -18,13 +18,6 @@
 #include "internal.h"
 
 static void *volatile sink;
-/* Hides the pointer's provenance from the compiler's misuse warnings. */
-static void *volatile launder_slot;
-static char *L(void *p)
-{
-	launder_slot = p;
-	return launder_slot;
-}
 
 static void *free_in_thread(void *p)
 {

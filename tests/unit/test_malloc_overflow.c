@@ -18,14 +18,6 @@
 #include "child_fixture.h"
 
 static void *volatile sink;
-/* Hides the pointers' provenance from the compiler (the overflow is the
- * point of this test: it must not reason it away). */
-static char *volatile launder_slot;
-static char *L(void *p)
-{
-	launder_slot = p;
-	return launder_slot;
-}
 
 static int run_case(const char *name)
 {

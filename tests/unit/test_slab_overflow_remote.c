@@ -21,12 +21,6 @@
 #include "internal.h"
 
 static void *volatile sink;
-static char *volatile launder_slot;
-static char *L(void *p)
-{
-	launder_slot = p;
-	return launder_slot;
-}
 
 enum { N = 64 };
 static char *v[N];
