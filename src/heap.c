@@ -647,7 +647,7 @@ static void pc_fill(struct _nd_pcache *e, const nd_policy_t *p)
 	if (p->mode == ND_POLICY_WEIGHTED)
 		memcpy(&e->w0, p->weights, sizeof e->w0);
 	e->gran = p->granularity_shift;
-	bool il = p->mode == ND_POLICY_INTERLEAVE || p->mode == ND_POLICY_WEIGHTED;
+	bool il = _nd_policy_spreads(p);
 	e->max = il ? (uint32_t)ND_PAGE_SIZE : (uint32_t)ND_SLAB_MAX;
 }
 

@@ -441,7 +441,7 @@ void _nd_large_resize(void *p, _nd_pagedesc_t *d, size_t size)
 static bool policy_keeps_node(const void *p)
 {
 	const nd_policy_t *pol = _nd_policy_current();
-	if (pol->mode == ND_POLICY_INTERLEAVE || pol->mode == ND_POLICY_WEIGHTED)
+	if (_nd_policy_spreads(pol))
 		return false;
 	int node = _nd_page_node_of(p);
 	_nd_policy_iter_t it;

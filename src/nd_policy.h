@@ -96,4 +96,10 @@ uint64_t _nd_policy_spread_start(const nd_policy_t *pol, uint64_t full_granules,
 /* Tests: spread cursor back to 0 (next spread run starts at the first node). */
 void _nd_policy_reset_spread_cursor(void);
 
+/* Interleave or weighted: a mode that spreads memory over nodes. */
+static inline bool _nd_policy_spreads(const nd_policy_t *p)
+{
+	return p->mode == ND_POLICY_INTERLEAVE || p->mode == ND_POLICY_WEIGHTED;
+}
+
 #endif /* ND_POLICY_H */

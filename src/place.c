@@ -77,10 +77,14 @@ void *nd_malloc_local(size_t size)
 
 /* Small requests under an explicit policy take a class; anything of more
  * than a page under an interleave policy is one run spread by offset. */
+static bool policy_small(size_t size, const nd_policy_t *pol)
+{
+	return size <= ND_SLAB_MAX && !(_nd_policy_spreads(pol) && size > ND_PAGE_SIZE);
+}
+
 static void *alloc_policy(size_t size, const nd_policy_t *pol)
 {
-	bool il = pol->mode == ND_POLICY_INTERLEAVE || pol->mode == ND_POLICY_WEIGHTED;
-	if (size <= ND_SLAB_MAX && !(il && size > ND_PAGE_SIZE))
+	if (policy_small(size, pol))
 		return _nd_heap_alloc(size, 0, pol, -1);
 	return _nd_large_alloc(size, 0, pol, -1);
 }
@@ -120,8 +124,7 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 		return nd_malloc(size);
 	if (!_nd_init_or_boot())
 		return _nd_boot_alloc(size, 16);
-	bool il = p->mode == ND_POLICY_INTERLEAVE || p->mode == ND_POLICY_WEIGHTED;
-	if (size <= ND_SLAB_MAX && !(il && size > ND_PAGE_SIZE))
+	if (policy_small(size, p))
 		return _nd_heap_policy(size, p); /* validates, caches, reports */
 	char err[200];
 	if (nd_policy_check(p, err, sizeof err) != 0) {
@@ -132,9 +135,6 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 	return alloc_policy(size, p);
 }
 
-/* Fast path: the thread's cache entry 0 remembers this policy object (the
- * words that can differ, internal.h) and the heap it resolved to on this
- * CPU; pop from that heap. */
 /* The cache entry for p on this CPU, or NULL. A prepared (interned,
  * immutable) policy is its entry's pol: its address is enough. */
 static inline __attribute__((always_inline)) const struct _nd_pcache *pcache_hit(_nd_thread_t *t,
@@ -148,6 +148,9 @@ static inline __attribute__((always_inline)) const struct _nd_pcache *pcache_hit
 	return NULL;
 }
 
+/* Fast path: the thread's cache entry 0 remembers this policy object (the
+ * words that can differ, nd_slab.h) and the heap it resolved to on this
+ * CPU; pop from that heap. */
 void *nd_malloc_policy(size_t size, const nd_policy_t *p)
 {
 	const struct _nd_pcache *e = pcache_hit(_nd_tls, p, size);
@@ -321,8 +324,7 @@ static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy
 		if (!ip)
 			return NULL; /* errno EINVAL or ENOMEM */
 		/* as without alignment: more than a page under interleave is spread */
-		bool il = ip->mode == ND_POLICY_INTERLEAVE || ip->mode == ND_POLICY_WEIGHTED;
-		q = il && size > ND_PAGE_SIZE ? _nd_large_alloc(size, align, ip, -1) : _nd_malloc_aligned(align, size, ip, -1);
+		q = _nd_policy_spreads(ip) && size > ND_PAGE_SIZE ? _nd_large_alloc(size, align, ip, -1) : _nd_malloc_aligned(align, size, ip, -1);
 	}
 	return q ? x_done_slow(q, size, flags) : NULL;
 }

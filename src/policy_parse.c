@@ -347,7 +347,7 @@ int nd_policy_parse(const char *s, nd_policy_t *out, char *err, size_t errlen)
 			return _nd_policy_fail(err, errlen, "%s: '%s' needs a node list, e.g. '%s:0-1'", ctx, mode_names[mi].name,
 				    mode_names[mi].name);
 		const char *at = NULL;
-		if (p.mode == ND_POLICY_INTERLEAVE || p.mode == ND_POLICY_WEIGHTED) {
+		if (_nd_policy_spreads(&p)) {
 			at = find_char(a, e, '@');
 			if (at && parse_gran(at + 1, e, &p.granularity_shift, ctx, (size_t)(at + 1 - s) + 1, err, errlen))
 				return -1;
@@ -405,7 +405,7 @@ int nd_policy_format(const nd_policy_t *p, char *buf, size_t len)
 			size_t room = k < len ? len - k : 0;
 			k += mask_format(&p->nodes, room ? buf + k : tmp, room ? room : 1);
 		}
-		if ((p->mode == ND_POLICY_INTERLEAVE || p->mode == ND_POLICY_WEIGHTED) && p->granularity_shift) {
+		if (_nd_policy_spreads(p) && p->granularity_shift) {
 			unsigned s = p->granularity_shift;
 			if (s >= 18)
 				_nd_msg_format(tmp, sizeof tmp, "@%uG", 1u << (s - 18));
@@ -465,7 +465,7 @@ int _nd_policy_normalize(const nd_policy_t *p, nd_policy_t *out, char *err, size
 		if (!t->has_mem[n])
 			return _nd_policy_fail(err, errlen, "policy: node %d has no memory", n);
 	}
-	if (p->mode == ND_POLICY_INTERLEAVE || p->mode == ND_POLICY_WEIGHTED) {
+	if (_nd_policy_spreads(p)) {
 		if (p->granularity_shift > MAX_GRAN_SHIFT)
 			return _nd_policy_fail(err, errlen, "policy: granularity shift %u above %d (1G)", p->granularity_shift,
 				    MAX_GRAN_SHIFT);

@@ -254,7 +254,7 @@ void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64
 			j = e;
 		}
 	}
-	bool il = pol->mode == ND_POLICY_INTERLEAVE || pol->mode == ND_POLICY_WEIGHTED;
+	bool il = _nd_policy_spreads(pol);
 	int cn = cpu_node();
 	for (uint64_t gi = 0; gi < ngran; gi++) {
 		_nd_pagedesc_t *gd = &m->bd.desc[i + (gi << gs)];
