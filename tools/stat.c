@@ -138,6 +138,14 @@ int nodactl_count(const char *cmd, const char *v, long *out)
 	return 0;
 }
 
+/* The export's first word (its magic) is still 0: created, not yet
+ * written by the process (stats.c writes the magic last). */
+static bool header_unwritten(int fd)
+{
+	uint64_t magic = 1;
+	return pread(fd, &magic, sizeof magic, 0) == (ssize_t)sizeof magic && magic == 0;
+}
+
 int nodactl_stat(int argc, char **argv)
 {
 	const char *target = NULL;
@@ -194,6 +202,13 @@ int nodactl_stat(int argc, char **argv)
 		uint64_t peak = 0;
 		char err[256];
 		int r = _nd_stats_read_export(fd, &snap, &owner, &peak, err, sizeof err);
+		/* A process just started: nodactl created the file, the program
+		 * has not written its header yet (the magic word, written last,
+		 * is still 0). Wait for it, up to 2 s, rather than refuse it. */
+		for (int w = 0; r == -1 && round == 0 && w < 40 && header_unwritten(fd); w++) {
+			usleep(50000);
+			r = _nd_stats_read_export(fd, &snap, &owner, &peak, err, sizeof err);
+		}
 		if (r == -2 && round > 0) {
 			printf("nodactl: stat: process %d has exited\n", last_owner);
 			break;
