@@ -30,6 +30,12 @@ void _nd_stats_reserved(int node, int64_t delta);
 /* Live export (NODALLOC_STATS_EXPORT): the child of a fork stops counting
  * into the parent's file; readers decode an export. */
 void _nd_stats_fork_child(void);
+/* Makes room for a fresh export file at path: nothing there, or a stale
+ * export of this user (its process gone, or its pid now another process;
+ * or nodactl's zeroed file whose program never published), which is
+ * removed. Links, others' files and live exports are left. 0, or -1 with
+ * why. */
+int _nd_stats_clear_export(const char *path, char *why, size_t len);
 /* Bytes of an export (nodactl sizes the file or memfd it hands over). */
 size_t _nd_stats_export_size(void);
 /* Decodes a mapped export: counters, the exporting pid, and the

@@ -115,12 +115,11 @@ static ex_state_t export_state(const export_hdr_t *h, int *pid_out)
 	return EX_LIVE;
 }
 
-/* Makes room for a fresh file at ex.path: nothing there, or a stale export
- * of ours that is removed. 0, or -1 with why. */
-static int export_clear(char *why, size_t len)
+/* Makes room for a fresh export at path: see nd_stats.h. */
+int _nd_stats_clear_export(const char *path, char *why, size_t len)
 {
 	_nd_file_info_t fi, fo;
-	int r = _nd_os_lstat(ex.path, &fi);
+	int r = _nd_os_lstat(path, &fi);
 	if (r == -2) /* ENOENT */
 		return 0;
 	if (r < 0) {
@@ -135,7 +134,7 @@ static int export_clear(char *why, size_t len)
 		_nd_msg_format(why, len, "it exists and belongs to uid %u", fi.uid);
 		return -1;
 	}
-	int fd = _nd_os_open(ex.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
+	int fd = _nd_os_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0);
 	export_hdr_t h = { 0 };
 	long got = fd >= 0 ? _nd_os_pread(fd, &h, sizeof h, 0) : fd;
 	r = fd >= 0 ? _nd_os_fstat(fd, &fo) : fd;
@@ -147,6 +146,8 @@ static int export_clear(char *why, size_t len)
 	}
 	int pid;
 	ex_state_t st = (size_t)got == sizeof h ? export_state(&h, &pid) : EX_OTHER;
+	if (st == EX_OTHER && h.magic == 0 && fi.size == EXPORT_SIZE)
+		st = EX_STALE; /* nodactl's file, its program never published (killed first) */
 	if (st == EX_OTHER) {
 		_nd_msg_format(why, len, "it exists and is not a nodalloc statistics export (left alone)");
 		return -1;
@@ -155,7 +156,7 @@ static int export_clear(char *why, size_t len)
 		_nd_msg_format(why, len, "it is the live export of process %d", pid);
 		return -1;
 	}
-	r = _nd_os_unlink(ex.path);
+	r = _nd_os_unlink(path);
 	if (r < 0 && r != -2) {
 		_nd_msg_format(why, len, "cannot remove the stale export there (error %d)", -r);
 		return -1;
@@ -284,7 +285,7 @@ static int export_map(void **out)
 	}
 	if (export_resolve(v, why, sizeof why) != 0)
 		goto fail;
-	if (export_clear(why, sizeof why) != 0)
+	if (_nd_stats_clear_export(ex.path, why, sizeof why) != 0)
 		goto fail;
 	fd = _nd_os_open(ex.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0600);
 	if (fd < 0) {

@@ -128,8 +128,14 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 	close(efd);
 	if (named) {
 		snprintf(path, sizeof path, "/dev/shm/nodalloc-%d.stats", (int)pid);
-		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) != 0) {
-			fprintf(stderr, "nodactl: --export: %s: %s (not published)\n", path, strerror(errno));
+		/* A file there is stale: pid is the child, which has not run the
+		 * program yet (a killed earlier process had the same pid). */
+		char why[160] = "";
+		int r = renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE);
+		if (r != 0 && errno == EEXIST && _nd_stats_clear_export(path, why, sizeof why) == 0)
+			r = renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE);
+		if (r != 0) {
+			fprintf(stderr, "nodactl: --export: %s: %s (not published)\n", path, why[0] ? why : strerror(errno));
 			unlink(tmp);
 			path[0] = '\0';
 		}

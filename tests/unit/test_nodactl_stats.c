@@ -72,6 +72,7 @@ static void wait_export(int pid, long long min_bytes)
 			return;
 		usleep(100000);
 	}
+	CHECK(0, "the export of %d never showed %lld bytes in use: %s", pid, min_bytes, run_out);
 }
 
 int main(void)
