@@ -226,6 +226,13 @@ int _nd_page_free(void *p);
  * a node-slot run head, neighbours in use, slot end, node full). */
 int _nd_page_grow(void *run, size_t new_npages);
 int _nd_page_shrink(void *run, size_t new_npages);
+/* Split a big node-slot run (both parts at least the purge threshold)
+ * at npages without purging: returns the second part, a run of its own
+ * (use NONE), or NULL (not such a run, a part too small). _nd_page_join
+ * makes run next, right after run, part of it again (0, or -1). Pages
+ * stay committed; counts of used and in-use pages are the caller's. */
+void *_nd_page_split(void *run, size_t npages);
+int _nd_page_join(void *run, void *next);
 /* Zero the first bytes of a run from this file, skipping pages that
  * already read as zero (fresh or purged): calloc, zero-filled tables. */
 void _nd_page_zero(void *run, size_t bytes);

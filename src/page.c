@@ -444,6 +444,60 @@ int _nd_page_shrink(void *run, size_t new_npages)
 	return 0;
 }
 
+/*
+ * Split a big node-slot run in two runs without touching its pages: the
+ * pages stay committed (no purge, no fault on reuse) and both parts keep
+ * the invariants of big runs (no DIRTY flag), so each must be at least
+ * the purge threshold. Used, committed and in-use counts do not change:
+ * the caller accounts for the part it does not use. The run is the
+ * caller's (a run in limbo): only the new head's descriptor is written.
+ */
+void *_nd_page_split(void *run, size_t npages)
+{
+	uint32_t i;
+	_nd_arena_t *a = node_run_slot(run, &i);
+	if (!a)
+		return NULL;
+	_nd_pagedesc_t *h = &a->bd.desc[i];
+	uint64_t n = h->npages;
+	if (h->state != ND_PG_RUN || npages < g.purge_pages || n < npages + g.purge_pages)
+		return NULL;
+	_nd_lock(&a->lock);
+	_nd_pagedesc_t *t = &a->bd.desc[i + npages];
+	ND_ASSERT(t->state == ND_PG_TAIL && !(t->flags & ND_PGF_DIRTY), "a big run's pages are clean tails");
+	h->npages = npages;
+	t->state = ND_PG_RUN;
+	t->order = 0;
+	t->npages = n - npages;
+	t->use = ND_USE_NONE;
+	t->user = 0;
+	t->node = a->node;
+	_nd_unlock(&a->lock);
+	return page_addr(a, i + npages);
+}
+
+/* The reverse: run next (right after run, both big, both the caller's)
+ * becomes part of run, still committed. 0, or -1 with nothing changed. */
+int _nd_page_join(void *run, void *next)
+{
+	uint32_t i, j;
+	_nd_arena_t *a = node_run_slot(run, &i), *b = node_run_slot(next, &j);
+	if (!a || a != b)
+		return -1;
+	_nd_pagedesc_t *h = &a->bd.desc[i], *t = &a->bd.desc[j];
+	if (h->state != ND_PG_RUN || t->state != ND_PG_RUN || i + h->npages != j || h->npages < g.purge_pages ||
+	    t->npages < g.purge_pages)
+		return -1;
+	_nd_lock(&a->lock);
+	h->npages += t->npages;
+	t->state = ND_PG_TAIL;
+	t->npages = 0;
+	t->use = ND_USE_NONE;
+	t->user = 0;
+	_nd_unlock(&a->lock);
+	return 0;
+}
+
 _nd_pagedesc_t *_nd_page_desc(const void *p)
 {
 	uintptr_t off = (uintptr_t)p - g.base;

@@ -5,7 +5,8 @@
  * its own node only, by the next allocation that wants that node; it is
  * returned to the OS when it stays free past NODALLOC_LARGE_DECAY_MS, when
  * the cache is over its bound, or when its node is full; statistics count
- * it as committed but not in use; calloc clears a reused (dirty) run;
+ * it as committed but not in use; a cached run is cut for a block of
+ * half its size or less and adjacent cached runs are joined, with no purge; calloc clears a reused (dirty) run;
  * freeing a cached run again is a double free; spread runs are never
  * cached; NODALLOC_LARGE_DECAY_MS=0 turns the cache off.
  *
@@ -157,8 +158,8 @@ static void calloc_reused(void)
 	_nd_large_flush(-1);
 }
 
-/* The bound: at most 16 MiB on node 1; the oldest runs go first, and what
- * goes is no longer committed. */
+/* The bound: at most 16 MiB on node 1; the oldest bytes go first, only as
+ * many as the bound needs, and what goes is no longer committed. */
 static void bounded(void)
 {
 	_nd_large_flush(-1);
@@ -170,21 +171,105 @@ static void bounded(void)
 	nd_free(big);
 	CHECK_EQ(_nd_large_cached(TN), 0);
 	CHECK_EQ(COMMITTED(TN), c0);
-	void *r[3];
+	char *r[3];
 	for (int i = 0; i < 3; i++) {
-		r[i] = nd_malloc_onnode(6 * MiB, TN);
-		CHECK(r[i] != NULL);
+		r[i] = nd_malloc_onnode(8 * MiB, TN);
+		CHECK(r[i] != NULL && (i == 0 || r[i] == r[i - 1] + 8 * MiB), "r[%d] = %p not after r[%d]", i,
+		      (void *)r[i], i - 1);
 	}
 	for (int i = 0; i < 3; i++)
 		nd_free(r[i]);
-	CHECK_EQ(_nd_large_cached(TN), 12 * MiB);
-	CHECK_EQ(COMMITTED(TN) - c0, 12 * MiB);
-	void *q = nd_malloc_onnode(6 * MiB, TN);
+	/* r0 and r1 were joined (16 MiB); r2 made 24: r0, the oldest bytes,
+	 * went back to the OS, and only they */
+	CHECK_EQ(_nd_large_cached(TN), 16 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 16 * MiB);
+	void *q = nd_malloc_onnode(8 * MiB, TN);
 	CHECK(q == r[1] || q == r[2], "the oldest (r[0]) was to go first");
 	nd_free(q);
-	CHECK_EQ(_nd_large_cached(TN), 12 * MiB);
+	CHECK_EQ(_nd_large_cached(TN), 16 * MiB);
 	_nd_large_flush(-1);
 	CHECK_EQ(COMMITTED(TN), c0);
+}
+
+/* Node TN's slot is consistent with cached runs and after a flush, which
+ * brings its committed bytes back to c0. */
+static void flushed_clean(uint64_t c0)
+{
+	char err[256] = "";
+	CHECK(_nd_page_check(TN, err, sizeof err) == 0, "%s", err);
+	_nd_large_flush(-1);
+	CHECK_EQ(COMMITTED(TN), c0);
+	CHECK(_nd_page_check(TN, err, sizeof err) == 0, "%s", err);
+}
+
+/* Split and join: a cached run serves a block half its size or less by
+ * its first pages, the rest stays cached and committed; adjacent freed
+ * runs are one run again, which serves a block larger than either, with
+ * no page purged (old bytes still there). */
+static void split_join(void)
+{
+	_nd_large_flush(-1);
+	uint64_t c0 = COMMITTED(TN), u0 = IN_USE(TN);
+	unsigned char *p = nd_malloc_onnode(12 * MiB, TN);
+	CHECK(p != NULL);
+	fill(p, 0x11, 12 * MiB);
+	nd_free(p);
+	unsigned char *a = nd_malloc_onnode(5 * MiB, TN);
+	CHECK(a == p, "the cached run's head: %p, run %p", (void *)a, (void *)p);
+	CHECK_EQ(nd_usable_size(a), 5 * MiB);
+	CHECK_EQ(_nd_large_cached(TN), 7 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 12 * MiB);
+	CHECK_EQ(IN_USE(TN) - u0, 5 * MiB); /* the rest is not in use */
+	/* 4 of the 7 left: not cut (the rest, 3, is smaller than 4) */
+	unsigned char *b = nd_malloc_onnode(4 * MiB, TN);
+	CHECK(b == p + 5 * MiB, "the rest: %p", (void *)b);
+	CHECK_EQ(nd_usable_size(b), 7 * MiB);
+	CHECK_EQ(_nd_large_cached(TN), 0);
+	fill(a, 0x22, 5 * MiB);
+	fill(b, 0x33, 7 * MiB);
+	nd_free(a);
+	nd_free(b);
+	CHECK_EQ(_nd_large_cached(TN), 12 * MiB);
+	unsigned char *w = nd_malloc_onnode(11 * MiB, TN);
+	CHECK(w == p, "the joined run: %p, expected %p", (void *)w, (void *)p);
+	CHECK(w && w[0] == 0x22 && w[5 * MiB] == 0x33 && w[12 * MiB - 1] == 0x33, "a joined run was purged");
+	CHECK_EQ(COMMITTED(TN) - c0, 12 * MiB);
+	nd_free(w);
+	flushed_clean(c0);
+}
+
+/* realloc through the cache: shrinking caches the cut tail (committed,
+ * not purged); growing joins the cached run after the block, its pages
+ * not purged, and cuts off what the new size does not need. */
+static void realloc_cached(void)
+{
+	_nd_large_flush(-1);
+	nd_policy_t bind1 = policy("bind:1"); /* realloc grows in place on the policy's node only */
+	CHECK(nd_set_policy(&bind1) == 0);
+	uint64_t c0 = COMMITTED(TN);
+	unsigned char *p = nd_malloc_onnode(16 * MiB, TN);
+	CHECK(p != NULL);
+	fill(p, 0x44, 16 * MiB);
+	unsigned char *q = realloc(p, 4 * MiB);
+	CHECK(q == p, "shrunk in place: %p, was %p", (void *)q, (void *)p);
+	CHECK_EQ(nd_usable_size(q), 4 * MiB);
+	CHECK_EQ(_nd_large_cached(TN), 12 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 16 * MiB);
+	q = realloc(q, 6 * MiB);
+	CHECK(q == p, "grown in place: %p, was %p", (void *)q, (void *)p);
+	CHECK(q && q[6 * MiB - 1] == 0x44, "the cached pages joined were purged");
+	CHECK_EQ(nd_usable_size(q), 6 * MiB);
+	CHECK_EQ(_nd_large_cached(TN), 10 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 16 * MiB);
+	/* past the cached run: joined, and the rest taken fresh after it */
+	q = realloc(q, 20 * MiB);
+	CHECK(q == p, "grown in place past the cache: %p, was %p", (void *)q, (void *)p);
+	CHECK(q && q[16 * MiB - 1] == 0x44 && q[6 * MiB] == 0x44, "the cached pages joined were purged");
+	CHECK_EQ(_nd_large_cached(TN), 0);
+	CHECK_EQ(COMMITTED(TN) - c0, 20 * MiB);
+	free(q);
+	flushed_clean(c0);
+	CHECK(nd_set_policy(NULL) == 0);
 }
 
 /* Decay without a thread: after the delay, the next large call returns the
@@ -362,6 +447,8 @@ int main(int argc, char **argv)
 	node_respected();
 	calloc_reused();
 	bounded();
+	split_join();
+	realloc_cached();
 	decay();
 	pressure();
 	spread_not_cached();
