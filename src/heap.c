@@ -201,7 +201,8 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 	for (;;) {
 		slab_t *s = h->cur[c];
 		if (s != &_nd_slab_empty) {
-			if (!s->free && !_nd_slab_collect(s) && s->carved < s->cap)
+			if (!s->free && !_nd_slab_collect(s) && !(s->purged && _nd_slab_unpurge(s)) &&
+			    s->carved < s->cap)
 				_nd_slab_carve(s);
 			void **o = s->free;
 			if (o) {
@@ -235,6 +236,7 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 			swept = true;
 			continue;
 		}
+		_nd_slab_purge_taken(h, s);
 		_nd_slab_part_push_front(h, s);
 	}
 }
@@ -357,6 +359,7 @@ static void heap_trim(heap_t *h)
 static void heap_abandon(heap_t *h)
 {
 	heap_trim(h);
+	_nd_slab_purge_heap(h);
 	heap_set_tp(h, 0);
 	__atomic_store_n(&h->owner, NULL, __ATOMIC_RELEASE);
 	_nd_lock_t *lk;
