@@ -359,7 +359,6 @@ static void heap_trim(heap_t *h)
 static void heap_abandon(heap_t *h)
 {
 	heap_trim(h);
-	_nd_slab_purge_heap(h);
 	heap_set_tp(h, 0);
 	__atomic_store_n(&h->owner, NULL, __ATOMIC_RELEASE);
 	_nd_lock_t *lk;

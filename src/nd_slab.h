@@ -243,8 +243,8 @@ typedef struct nd_heap {
 	int node;                       /* the node its allocations want; -1: the policy's */
 	const nd_policy_t *pol;         /* NULL: a node heap; else bind/interleave/weighted */
 	struct nd_heap *pool_next;      /* pool of the node, or the policy pool (their lock) */
-	uint32_t ptaken, pnext;         /* slab_purge.c (owner): slab pages taken since its last
-					 * pass; the pass comes when ptaken reaches pnext */
+	uint64_t pnext;                 /* slab_purge.c (owner): its next pass comes when a new
+					 * slab's node has this many pages committed */
 } _nd_heap_t;
 _Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur), "_nd_heap_t starts with cur[]");
 
@@ -339,10 +339,10 @@ void _nd_slab_thread_done(_nd_thread_t *t);
  * free objects that start in it leave the free list (their links would be
  * lost) and come back when the slab's free list runs dry (_nd_slab_unpurge).
  * Owner of the heap only; off in check mode. */
-/* heap_alloc took s for h: counts its pages, and every so many pages
- * purges h's partial slabs that got frees since their last pass. */
+/* heap_alloc took s for h: when s's node committed enough pages since
+ * h's last pass, purges h's partial slabs that got frees since theirs. */
 void _nd_slab_purge_taken(_nd_heap_t *h, const _nd_slab_t *s);
-/* Every partial slab of h now (thread exit, tests). Returns pages purged. */
+/* Every partial slab of h now (tests). Returns pages purged. */
 size_t _nd_slab_purge_heap(_nd_heap_t *h);
 /* s's free list is empty and s->purged != 0: the objects of its lowest
  * purged pages go back on the free list. false if none did. */
