@@ -2,10 +2,9 @@
 /* Free pages inside partial slabs go back to the OS (issue 11, slab_purge.c):
  * the pages are really gone (mincore, RSS), a live neighbour's contents
  * survive, the withheld objects come back (each once, never a live one),
- * calloc still returns zeros, and a heap's pass comes by itself after
- * enough new slabs, and when its thread exits. */
+ * calloc still returns zeros, and a heap's pass comes by itself when the
+ * process grows. */
 #define _GNU_SOURCE
-#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -209,39 +208,6 @@ static void rss_drop(bool auto_pass)
 		free(many[i]);
 }
 
-/* A thread's heap is purged when the thread exits and the heap parks. */
-static void *exiting(void *arg)
-{
-	(void)arg;
-	for (int i = 0; i < NOBJ; i++)
-		many[i] = malloc(2048);
-	for (int i = 0; i < NOBJ; i++) {
-		memset(many[i], 1, 2048);
-		if ((char *)many[i] != slab_of(many[i])->start) {
-			free(many[i]);
-			many[i] = NULL;
-		}
-	}
-	return NULL;
-}
-
-static void thread_exit(void)
-{
-	pthread_t t;
-	CHECK(pthread_create(&t, NULL, exiting, NULL) == 0);
-	pthread_join(t, NULL);
-	int gone = 0, kept = 0;
-	for (int i = 0; i < NOBJ; i++)
-		if (many[i]) {
-			kept++;
-			gone += !resident((char *)many[i] + 4096);
-			CHECK(holds(many[i], 2048, 1));
-		}
-	CHECK(kept > 0 && gone >= kept - 2, "parked slabs given back: %d of %d", gone, kept);
-	for (int i = 0; i < NOBJ; i++)
-		free(many[i]);
-}
-
 int main(void)
 {
 	free(malloc(1)); /* the init */
@@ -253,6 +219,5 @@ int main(void)
 	straddling();
 	rss_drop(false);
 	rss_drop(true);
-	thread_exit();
 	return CHECK_DONE();
 }
