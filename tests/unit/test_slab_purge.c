@@ -208,6 +208,51 @@ static void rss_drop(bool auto_pass)
 		free(many[i]);
 }
 
+/* Random churn of every class with a pass every 500 steps: each live
+ * object carries its own stamp over its whole size, checked before its
+ * free and at the end, so an object handed out twice, or a page given
+ * back under a live one, breaks a stamp. */
+enum { SLOTS = 3000, STEPS = 60000 };
+static void *slot[SLOTS];
+static size_t slot_sz[SLOTS];
+
+static void stamp(int i, size_t n) { memset(slot[i], (i * 7 + 1) & 0xff, n); }
+
+static void random_churn(void)
+{
+	uint64_t r = 88172645463325252ull;
+	int bad = 0, nonzero = 0;
+	size_t purged = 0;
+	for (int step = 0; step < STEPS; step++) {
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		int i = (int)(r % SLOTS);
+		if (slot[i]) {
+			bad += !holds(slot[i], slot_sz[i], (i * 7 + 1) & 0xff);
+			free(slot[i]);
+			slot[i] = NULL;
+			continue;
+		}
+		/* mostly small, some of every class up to 32 KiB */
+		size_t n = (r >> 20) % 8 ? 16 + (r >> 32) % 2048 : 2048 + (r >> 32) % 30000;
+		bool z = (r >> 40) % 4 == 0;
+		slot[i] = z ? calloc(1, n) : malloc(n);
+		CHECK(slot[i] != NULL);
+		nonzero += z && !holds(slot[i], n, 0);
+		slot_sz[i] = n;
+		stamp(i, n);
+		if (step % 500 == 0)
+			purged += _nd_slab_purge_heap(slab_of(slot[i])->heap);
+	}
+	CHECK(purged > 100, "pages purged: %zu", purged);
+	CHECK_EQ(nonzero, 0);
+	for (int i = 0; i < SLOTS; i++)
+		if (slot[i]) {
+			bad += !holds(slot[i], slot_sz[i], (i * 7 + 1) & 0xff);
+			free(slot[i]);
+		}
+	CHECK_EQ(bad, 0);
+}
+
 int main(void)
 {
 	free(malloc(1)); /* the init */
@@ -219,5 +264,6 @@ int main(void)
 	straddling();
 	rss_drop(false);
 	rss_drop(true);
+	random_churn();
 	return CHECK_DONE();
 }
