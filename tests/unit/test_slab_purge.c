@@ -5,6 +5,7 @@
  * calloc still returns zeros, and a heap's pass comes by itself when the
  * process grows. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -97,6 +98,45 @@ static void big_objects(void)
 	CHECK_EQ(in_s, s->cap - 2);
 	CHECK_EQ(s->purged & (((uint64_t)1 << 60) - 1), 0); /* pages 60-63: the slab's tail, no object */
 	CHECK(holds(obj[0], 20000, 1) && holds(obj[s->cap - 1], 20000, (int)s->cap), "live neighbours intact");
+	for (unsigned k = 1; k + 1 < s->cap; k++)
+		free(again[k]);
+	for (int i = 0; i < 48; i++)
+		if (slab_of(extra[i]) != s)
+			free(extra[i]);
+	free(obj[0]);
+	free(obj[s->cap - 1]);
+}
+
+/* madvise refused (mlock'ed slab: EINVAL): nothing is marked, the free
+ * objects stay listed and come back, the live ones keep their bytes. */
+static void refused(void)
+{
+	void *obj[64], *extra[48];
+	_nd_slab_t *s = full_slab(20000, obj, extra, 48);
+	for (unsigned k = 0; k < s->cap; k++)
+		fill(obj[k], 20000, (int)k + 1);
+	int r = mlock(s->start, (size_t)s->npages << ND_PAGE_SHIFT);
+	CHECK(r == 0, "mlock failed (errno %d): raise RLIMIT_MEMLOCK", errno);
+	for (unsigned k = 1; k + 1 < s->cap; k++)
+		free(obj[k]);
+	_nd_slab_purge_heap(s->heap);
+	unsigned listed = 0;
+	for (void **x = s->free; x; x = x[0])
+		listed++;
+	if (r == 0) {
+		CHECK_EQ(s->purged, 0);
+		CHECK_EQ(listed, s->cap - 2);
+	}
+	unsigned in_s = 0;
+	void *again[12];
+	for (unsigned k = 1; k + 1 < s->cap; k++) {
+		again[k] = calloc(1, 20000);
+		CHECK(again[k] && holds(again[k], 20000, 0), "calloc zero");
+		in_s += slab_of(again[k]) == s;
+	}
+	CHECK_EQ(in_s, s->cap - 2);
+	CHECK(holds(obj[0], 20000, 1) && holds(obj[s->cap - 1], 20000, (int)s->cap), "live neighbours intact");
+	munlock(s->start, (size_t)s->npages << ND_PAGE_SHIFT);
 	for (unsigned k = 1; k + 1 < s->cap; k++)
 		free(again[k]);
 	for (int i = 0; i < 48; i++)
@@ -262,6 +302,7 @@ int main(void)
 	}
 	big_objects();
 	straddling();
+	refused();
 	rss_drop(false);
 	rss_drop(true);
 	random_churn();
