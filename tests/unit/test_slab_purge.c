@@ -65,25 +65,27 @@ static _nd_slab_t *full_slab(size_t size, void **obj, void **extra, int nextra)
 	return s;
 }
 
-/* 20 KiB objects (5 pages each, 12 in a slab): every page of a free one
- * goes; the two live ones keep their bytes; the withheld come back. */
-static void big_objects(void)
+/* A slab of 20 KiB objects (5 pages each, 12 in a slab), every object
+ * stamped, all but the first and last freed. */
+static _nd_slab_t *big_slab(void **obj, void **extra, bool lock)
 {
-	void *obj[64], *extra[48];
 	_nd_slab_t *s = full_slab(20000, obj, extra, 48);
 	CHECK_EQ(s->size, 20480);
 	for (unsigned k = 0; k < s->cap; k++)
 		fill(obj[k], 20000, (int)k + 1);
+	if (lock) {
+		int r = mlock(s->start, (size_t)s->npages << ND_PAGE_SHIFT);
+		CHECK(r == 0, "mlock failed (errno %d): raise RLIMIT_MEMLOCK", errno);
+	}
 	for (unsigned k = 1; k + 1 < s->cap; k++)
 		free(obj[k]);
-	size_t got = _nd_slab_purge_heap(s->heap);
-	CHECK(got >= 50, "pages purged: %zu", got);
-	for (unsigned k = 1; k + 1 < s->cap; k++)
-		for (unsigned pg = 0; pg < 5; pg++)
-			CHECK(!resident((char *)obj[k] + pg * 4096), "object %u page %u still resident", k, pg);
-	CHECK(holds(obj[0], 20000, 1) && holds(obj[s->cap - 1], 20000, (int)s->cap), "live neighbours intact");
-	CHECK(s->free == NULL, "every free object withheld");
-	/* they come back, zeroed by calloc, each once, never a live one */
+	return s;
+}
+
+/* The freed objects come back, zeroed by calloc, each once, never a live
+ * one; the live ones keep their bytes. Then everything is freed. */
+static void big_back(_nd_slab_t *s, void **obj, void **extra)
+{
 	void *again[12];
 	unsigned in_s = 0;
 	for (unsigned k = 1; k + 1 < s->cap; k++) {
@@ -98,6 +100,7 @@ static void big_objects(void)
 	CHECK_EQ(in_s, s->cap - 2);
 	CHECK_EQ(s->purged & (((uint64_t)1 << 60) - 1), 0); /* pages 60-63: the slab's tail, no object */
 	CHECK(holds(obj[0], 20000, 1) && holds(obj[s->cap - 1], 20000, (int)s->cap), "live neighbours intact");
+	munlock(s->start, (size_t)s->npages << ND_PAGE_SHIFT);
 	for (unsigned k = 1; k + 1 < s->cap; k++)
 		free(again[k]);
 	for (int i = 0; i < 48; i++)
@@ -107,43 +110,34 @@ static void big_objects(void)
 	free(obj[s->cap - 1]);
 }
 
+/* Every page of a free object goes; the withheld come back. */
+static void big_objects(void)
+{
+	void *obj[64], *extra[48];
+	_nd_slab_t *s = big_slab(obj, extra, false);
+	size_t got = _nd_slab_purge_heap(s->heap);
+	CHECK(got >= 50, "pages purged: %zu", got);
+	for (unsigned k = 1; k + 1 < s->cap; k++)
+		for (unsigned pg = 0; pg < 5; pg++)
+			CHECK(!resident((char *)obj[k] + pg * 4096), "object %u page %u still resident", k, pg);
+	CHECK(holds(obj[0], 20000, 1) && holds(obj[s->cap - 1], 20000, (int)s->cap), "live neighbours intact");
+	CHECK(s->free == NULL, "every free object withheld");
+	big_back(s, obj, extra);
+}
+
 /* madvise refused (mlock'ed slab: EINVAL): nothing is marked, the free
- * objects stay listed and come back, the live ones keep their bytes. */
+ * objects stay listed and come back. */
 static void refused(void)
 {
 	void *obj[64], *extra[48];
-	_nd_slab_t *s = full_slab(20000, obj, extra, 48);
-	for (unsigned k = 0; k < s->cap; k++)
-		fill(obj[k], 20000, (int)k + 1);
-	int r = mlock(s->start, (size_t)s->npages << ND_PAGE_SHIFT);
-	CHECK(r == 0, "mlock failed (errno %d): raise RLIMIT_MEMLOCK", errno);
-	for (unsigned k = 1; k + 1 < s->cap; k++)
-		free(obj[k]);
+	_nd_slab_t *s = big_slab(obj, extra, true);
 	_nd_slab_purge_heap(s->heap);
 	unsigned listed = 0;
 	for (void **x = s->free; x; x = x[0])
 		listed++;
-	if (r == 0) {
-		CHECK_EQ(s->purged, 0);
-		CHECK_EQ(listed, s->cap - 2);
-	}
-	unsigned in_s = 0;
-	void *again[12];
-	for (unsigned k = 1; k + 1 < s->cap; k++) {
-		again[k] = calloc(1, 20000);
-		CHECK(again[k] && holds(again[k], 20000, 0), "calloc zero");
-		in_s += slab_of(again[k]) == s;
-	}
-	CHECK_EQ(in_s, s->cap - 2);
-	CHECK(holds(obj[0], 20000, 1) && holds(obj[s->cap - 1], 20000, (int)s->cap), "live neighbours intact");
-	munlock(s->start, (size_t)s->npages << ND_PAGE_SHIFT);
-	for (unsigned k = 1; k + 1 < s->cap; k++)
-		free(again[k]);
-	for (int i = 0; i < 48; i++)
-		if (slab_of(extra[i]) != s)
-			free(extra[i]);
-	free(obj[0]);
-	free(obj[s->cap - 1]);
+	CHECK_EQ(s->purged, 0);
+	CHECK_EQ(listed, s->cap - 2);
+	big_back(s, obj, extra);
 }
 
 /* 1280-byte objects straddle pages: only pages no live object overlaps go,
