@@ -28,9 +28,10 @@ void _nd_large_free(void *p, _nd_pagedesc_t *d);
  * reused from the cache is cleared whole, a fresh one only where its pages
  * may hold old data (_nd_page_zero). Any other pointer: _nd_page_zero. */
 void _nd_large_zero(void *p, size_t bytes);
-/* realloc of a large block in place: grow into the free pages after the
- * run when the policy in force would place new memory on the run's node,
- * or give the tail back. true on success (d->user = size). */
+/* realloc of a large block in place: grow into the free pages or the
+ * cached run after it when the policy in force would place new memory on
+ * the run's node, or give the tail back (cached when it is a big run).
+ * true on success (d->user = size). */
 bool _nd_large_grow(void *p, _nd_pagedesc_t *d, size_t size);
 bool _nd_large_shrink(void *p, _nd_pagedesc_t *d, size_t size);
 /* Record a new requested size after an in-place realloc. */
