@@ -10,10 +10,48 @@
 
 #include "internal.h"
 
-/* The class's current slab of a heap (the placement calls' fast paths). */
-static inline _nd_slab_hot_t *heap_slab(struct nd_heap *h, size_t size)
+/* Size -> class for sizes up to ND_SLAB_DIRECT, indexed by the size
+ * itself: one load, where slab.c's table (_nd_slab_cls_tab, filled at the
+ * init) needs the rounding (size + 15) >> 4 and its address first. The
+ * classes are slab.c's: 16..128 by 16, then 160..256 by 32 (docs/malloc.md);
+ * test_place_fast checks every size against malloc's usable size, and the
+ * slow paths assert the agreement (ND_DEBUG). */
+#define SCLS(s) ((s) <= 16 ? 0 : (s) <= 128 ? ((s) + 15) / 16 - 1 : 8 + ((s) - 129) / 32)
+#define SCLS4(s) SCLS(s), SCLS((s) + 1), SCLS((s) + 2), SCLS((s) + 3)
+#define SCLS16(s) SCLS4(s), SCLS4((s) + 4), SCLS4((s) + 8), SCLS4((s) + 12)
+#define SCLS64(s) SCLS16(s), SCLS16((s) + 16), SCLS16((s) + 32), SCLS16((s) + 48)
+static const uint8_t small_cls[ND_SLAB_DIRECT + 1] = { SCLS64(0), SCLS64(64), SCLS64(128), SCLS64(192), SCLS(256) };
+_Static_assert(ND_SLAB_DIRECT == 256 && SCLS(256) == 11, "small_cls covers the classes up to 256 bytes");
+
+/* size's class for a fast path; false above *max (NULL: ND_SLAB_MAX; every
+ * heap serves the sizes up to ND_SLAB_DIRECT from a class): those pay one
+ * compare and one load. *max is read only above them (an atomic load, so
+ * the compiler does not hoist it onto the common path). */
+_Static_assert(ND_SLAB_DIRECT < ND_PAGE_SIZE, "a spreading policy serves up to a page from classes");
+static inline __attribute__((always_inline)) bool fast_cls(size_t size, const uint32_t *max, unsigned *c)
 {
-	return ((_nd_heap_hot_t *)(void *)h)->cur[_nd_slab_cls_tab[(size + 15) >> 4]];
+	if (nd_likely(size <= ND_SLAB_DIRECT)) {
+		*c = small_cls[size];
+		return true;
+	}
+	if (size <= (max ? __atomic_load_n(max, __ATOMIC_RELAXED) : ND_SLAB_MAX)) {
+		*c = _nd_slab_cls_tab[(size + 15) >> 4];
+		return true;
+	}
+	return false;
+}
+
+/* Pop from the heap's current slab of class c. */
+static inline __attribute__((always_inline)) void *heap_pop(struct nd_heap *h, unsigned c)
+{
+	return _nd_slab_pop(((_nd_heap_hot_t *)(void *)h)->cur[c]);
+}
+
+static inline void check_cls(size_t size)
+{
+	ND_ASSERT(size > ND_SLAB_DIRECT || small_cls[size] == _nd_slab_cls_tab[(size + 15) >> 4],
+		  "place.c's class table agrees with slab.c's");
+	(void)size;
 }
 
 /* ---- placement API ------------------------------------------------------- */
@@ -28,6 +66,7 @@ void *_nd_place_onnode(size_t size, int node)
 
 static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 {
+	check_cls(size);
 	if (!_nd_init_or_boot())
 		return _nd_boot_alloc(size, 16);
 	if (!_nd_topo_valid_node(_nd_topo(), node)) {
@@ -38,24 +77,37 @@ static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 	return _nd_place_onnode(size, node);
 }
 
-/* Fast path: the thread's heap of node exists (so node is valid), pop from
- * its current slab of size's class: the malloc pop plus an index. */
+/* The fast path of nd_malloc_onnode, nd_malloc_local (node
+ * ND_NODE_LOCAL) and the x calls; NULL: take the slow path. node < nfast:
+ * the thread's heaps[] has an entry for node (a node without a heap yet
+ * has heap.c's empty one, whose pop fails), so node is valid. nfast is 0
+ * in check mode and on the boot record. lheap: the heap of the CPU's
+ * memory node, valid while lkey matches; local: node ND_NODE_LOCAL means
+ * it (a constant: nd_malloc_onnode refuses -1). */
+static inline __attribute__((always_inline)) void *node_fast(_nd_thread_t *t, size_t size, int node, bool local)
+{
+	unsigned c;
+	if (nd_unlikely(!fast_cls(size, NULL, &c)))
+		return NULL;
+	if (nd_likely((unsigned)node < (unsigned)t->nfast))
+		return heap_pop(t->heaps[(unsigned)node], c);
+	if (local && node == ND_NODE_LOCAL && nd_likely(_nd_slab_key_ok(t, &t->lkey)))
+		return heap_pop(t->lheap, c);
+	return NULL;
+}
+
+/* Fast path: the malloc pop from the thread's heap of node plus an index. */
 void *nd_malloc_onnode(size_t size, int node)
 {
-	_nd_thread_t *t = _nd_tls;
-	if (nd_likely(size <= ND_SLAB_MAX && (unsigned)node < (unsigned)t->nfast)) {
-		struct nd_heap *h = t->heaps[node];
-		if (nd_likely(h != NULL)) {
-			void *o = _nd_slab_pop(heap_slab(h, size));
-			if (nd_likely(o != NULL))
-				return o;
-		}
-	}
+	void *o = node_fast(_nd_tls, size, node, false);
+	if (nd_likely(o != NULL))
+		return o;
 	return onnode_slow(size, node);
 }
 
 static __attribute__((noinline)) void *local_slow(size_t size)
 {
+	check_cls(size);
 	if (!_nd_init_or_boot())
 		return _nd_boot_alloc(size, 16);
 	if (size <= ND_SLAB_MAX)
@@ -63,15 +115,11 @@ static __attribute__((noinline)) void *local_slow(size_t size)
 	return _nd_large_alloc(size, 0, &_nd_policy_local, -1);
 }
 
-/* Fast path: the heap of the CPU's memory node, valid while lkey matches. */
 void *nd_malloc_local(size_t size)
 {
-	_nd_thread_t *t = _nd_tls;
-	if (nd_likely(size <= ND_SLAB_MAX && _nd_slab_key_ok(t, &t->lkey))) {
-		void *o = _nd_slab_pop(heap_slab(t->lheap, size));
-		if (nd_likely(o != NULL))
-			return o;
-	}
+	void *o = node_fast(_nd_tls, size, ND_NODE_LOCAL, true);
+	if (nd_likely(o != NULL))
+		return o;
 	return local_slow(size);
 }
 
@@ -135,30 +183,51 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 	return alloc_policy(size, p);
 }
 
-/* The cache entry for p on this CPU, or NULL. A prepared (interned,
- * immutable) policy is its entry's pol: its address is enough. */
-static inline __attribute__((always_inline)) const struct _nd_pcache *pcache_hit(_nd_thread_t *t,
-									      const nd_policy_t *p, size_t size)
+/* A caller's own policy object p still has the words entry e saw (heap.c,
+ * _nd_heap_policy: mode and flags, the first 64 nodes' bits; granularity
+ * and the first 8 weights only where the mode reads them: the others
+ * ignore them, nd_policy_check too). The mode is the low half of
+ * mode_flags (x86-64 is little-endian). */
+static inline __attribute__((always_inline)) bool pc_same(const struct _nd_pcache *e, const nd_policy_t *p)
+{
+	uint64_t mf;
+	memcpy(&mf, &p->mode, sizeof mf);
+	if (mf != e->mode_flags || p->nodes.bits[0] != e->bits0)
+		return false;
+	nd_policy_mode_t mode = (nd_policy_mode_t)(uint32_t)mf;
+	if (nd_likely(mode < ND_POLICY_INTERLEAVE))
+		return true;
+	if (p->granularity_shift != e->gran)
+		return false;
+	uint64_t w = 0;
+	if (mode == ND_POLICY_WEIGHTED)
+		memcpy(&w, p->weights, sizeof w);
+	return w == e->w0; /* pc_fill leaves 0 for interleave */
+}
+_Static_assert(ND_POLICY_WEIGHTED == ND_POLICY_INTERLEAVE + 1 && ND_POLICY_BIND < ND_POLICY_INTERLEAVE,
+	       "the spreading modes come last");
+
+/* The fast path of nd_malloc_policy and nd_mallocx_policy; NULL: take the
+ * slow path. The thread's cache entry 0 remembers one policy object and
+ * the heap it resolved to on the CPU of its key: a prepared (interned,
+ * immutable) policy by its address alone (its entry's pol), a caller's
+ * object by its address and contents. */
+static inline __attribute__((always_inline)) void *policy_fast(_nd_thread_t *t, size_t size, const nd_policy_t *p)
 {
 	const struct _nd_pcache *e = &t->pc[0];
-	if (nd_likely(e->pol == p && size <= e->max && _nd_slab_key_ok(t, &e->key)))
-		return e;
-	if (e->user == p && size <= e->max && _nd_slab_key_ok(t, &e->key) && _nd_slab_pc_same(e, p))
-		return e;
+	if (nd_unlikely(e->pol != p) && !(e->user == p && pc_same(e, p)))
+		return NULL;
+	unsigned c;
+	if (nd_likely(fast_cls(size, &e->max, &c) && _nd_slab_key_ok(t, &e->key)))
+		return heap_pop(e->heap, c);
 	return NULL;
 }
 
-/* Fast path: the thread's cache entry 0 remembers this policy object (the
- * words that can differ, nd_slab.h) and the heap it resolved to on this
- * CPU; pop from that heap. */
 void *nd_malloc_policy(size_t size, const nd_policy_t *p)
 {
-	const struct _nd_pcache *e = pcache_hit(_nd_tls, p, size);
-	if (nd_likely(e != NULL)) {
-		void *o = _nd_slab_pop(heap_slab(e->heap, size));
-		if (nd_likely(o != NULL))
-			return o;
-	}
+	void *o = policy_fast(_nd_tls, size, p);
+	if (nd_likely(o != NULL))
+		return o;
 	return policy_slow(size, p);
 }
 
@@ -261,22 +330,20 @@ static __attribute__((noinline)) void *onnodex_slow(size_t size, int node, unsig
 	return p ? x_done_slow(p, size, flags) : NULL;
 }
 
-/* Fast path: nd_malloc_onnode's (or nd_malloc_local's) on the aligned
+/* Fast path: flags 0 (the common node-only call) costs one test more
+ * than nd_malloc_onnode or nd_malloc_local; else theirs on the aligned
  * size, then the zeroing. */
 void *nd_mallocx_onnode(size_t size, int node, unsigned flags)
 {
 	_nd_thread_t *t = _nd_tls;
-	if (nd_likely(x_fast(size, flags))) {
-		struct nd_heap *h = NULL;
-		if (nd_likely((unsigned)node < (unsigned)t->nfast))
-			h = t->heaps[node];
-		else if (node == ND_NODE_LOCAL && _nd_slab_key_ok(t, &t->lkey))
-			h = t->lheap;
-		if (nd_likely(h != NULL)) {
-			void *o = _nd_slab_pop(heap_slab(h, aligned_size(size, flags)));
-			if (nd_likely(o != NULL))
-				return x_done(o, size, flags);
-		}
+	if (nd_likely(flags == 0)) {
+		void *o = node_fast(t, size, node, true);
+		if (nd_likely(o != NULL))
+			return o;
+	} else if (nd_likely(x_fast(size, flags))) {
+		void *o = node_fast(t, aligned_size(size, flags), node, true);
+		if (nd_likely(o != NULL))
+			return x_done(o, size, flags);
 	}
 	return onnodex_slow(size, node, flags);
 }
@@ -329,17 +396,19 @@ static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy
 	return q ? x_done_slow(q, size, flags) : NULL;
 }
 
-/* Fast path: nd_malloc_policy's on the aligned size, then the zeroing. */
+/* Fast path: nd_malloc_policy's, on the aligned size if flags ask for an
+ * alignment, then the zeroing. */
 void *nd_mallocx_policy(size_t size, const nd_policy_t *p, unsigned flags)
 {
-	if (nd_likely(x_fast(size, flags))) {
-		size_t sz = aligned_size(size, flags);
-		const struct _nd_pcache *e = pcache_hit(_nd_tls, p, sz);
-		if (nd_likely(e != NULL)) {
-			void *o = _nd_slab_pop(heap_slab(e->heap, sz));
-			if (nd_likely(o != NULL))
-				return x_done(o, size, flags);
-		}
+	_nd_thread_t *t = _nd_tls;
+	if (nd_likely(flags == 0)) {
+		void *o = policy_fast(t, size, p);
+		if (nd_likely(o != NULL))
+			return o;
+	} else if (nd_likely(x_fast(size, flags))) {
+		void *o = policy_fast(t, aligned_size(size, flags), p);
+		if (nd_likely(o != NULL))
+			return x_done(o, size, flags);
 	}
 	return policyx_slow(size, p, flags);
 }
