@@ -199,10 +199,11 @@ static inline __attribute__((always_inline)) bool pc_same(const struct _nd_pcach
 		return true;
 	if (p->granularity_shift != e->gran)
 		return false;
-	uint64_t w = 0;
-	if (mode == ND_POLICY_WEIGHTED)
-		memcpy(&w, p->weights, sizeof w);
-	return w == e->w0; /* pc_fill leaves 0 for interleave */
+	if (mode == ND_POLICY_INTERLEAVE)
+		return true;
+	uint64_t w;
+	memcpy(&w, p->weights, sizeof w);
+	return w == e->w0;
 }
 _Static_assert(ND_POLICY_WEIGHTED == ND_POLICY_INTERLEAVE + 1 && ND_POLICY_BIND < ND_POLICY_INTERLEAVE,
 	       "the spreading modes come last");
@@ -333,7 +334,7 @@ static __attribute__((noinline)) void *onnodex_slow(size_t size, int node, unsig
 /* Fast path: flags 0 (the common node-only call) costs one test more
  * than nd_malloc_onnode or nd_malloc_local; else theirs on the aligned
  * size, then the zeroing. */
-void *nd_mallocx_onnode(size_t size, int node, unsigned flags)
+static inline __attribute__((always_inline)) void *onnodex(size_t size, int node, unsigned flags)
 {
 	_nd_thread_t *t = _nd_tls;
 	if (nd_likely(flags == 0)) {
@@ -348,6 +349,13 @@ void *nd_mallocx_onnode(size_t size, int node, unsigned flags)
 	return onnodex_slow(size, node, flags);
 }
 
+/* The public x calls are interposable: calling each other would go
+ * through the PLT, so each inlines the body. */
+void *nd_mallocx_onnode(size_t size, int node, unsigned flags)
+{
+	return onnodex(size, node, flags);
+}
+
 void *nd_calloc_onnode(size_t n, size_t size, int node)
 {
 	size_t total;
@@ -355,11 +363,11 @@ void *nd_calloc_onnode(size_t n, size_t size, int node)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return nd_mallocx_onnode(total, node, ND_MALLOCX_ZERO);
+	return onnodex(total, node, ND_MALLOCX_ZERO);
 }
 
 /* The lg of a power-of-two alignment; -1 (errno EINVAL) for another. */
-static int lg_of(size_t align)
+static inline int lg_of(size_t align)
 {
 	if (align == 0 || (align & (align - 1)) || align > ((size_t)1 << LG_MAX)) {
 		errno = EINVAL;
@@ -371,7 +379,7 @@ static int lg_of(size_t align)
 void *nd_aligned_alloc_onnode(size_t align, size_t size, int node)
 {
 	int lg = lg_of(align);
-	return lg < 0 ? NULL : nd_mallocx_onnode(size, node, ND_MALLOCX_LG_ALIGN(lg));
+	return lg < 0 ? NULL : onnodex(size, node, ND_MALLOCX_LG_ALIGN(lg));
 }
 
 static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy_t *p, unsigned flags)
@@ -398,7 +406,7 @@ static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy
 
 /* Fast path: nd_malloc_policy's, on the aligned size if flags ask for an
  * alignment, then the zeroing. */
-void *nd_mallocx_policy(size_t size, const nd_policy_t *p, unsigned flags)
+static inline __attribute__((always_inline)) void *policyx(size_t size, const nd_policy_t *p, unsigned flags)
 {
 	_nd_thread_t *t = _nd_tls;
 	if (nd_likely(flags == 0)) {
@@ -413,6 +421,11 @@ void *nd_mallocx_policy(size_t size, const nd_policy_t *p, unsigned flags)
 	return policyx_slow(size, p, flags);
 }
 
+void *nd_mallocx_policy(size_t size, const nd_policy_t *p, unsigned flags)
+{
+	return policyx(size, p, flags);
+}
+
 void *nd_calloc_policy(size_t n, size_t size, const nd_policy_t *p)
 {
 	size_t total;
@@ -420,11 +433,11 @@ void *nd_calloc_policy(size_t n, size_t size, const nd_policy_t *p)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return nd_mallocx_policy(total, p, ND_MALLOCX_ZERO);
+	return policyx(total, p, ND_MALLOCX_ZERO);
 }
 
 void *nd_aligned_alloc_policy(size_t align, size_t size, const nd_policy_t *p)
 {
 	int lg = lg_of(align);
-	return lg < 0 ? NULL : nd_mallocx_policy(size, p, ND_MALLOCX_LG_ALIGN(lg));
+	return lg < 0 ? NULL : policyx(size, p, ND_MALLOCX_LG_ALIGN(lg));
 }
