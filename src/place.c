@@ -84,16 +84,21 @@ static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
  * in check mode and on the boot record. lheap: the heap of the CPU's
  * memory node, valid while lkey matches; local: node ND_NODE_LOCAL means
  * it (a constant: nd_malloc_onnode refuses -1). */
-static inline __attribute__((always_inline)) void *node_fast(_nd_thread_t *t, size_t size, int node, bool local)
+static inline __attribute__((always_inline)) void *node_pop(_nd_thread_t *t, int node, bool local, unsigned c)
 {
-	unsigned c;
-	if (nd_unlikely(!fast_cls(size, NULL, &c)))
-		return NULL;
 	if (nd_likely((unsigned)node < (unsigned)t->nfast))
 		return heap_pop(t->heaps[(unsigned)node], c);
 	if (local && node == ND_NODE_LOCAL && nd_likely(_nd_slab_key_ok(t, &t->lkey)))
 		return heap_pop(t->lheap, c);
 	return NULL;
+}
+
+static inline __attribute__((always_inline)) void *node_fast(_nd_thread_t *t, size_t size, int node, bool local)
+{
+	unsigned c;
+	if (nd_unlikely(!fast_cls(size, NULL, &c)))
+		return NULL;
+	return node_pop(t, node, local, c);
 }
 
 /* Fast path: the malloc pop from the thread's heap of node plus an index. */
@@ -213,13 +218,20 @@ _Static_assert(ND_POLICY_WEIGHTED == ND_POLICY_INTERLEAVE + 1 && ND_POLICY_BIND 
  * the heap it resolved to on the CPU of its key: a prepared (interned,
  * immutable) policy by its address alone (its entry's pol), a caller's
  * object by its address and contents. */
-static inline __attribute__((always_inline)) void *policy_fast(_nd_thread_t *t, size_t size, const nd_policy_t *p)
+static inline __attribute__((always_inline)) const struct _nd_pcache *policy_entry(_nd_thread_t *t,
+										  const nd_policy_t *p)
 {
 	const struct _nd_pcache *e = &t->pc[0];
 	if (nd_unlikely(e->pol != p) && !(e->user == p && pc_same(e, p)))
 		return NULL;
+	return e;
+}
+
+static inline __attribute__((always_inline)) void *policy_fast(_nd_thread_t *t, size_t size, const nd_policy_t *p)
+{
+	const struct _nd_pcache *e = policy_entry(t, p);
 	unsigned c;
-	if (nd_likely(fast_cls(size, &e->max, &c) && _nd_slab_key_ok(t, &e->key)))
+	if (nd_likely(e && fast_cls(size, &e->max, &c) && _nd_slab_key_ok(t, &e->key)))
 		return heap_pop(e->heap, c);
 	return NULL;
 }
@@ -287,6 +299,32 @@ static inline bool x_fast(size_t size, unsigned flags)
 	return size - 1 < ND_SLAB_MAX && (flags & ~ND_MALLOCX_ZERO) <= ND_PAGE_SHIFT;
 }
 
+/* flags -> the mask (alignment - 1) the x fast paths round the size with,
+ * for the low 7 bits (ND_MALLOCX_ZERO, an lg): an lg above a page gives
+ * all ones, so the rounded size is too big for a class and the slow path
+ * sorts the flags out. */
+#define XM(f) (((f) & LG_MASK) <= ND_PAGE_SHIFT ? (1u << ((f) & LG_MASK)) - 1 : ~0u)
+#define XM4(f) XM(f), XM((f) + 1), XM((f) + 2), XM((f) + 3)
+#define XM16(f) XM4(f), XM4((f) + 4), XM4((f) + 8), XM4((f) + 12)
+#define XM64(f) XM16(f), XM16((f) + 16), XM16((f) + 32), XM16((f) + 48)
+static const uint32_t x_mask[LG_MASK + ND_MALLOCX_ZERO + 1] = { XM64(0), XM64(64) };
+_Static_assert((LG_MASK | ND_MALLOCX_ZERO) == 0x7f, "x_mask covers the flags of the fast path");
+
+/* The class of size rounded to the alignment flags ask (x_fast's sizes,
+ * with fast_cls's *max); false: the slow path (size 0, too big, other
+ * flags). */
+static inline __attribute__((always_inline)) bool x_cls(size_t size, unsigned flags, const uint32_t *max, unsigned *c)
+{
+	if (nd_unlikely(flags > (LG_MASK | ND_MALLOCX_ZERO)))
+		return false;
+	size_t a = (size - 1) | x_mask[flags]; /* the rounded size - 1 */
+	if (nd_likely(a < ND_SLAB_DIRECT)) {
+		*c = small_cls[a + 1];
+		return true;
+	}
+	return a < ND_SLAB_MAX && fast_cls(a + 1, max, c);
+}
+
 static inline __attribute__((always_inline)) void *x_done(void *o, size_t size, unsigned flags)
 {
 	if (flags & ND_MALLOCX_ZERO)
@@ -341,10 +379,13 @@ static inline __attribute__((always_inline)) void *onnodex(size_t size, int node
 		void *o = node_fast(t, size, node, true);
 		if (nd_likely(o != NULL))
 			return o;
-	} else if (nd_likely(x_fast(size, flags))) {
-		void *o = node_fast(t, aligned_size(size, flags), node, true);
-		if (nd_likely(o != NULL))
-			return x_done(o, size, flags);
+	} else {
+		unsigned c;
+		if (nd_likely(x_cls(size, flags, NULL, &c))) {
+			void *o = node_pop(t, node, true, c);
+			if (nd_likely(o != NULL))
+				return x_done(o, size, flags);
+		}
 	}
 	return onnodex_slow(size, node, flags);
 }
@@ -413,10 +454,14 @@ static inline __attribute__((always_inline)) void *policyx(size_t size, const nd
 		void *o = policy_fast(t, size, p);
 		if (nd_likely(o != NULL))
 			return o;
-	} else if (nd_likely(x_fast(size, flags))) {
-		void *o = policy_fast(t, aligned_size(size, flags), p);
-		if (nd_likely(o != NULL))
-			return x_done(o, size, flags);
+	} else {
+		const struct _nd_pcache *e = policy_entry(t, p);
+		unsigned c;
+		if (nd_likely(e && x_cls(size, flags, &e->max, &c) && _nd_slab_key_ok(t, &e->key))) {
+			void *o = heap_pop(e->heap, c);
+			if (nd_likely(o != NULL))
+				return x_done(o, size, flags);
+		}
 	}
 	return policyx_slow(size, p, flags);
 }

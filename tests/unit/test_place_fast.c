@@ -6,6 +6,10 @@
  *    nd_malloc_local, nd_malloc_policy (prepared and plain) and
  *    nd_mallocx_onnode / nd_mallocx_policy with flags 0, warm (so the
  *    fast path serves them), on the right node;
+ *  - the x calls' flag decoding (one table for the low 7 bits): every lg
+ *    0..20 with and without ND_MALLOCX_ZERO, sizes 0..600 and around
+ *    32 KiB: aligned, zeroed, on the node, at least the size; bad flags
+ *    refused;
  *  - a thread's heaps[] entry of a node it has no heap for yet (heap.c's
  *    empty heap) sends nd_malloc_onnode to its slow path, also in a thread
  *    whose record was reused after another thread exited;
@@ -121,6 +125,37 @@ int main(void)
 	sizes("nd_mallocx_onnode(., 1, 0)", x1, NULL, 1, 1024);
 	sizes("nd_mallocx_onnode(., LOCAL, 0)", xloc, NULL, 0, 1024);
 	sizes("nd_mallocx_policy(bind:1, 0)", xpol, &b1, 1, 1024);
+
+	/* the x calls' flags, warm (each size twice) */
+	nd_policy_t b0 = pol("bind:0");
+	int bad = 0;
+	for (unsigned lg = 0; lg <= 20; lg++) {
+		for (unsigned z = 0; z <= ND_MALLOCX_ZERO; z += ND_MALLOCX_ZERO) {
+			size_t big[] = { 32768 - 4096, 32767, 32768, 32769 };
+			for (size_t i = 0; i < 601 + 4; i++) {
+				size_t sz = i < 601 ? i : big[i - 601];
+				for (int k = 0; k < 4; k++) {
+					unsigned char *p = k < 2 ? nd_mallocx_onnode(sz, 1, lg | z) : nd_mallocx_policy(sz, &b0, lg | z);
+					int want = k < 2 ? 1 : 0;
+					bool ok = p && ((uintptr_t)p & (((uintptr_t)1 << lg) - 1)) == 0 && nd_node_of(p) == want &&
+						  nd_usable_size(p) >= sz;
+					for (size_t j = 0; ok && z && j < sz; j++)
+						ok = p[j] == 0;
+					if (!ok && bad++ < 5)
+						CHECK(0, "mallocx(%zu, lg %u, zero %u, %s) = %p", sz, lg, z, k < 2 ? "node 1" : "bind:0",
+						      (void *)p);
+					if (p)
+						memset(p, 0xa5, sz);
+					free(p);
+				}
+			}
+		}
+	}
+	CHECK(bad == 0, "%d x allocations wrong", bad);
+	errno = 0;
+	CHECK(nd_mallocx_onnode(48, 1, 0x80) == NULL && errno == EINVAL, "flags 0x80: errno %d", errno);
+	errno = 0;
+	CHECK(nd_mallocx_policy(48, &b0, 0x80 | 4) == NULL && errno == EINVAL, "flags 0x84: errno %d", errno);
 
 	/* node -1 is ND_NODE_LOCAL for the x call only */
 	errno = 0;
