@@ -303,7 +303,7 @@ static inline bool x_fast(size_t size, unsigned flags)
  * for the low 7 bits (ND_MALLOCX_ZERO, an lg): an lg above a page gives
  * all ones, so the rounded size is too big for a class and the slow path
  * sorts the flags out. */
-#define XM(f) (((f) & LG_MASK) <= ND_PAGE_SHIFT ? (1u << ((f) & LG_MASK)) - 1 : ~0u)
+#define XM(f) (((f) & LG_MASK) <= ND_PAGE_SHIFT ? (1u << ((f) & 15)) - 1 : ~0u) /* & 15: no shift past 31 */
 #define XM4(f) XM(f), XM((f) + 1), XM((f) + 2), XM((f) + 3)
 #define XM16(f) XM4(f), XM4((f) + 4), XM4((f) + 8), XM4((f) + 12)
 #define XM64(f) XM16(f), XM16((f) + 16), XM16((f) + 32), XM16((f) + 48)
