@@ -12,7 +12,9 @@
  * prepared:SPEC (the same with nd_policy_prepare's copy), xonnode:N:F
  * (nd_mallocx_onnode(size, N, F), N -1 = ND_NODE_LOCAL), xpolicy:F:SPEC
  * (nd_mallocx_policy with the prepared copy), sized (malloc, then
- * nd_free_sized), calloc (calloc(1, size)). F: flags as a number (64 =
+ * nd_free_sized), calloc (calloc(1, size)), heap:N (nd_heap_malloc from
+ * one nd_heap_new(N)), callocon:N (nd_calloc_onnode(1, size, N)),
+ * alignon:N:A (nd_aligned_alloc_onnode(A, size, N)). F: flags as a number (64 =
  * ND_MALLOCX_ZERO, 6 = 64-byte alignment). Frees go through free(),
  * but for sized. "null" runs the loop without allocating (its
  * own cost, subtracted by policy.sh). Linked against the shared library,
@@ -42,6 +44,8 @@ static uint64_t rnd(uint64_t *s)
 static int node, kind;
 static unsigned flags;
 static const nd_policy_t *pp;
+static nd_heap_t *heap;
+static size_t align;
 
 static inline __attribute__((always_inline)) int loop(int k, long iters)
 {
@@ -70,6 +74,9 @@ static inline __attribute__((always_inline)) int loop(int k, long iters)
 			case 3: p = nd_malloc_policy(sz, pp); break;
 			case 4: p = nd_mallocx_onnode(sz, node, flags); break;
 			case 5: p = nd_mallocx_policy(sz, pp, flags); break;
+			case 8: p = nd_heap_malloc(heap, sz); break;
+			case 9: p = nd_calloc_onnode(1, sz, node); break;
+			case 10: p = nd_aligned_alloc_onnode(align, sz, node); break;
 			default: p = calloc(1, sz); break;
 			}
 			if (!p) {
@@ -98,6 +105,9 @@ static __attribute__((noinline)) int run(long iters)
 	case 4: return loop(4, iters);
 	case 5: return loop(5, iters);
 	case 6: return loop(6, iters);
+	case 8: return loop(8, iters);
+	case 9: return loop(9, iters);
+	case 10: return loop(10, iters);
 	default: return loop(7, iters);
 	}
 }
@@ -149,6 +159,20 @@ int main(int argc, char **argv)
 		kind = 6;
 	} else if (strcmp(call, "calloc") == 0) {
 		kind = 7;
+	} else if (strncmp(call, "heap:", 5) == 0) {
+		kind = 8;
+		if (!(heap = nd_heap_new(atoi(call + 5)))) {
+			fprintf(stderr, "bench_policy: nd_heap_new(%s) failed\n", call + 5);
+			return 2;
+		}
+	} else if (strncmp(call, "callocon:", 9) == 0) {
+		kind = 9;
+		node = atoi(call + 9);
+	} else if (strncmp(call, "alignon:", 8) == 0) {
+		char *end;
+		kind = 10;
+		node = (int)strtol(call + 8, &end, 0);
+		align = strtoul(end + 1, NULL, 0);
 	} else {
 		fprintf(stderr, "bench_policy: bad call '%s'\n", call);
 		return 2;

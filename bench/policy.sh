@@ -64,5 +64,8 @@ row "nd_mallocx_onnode(size, 1, ZERO)" "" xonnode:1:64
 row "nd_mallocx_onnode(size, LOCAL, 0)" "" xonnode:-1:0
 row "nd_mallocx_policy(size, prepared bind:1, 0)" "" xpolicy:0:bind:1
 row "nd_mallocx_policy(size, prepared il:all, ALIGN(64))" "" xpolicy:6:interleave:all
+row "nd_calloc_onnode(1, size, 1)" "" callocon:1
+row "nd_aligned_alloc_onnode(64, size, 1)" "" alignon:1:64
+row "nd_heap_malloc(nd_heap_new(1), size)" "" heap:1
 row "malloc + nd_free_sized" "" sized
 row "calloc(1, size) (peer of ZERO)" "" calloc

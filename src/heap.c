@@ -46,6 +46,11 @@ ND_LOCK_DEFINE(pheap_lock, ND_RANK_SLAB_THREADS);
  * it the entry points return NULL and malloc.c runs the init (this layer
  * does not read the top layer's state). */
 static int heap_ready;
+/* A thread's heaps[] entry of a node without a heap: every class's slab is
+ * the empty one, so place.c's nd_malloc_onnode pops NULL there and takes
+ * its slow path with no NULL test. Never owned, never written after the
+ * init. */
+static heap_t heap_none;
 static heap_t *ppool;
 
 /* The pool of key (pol, node): the policy pool, or the node's (meta.c's
@@ -303,8 +308,8 @@ static heap_t *heap_attach(_nd_thread_t *t, int node)
 		heap_t **a = _nd_meta_alloc(heap_meta_node(node), (size_t)n * sizeof(heap_t *));
 		if (!a)
 			return NULL;
-		for (int i = 0; i < t->nheaps; i++)
-			a[i] = t->heaps[i];
+		for (int i = 0; i < n; i++)
+			a[i] = i < t->nheaps ? t->heaps[i] : &heap_none;
 		t->heaps = a; /* the old array is left (small, rare) */
 		t->nheaps = n;
 		t->nfast = _nd_slab_check ? 0 : n;
@@ -318,7 +323,7 @@ static heap_t *heap_attach(_nd_thread_t *t, int node)
 
 static inline heap_t *heap_get(_nd_thread_t *t, int node)
 {
-	if (nd_likely(node >= 0 && node < t->nheaps && t->heaps[node]))
+	if (nd_likely(node >= 0 && node < t->nheaps && t->heaps[node] != &heap_none))
 		return t->heaps[node];
 	return heap_attach(t, node);
 }
@@ -407,8 +412,8 @@ static void thread_exit_hook(_nd_thread_t *t)
 	t->lheap = NULL;
 	for (int i = 0; i < t->nheaps; i++) {
 		heap_t *h = t->heaps[i];
-		if (h) {
-			t->heaps[i] = NULL;
+		if (h != &heap_none) {
+			t->heaps[i] = &heap_none;
 			heap_abandon(h);
 		}
 	}
@@ -723,6 +728,8 @@ void *_nd_heap_alloc(size_t size, size_t align, const nd_policy_t *pol, int node
 
 int _nd_heap_init(void)
 {
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+		heap_none.cur[c] = &_nd_slab_empty;
 	_nd_thread_set_exit_hook(thread_exit_hook);
 	/* last of the init sequence: every layer below is ready */
 	__atomic_store_n(&heap_ready, 1, __ATOMIC_RELEASE);

@@ -226,16 +226,16 @@ static __attribute__((noinline)) void free_slow(void *p)
 	if (!p)
 		return;
 	_nd_pagedesc_t *d = _nd_page_desc(p);
+	if (d && d->use == ND_USE_HEAP) {
+		_nd_uheap_free(p, d); /* validates, as checked_desc would let it */
+		return;
+	}
 	if (!d || d->use != ND_USE_LARGE) {
 		d = checked_desc(p, "free");
 		if (!d)
 			return; /* bootstrap memory is never reused */
 		if (d->use == ND_USE_SLAB) {
 			_nd_slab_free(p, d);
-			return;
-		}
-		if (d->use == ND_USE_HEAP) {
-			_nd_uheap_free(p, d);
 			return;
 		}
 	}

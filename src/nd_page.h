@@ -107,6 +107,7 @@ typedef struct _nd_arena {
 	 * at the last two reads. */
 	uint64_t wm_avail;   /* pages */
 	uint64_t wm_c_last, wm_c_prev;
+	uint64_t wm_said;    /* stamp of the read its last refusal was told under (verbose) */
 	/* Decay (purge.c; atomic): ns when the slot's oldest dirty free pages
 	 * were freed, 0 when it holds none. */
 	uint64_t dirty_since;
@@ -171,6 +172,9 @@ void _nd_room_committed(_nd_arena_t *na, int64_t pages);
  * check_pages fresh pages (0: no check). false: no room (nothing charged). */
 bool _nd_room_take(_nd_arena_t *na, uint64_t n, uint64_t check_pages);
 void _nd_room_give(_nd_arena_t *na, uint64_t n);
+/* Fresh pages na may commit now by its headroom (UINT64_MAX: no check;
+ * 0: none), re-reading the kernel's figures when need does not fit. */
+uint64_t _nd_room_spare(_nd_arena_t *na, uint64_t need);
 /* A newly mapped range [i, i+n) of slot a's pages: bound to its node,
  * huge page advice (NODALLOC_THP=always/never). */
 void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n);

@@ -10,10 +10,48 @@
 
 #include "internal.h"
 
-/* The class's current slab of a heap (the placement calls' fast paths). */
-static inline _nd_slab_hot_t *heap_slab(struct nd_heap *h, size_t size)
+/* Size -> class for sizes up to ND_SLAB_DIRECT, indexed by the size
+ * itself: one load, where slab.c's table (_nd_slab_cls_tab, filled at the
+ * init) needs the rounding (size + 15) >> 4 and its address first. The
+ * classes are slab.c's: 16..128 by 16, then 160..256 by 32 (docs/malloc.md);
+ * test_place_fast checks every size against malloc's usable size, and the
+ * slow paths assert the agreement (ND_DEBUG). */
+#define SCLS(s) ((s) <= 16 ? 0 : (s) <= 128 ? ((s) + 15) / 16 - 1 : 8 + ((s) - 129) / 32)
+#define SCLS4(s) SCLS(s), SCLS((s) + 1), SCLS((s) + 2), SCLS((s) + 3)
+#define SCLS16(s) SCLS4(s), SCLS4((s) + 4), SCLS4((s) + 8), SCLS4((s) + 12)
+#define SCLS64(s) SCLS16(s), SCLS16((s) + 16), SCLS16((s) + 32), SCLS16((s) + 48)
+static const uint8_t small_cls[ND_SLAB_DIRECT + 1] = { SCLS64(0), SCLS64(64), SCLS64(128), SCLS64(192), SCLS(256) };
+_Static_assert(ND_SLAB_DIRECT == 256 && SCLS(256) == 11, "small_cls covers the classes up to 256 bytes");
+
+/* size's class for a fast path; false above *max (NULL: ND_SLAB_MAX; every
+ * heap serves the sizes up to ND_SLAB_DIRECT from a class): those pay one
+ * compare and one load. *max is read only above them (an atomic load, so
+ * the compiler does not hoist it onto the common path). */
+_Static_assert(ND_SLAB_DIRECT < ND_PAGE_SIZE, "a spreading policy serves up to a page from classes");
+static inline __attribute__((always_inline)) bool fast_cls(size_t size, const uint32_t *max, unsigned *c)
 {
-	return ((_nd_heap_hot_t *)(void *)h)->cur[_nd_slab_cls_tab[(size + 15) >> 4]];
+	if (nd_likely(size <= ND_SLAB_DIRECT)) {
+		*c = small_cls[size];
+		return true;
+	}
+	if (size <= (max ? __atomic_load_n(max, __ATOMIC_RELAXED) : ND_SLAB_MAX)) {
+		*c = _nd_slab_cls_tab[(size + 15) >> 4];
+		return true;
+	}
+	return false;
+}
+
+/* Pop from the heap's current slab of class c. */
+static inline __attribute__((always_inline)) void *heap_pop(struct nd_heap *h, unsigned c)
+{
+	return _nd_slab_pop(((_nd_heap_hot_t *)(void *)h)->cur[c]);
+}
+
+static inline void check_cls(size_t size)
+{
+	ND_ASSERT(size > ND_SLAB_DIRECT || small_cls[size] == _nd_slab_cls_tab[(size + 15) >> 4],
+		  "place.c's class table agrees with slab.c's");
+	(void)size;
 }
 
 /* ---- placement API ------------------------------------------------------- */
@@ -28,6 +66,7 @@ void *_nd_place_onnode(size_t size, int node)
 
 static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 {
+	check_cls(size);
 	if (!_nd_init_or_boot())
 		return _nd_boot_alloc(size, 16);
 	if (!_nd_topo_valid_node(_nd_topo(), node)) {
@@ -38,24 +77,42 @@ static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 	return _nd_place_onnode(size, node);
 }
 
-/* Fast path: the thread's heap of node exists (so node is valid), pop from
- * its current slab of size's class: the malloc pop plus an index. */
+/* The fast path of nd_malloc_onnode, nd_malloc_local (node
+ * ND_NODE_LOCAL) and the x calls; NULL: take the slow path. node < nfast:
+ * the thread's heaps[] has an entry for node (a node without a heap yet
+ * has heap.c's empty one, whose pop fails), so node is valid. nfast is 0
+ * in check mode and on the boot record. lheap: the heap of the CPU's
+ * memory node, valid while lkey matches; local: node ND_NODE_LOCAL means
+ * it (a constant: nd_malloc_onnode refuses -1). */
+static inline __attribute__((always_inline)) void *node_pop(_nd_thread_t *t, int node, bool local, unsigned c)
+{
+	if (nd_likely((unsigned)node < (unsigned)t->nfast))
+		return heap_pop(t->heaps[(unsigned)node], c);
+	if (local && node == ND_NODE_LOCAL && nd_likely(_nd_slab_key_ok(t, &t->lkey)))
+		return heap_pop(t->lheap, c);
+	return NULL;
+}
+
+static inline __attribute__((always_inline)) void *node_fast(_nd_thread_t *t, size_t size, int node, bool local)
+{
+	unsigned c;
+	if (nd_unlikely(!fast_cls(size, NULL, &c)))
+		return NULL;
+	return node_pop(t, node, local, c);
+}
+
+/* Fast path: the malloc pop from the thread's heap of node plus an index. */
 void *nd_malloc_onnode(size_t size, int node)
 {
-	_nd_thread_t *t = _nd_tls;
-	if (nd_likely(size <= ND_SLAB_MAX && (unsigned)node < (unsigned)t->nfast)) {
-		struct nd_heap *h = t->heaps[node];
-		if (nd_likely(h != NULL)) {
-			void *o = _nd_slab_pop(heap_slab(h, size));
-			if (nd_likely(o != NULL))
-				return o;
-		}
-	}
+	void *o = node_fast(_nd_tls, size, node, false);
+	if (nd_likely(o != NULL))
+		return o;
 	return onnode_slow(size, node);
 }
 
 static __attribute__((noinline)) void *local_slow(size_t size)
 {
+	check_cls(size);
 	if (!_nd_init_or_boot())
 		return _nd_boot_alloc(size, 16);
 	if (size <= ND_SLAB_MAX)
@@ -63,15 +120,11 @@ static __attribute__((noinline)) void *local_slow(size_t size)
 	return _nd_large_alloc(size, 0, &_nd_policy_local, -1);
 }
 
-/* Fast path: the heap of the CPU's memory node, valid while lkey matches. */
 void *nd_malloc_local(size_t size)
 {
-	_nd_thread_t *t = _nd_tls;
-	if (nd_likely(size <= ND_SLAB_MAX && _nd_slab_key_ok(t, &t->lkey))) {
-		void *o = _nd_slab_pop(heap_slab(t->lheap, size));
-		if (nd_likely(o != NULL))
-			return o;
-	}
+	void *o = node_fast(_nd_tls, size, ND_NODE_LOCAL, true);
+	if (nd_likely(o != NULL))
+		return o;
 	return local_slow(size);
 }
 
@@ -135,30 +188,59 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 	return alloc_policy(size, p);
 }
 
-/* The cache entry for p on this CPU, or NULL. A prepared (interned,
- * immutable) policy is its entry's pol: its address is enough. */
-static inline __attribute__((always_inline)) const struct _nd_pcache *pcache_hit(_nd_thread_t *t,
-									      const nd_policy_t *p, size_t size)
+/* A caller's own policy object p still has the words entry e saw (heap.c,
+ * _nd_heap_policy: mode and flags, the first 64 nodes' bits; granularity
+ * and the first 8 weights only where the mode reads them: the others
+ * ignore them, nd_policy_check too). The mode is the low half of
+ * mode_flags (x86-64 is little-endian). */
+static inline __attribute__((always_inline)) bool pc_same(const struct _nd_pcache *e, const nd_policy_t *p)
+{
+	uint64_t mf;
+	memcpy(&mf, &p->mode, sizeof mf);
+	if (mf != e->mode_flags || p->nodes.bits[0] != e->bits0)
+		return false;
+	nd_policy_mode_t mode = (nd_policy_mode_t)(uint32_t)mf;
+	if (nd_likely(mode < ND_POLICY_INTERLEAVE))
+		return true;
+	if (p->granularity_shift != e->gran)
+		return false;
+	if (mode == ND_POLICY_INTERLEAVE)
+		return true;
+	uint64_t w;
+	memcpy(&w, p->weights, sizeof w);
+	return w == e->w0;
+}
+_Static_assert(ND_POLICY_WEIGHTED == ND_POLICY_INTERLEAVE + 1 && ND_POLICY_BIND < ND_POLICY_INTERLEAVE,
+	       "the spreading modes come last");
+
+/* The fast path of nd_malloc_policy and nd_mallocx_policy; NULL: take the
+ * slow path. The thread's cache entry 0 remembers one policy object and
+ * the heap it resolved to on the CPU of its key: a prepared (interned,
+ * immutable) policy by its address alone (its entry's pol), a caller's
+ * object by its address and contents. */
+static inline __attribute__((always_inline)) const struct _nd_pcache *policy_entry(_nd_thread_t *t,
+										  const nd_policy_t *p)
 {
 	const struct _nd_pcache *e = &t->pc[0];
-	if (nd_likely(e->pol == p && size <= e->max && _nd_slab_key_ok(t, &e->key)))
-		return e;
-	if (e->user == p && size <= e->max && _nd_slab_key_ok(t, &e->key) && _nd_slab_pc_same(e, p))
-		return e;
+	if (nd_unlikely(e->pol != p) && !(e->user == p && pc_same(e, p)))
+		return NULL;
+	return e;
+}
+
+static inline __attribute__((always_inline)) void *policy_fast(_nd_thread_t *t, size_t size, const nd_policy_t *p)
+{
+	const struct _nd_pcache *e = policy_entry(t, p);
+	unsigned c;
+	if (nd_likely(e && fast_cls(size, &e->max, &c) && _nd_slab_key_ok(t, &e->key)))
+		return heap_pop(e->heap, c);
 	return NULL;
 }
 
-/* Fast path: the thread's cache entry 0 remembers this policy object (the
- * words that can differ, nd_slab.h) and the heap it resolved to on this
- * CPU; pop from that heap. */
 void *nd_malloc_policy(size_t size, const nd_policy_t *p)
 {
-	const struct _nd_pcache *e = pcache_hit(_nd_tls, p, size);
-	if (nd_likely(e != NULL)) {
-		void *o = _nd_slab_pop(heap_slab(e->heap, size));
-		if (nd_likely(o != NULL))
-			return o;
-	}
+	void *o = policy_fast(_nd_tls, size, p);
+	if (nd_likely(o != NULL))
+		return o;
 	return policy_slow(size, p);
 }
 
@@ -217,6 +299,32 @@ static inline bool x_fast(size_t size, unsigned flags)
 	return size - 1 < ND_SLAB_MAX && (flags & ~ND_MALLOCX_ZERO) <= ND_PAGE_SHIFT;
 }
 
+/* flags -> the mask (alignment - 1) the x fast paths round the size with,
+ * for the low 7 bits (ND_MALLOCX_ZERO, an lg): an lg above a page gives
+ * all ones, so the rounded size is too big for a class and the slow path
+ * sorts the flags out. */
+#define XM(f) (((f) & LG_MASK) <= ND_PAGE_SHIFT ? (1u << ((f) & 15)) - 1 : ~0u) /* & 15: no shift past 31 */
+#define XM4(f) XM(f), XM((f) + 1), XM((f) + 2), XM((f) + 3)
+#define XM16(f) XM4(f), XM4((f) + 4), XM4((f) + 8), XM4((f) + 12)
+#define XM64(f) XM16(f), XM16((f) + 16), XM16((f) + 32), XM16((f) + 48)
+static const uint32_t x_mask[LG_MASK + ND_MALLOCX_ZERO + 1] = { XM64(0), XM64(64) };
+_Static_assert((LG_MASK | ND_MALLOCX_ZERO) == 0x7f, "x_mask covers the flags of the fast path");
+
+/* The class of size rounded to the alignment flags ask (x_fast's sizes,
+ * with fast_cls's *max); false: the slow path (size 0, too big, other
+ * flags). */
+static inline __attribute__((always_inline)) bool x_cls(size_t size, unsigned flags, const uint32_t *max, unsigned *c)
+{
+	if (nd_unlikely(flags > (LG_MASK | ND_MALLOCX_ZERO)))
+		return false;
+	size_t a = (size - 1) | x_mask[flags]; /* the rounded size - 1 */
+	if (nd_likely(a < ND_SLAB_DIRECT)) {
+		*c = small_cls[a + 1];
+		return true;
+	}
+	return a < ND_SLAB_MAX && fast_cls(a + 1, max, c);
+}
+
 static inline __attribute__((always_inline)) void *x_done(void *o, size_t size, unsigned flags)
 {
 	if (flags & ND_MALLOCX_ZERO)
@@ -261,24 +369,32 @@ static __attribute__((noinline)) void *onnodex_slow(size_t size, int node, unsig
 	return p ? x_done_slow(p, size, flags) : NULL;
 }
 
-/* Fast path: nd_malloc_onnode's (or nd_malloc_local's) on the aligned
+/* Fast path: flags 0 (the common node-only call) costs one test more
+ * than nd_malloc_onnode or nd_malloc_local; else theirs on the aligned
  * size, then the zeroing. */
-void *nd_mallocx_onnode(size_t size, int node, unsigned flags)
+static inline __attribute__((always_inline)) void *onnodex(size_t size, int node, unsigned flags)
 {
 	_nd_thread_t *t = _nd_tls;
-	if (nd_likely(x_fast(size, flags))) {
-		struct nd_heap *h = NULL;
-		if (nd_likely((unsigned)node < (unsigned)t->nfast))
-			h = t->heaps[node];
-		else if (node == ND_NODE_LOCAL && _nd_slab_key_ok(t, &t->lkey))
-			h = t->lheap;
-		if (nd_likely(h != NULL)) {
-			void *o = _nd_slab_pop(heap_slab(h, aligned_size(size, flags)));
+	if (nd_likely(flags == 0)) {
+		void *o = node_fast(t, size, node, true);
+		if (nd_likely(o != NULL))
+			return o;
+	} else {
+		unsigned c;
+		if (nd_likely(x_cls(size, flags, NULL, &c))) {
+			void *o = node_pop(t, node, true, c);
 			if (nd_likely(o != NULL))
 				return x_done(o, size, flags);
 		}
 	}
 	return onnodex_slow(size, node, flags);
+}
+
+/* The public x calls are interposable: calling each other would go
+ * through the PLT, so each inlines the body. */
+void *nd_mallocx_onnode(size_t size, int node, unsigned flags)
+{
+	return onnodex(size, node, flags);
 }
 
 void *nd_calloc_onnode(size_t n, size_t size, int node)
@@ -288,11 +404,11 @@ void *nd_calloc_onnode(size_t n, size_t size, int node)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return nd_mallocx_onnode(total, node, ND_MALLOCX_ZERO);
+	return onnodex(total, node, ND_MALLOCX_ZERO);
 }
 
 /* The lg of a power-of-two alignment; -1 (errno EINVAL) for another. */
-static int lg_of(size_t align)
+static inline int lg_of(size_t align)
 {
 	if (align == 0 || (align & (align - 1)) || align > ((size_t)1 << LG_MAX)) {
 		errno = EINVAL;
@@ -304,7 +420,7 @@ static int lg_of(size_t align)
 void *nd_aligned_alloc_onnode(size_t align, size_t size, int node)
 {
 	int lg = lg_of(align);
-	return lg < 0 ? NULL : nd_mallocx_onnode(size, node, ND_MALLOCX_LG_ALIGN(lg));
+	return lg < 0 ? NULL : onnodex(size, node, ND_MALLOCX_LG_ALIGN(lg));
 }
 
 static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy_t *p, unsigned flags)
@@ -329,19 +445,30 @@ static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy
 	return q ? x_done_slow(q, size, flags) : NULL;
 }
 
-/* Fast path: nd_malloc_policy's on the aligned size, then the zeroing. */
-void *nd_mallocx_policy(size_t size, const nd_policy_t *p, unsigned flags)
+/* Fast path: nd_malloc_policy's, on the aligned size if flags ask for an
+ * alignment, then the zeroing. */
+static inline __attribute__((always_inline)) void *policyx(size_t size, const nd_policy_t *p, unsigned flags)
 {
-	if (nd_likely(x_fast(size, flags))) {
-		size_t sz = aligned_size(size, flags);
-		const struct _nd_pcache *e = pcache_hit(_nd_tls, p, sz);
-		if (nd_likely(e != NULL)) {
-			void *o = _nd_slab_pop(heap_slab(e->heap, sz));
+	_nd_thread_t *t = _nd_tls;
+	if (nd_likely(flags == 0)) {
+		void *o = policy_fast(t, size, p);
+		if (nd_likely(o != NULL))
+			return o;
+	} else {
+		const struct _nd_pcache *e = policy_entry(t, p);
+		unsigned c;
+		if (nd_likely(e && x_cls(size, flags, &e->max, &c) && _nd_slab_key_ok(t, &e->key))) {
+			void *o = heap_pop(e->heap, c);
 			if (nd_likely(o != NULL))
 				return x_done(o, size, flags);
 		}
 	}
 	return policyx_slow(size, p, flags);
+}
+
+void *nd_mallocx_policy(size_t size, const nd_policy_t *p, unsigned flags)
+{
+	return policyx(size, p, flags);
 }
 
 void *nd_calloc_policy(size_t n, size_t size, const nd_policy_t *p)
@@ -351,11 +478,11 @@ void *nd_calloc_policy(size_t n, size_t size, const nd_policy_t *p)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return nd_mallocx_policy(total, p, ND_MALLOCX_ZERO);
+	return policyx(total, p, ND_MALLOCX_ZERO);
 }
 
 void *nd_aligned_alloc_policy(size_t align, size_t size, const nd_policy_t *p)
 {
 	int lg = lg_of(align);
-	return lg < 0 ? NULL : nd_mallocx_policy(size, p, ND_MALLOCX_LG_ALIGN(lg));
+	return lg < 0 ? NULL : policyx(size, p, ND_MALLOCX_LG_ALIGN(lg));
 }

@@ -213,6 +213,20 @@ void _nd_reserve_slot_init(_nd_arena_t *a, int s, const _nd_topo_t *t)
 	a->cap = UINT64_MAX;
 	if (!a->usable)
 		return;
+	if (a->mixed && g.bind) {
+		/* The mixed slot's descriptors (32 B per page: 21 MiB for a
+		 * 2.7 GiB spread run) are written page by page by the placing
+		 * thread; by first touch they all landed on its node, after
+		 * that node's headroom check: the 16-node VM OOM-killed
+		 * vm_spread there. Interleaved (not bound: metadata never
+		 * fails), they follow the runs' own spread. */
+		uint64_t mem[ND_MAX_NODES / 64] = { 0 };
+		for (int n = 0; n < t->node_limit; n++)
+			if (t->has_mem[n])
+				mem[n / 64] |= 1ull << (n % 64);
+		_nd_os_mbind(a->bd.desc, (size_t)slot_pages * sizeof(_nd_pagedesc_t), ND_MPOL_INTERLEAVE, mem,
+			     (unsigned long)g.node_limit, 0);
+	}
 	if (!a->mixed) {
 		if (t->emulated)
 			a->cap = t->mem_total[s] >> ND_PAGE_SHIFT;

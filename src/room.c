@@ -113,8 +113,10 @@ static void wm_read(uint64_t now, bool wait)
 	_nd_unlock(&wm.lock);
 }
 
-/* May node na commit need more fresh pages? */
-static bool room_ok(_nd_arena_t *na, uint64_t need)
+/* Pages node na may commit fresh beyond the slack (the estimate, re-read
+ * as described above when it does not cover need); UINT64_MAX when the
+ * node has no headroom check (the MemFree rule without MemFree). */
+static uint64_t room_spare(_nd_arena_t *na, uint64_t need)
 {
 	uint64_t now = _nd_os_now_ns();
 	/* mode: written under wm.lock, read here without it */
@@ -123,8 +125,10 @@ static bool room_ok(_nd_arena_t *na, uint64_t need)
 	else if (now - __atomic_load_n(&wm.stamp, __ATOMIC_ACQUIRE) >= WM_REREAD_NS)
 		wm_read(now, false);
 	if (__atomic_load_n(&wm.mode, __ATOMIC_RELAXED) < 0) {
-		uint64_t f = _nd_topo_node_free(na->node);
-		return f == UINT64_MAX || f >= (need << ND_PAGE_SHIFT) + na->floor;
+		uint64_t f = _nd_topo_node_free(na->node), keep = na->floor;
+		if (f == UINT64_MAX)
+			return UINT64_MAX;
+		return f > keep ? (f - keep) >> ND_PAGE_SHIFT : 0;
 	}
 	int64_t want = (int64_t)(need + WM_SLACK_PAGES);
 	int64_t est = wm_estimate(na);
@@ -138,7 +142,31 @@ static bool room_ok(_nd_arena_t *na, uint64_t need)
 			est = wm_estimate(na);
 		}
 	}
-	return est >= want;
+	/* Why a node falls back (NODALLOC_VERBOSE): once per read and node */
+	uint64_t st = __atomic_load_n(&wm.stamp, __ATOMIC_RELAXED);
+	if (est < want && _nd_msg_verbose() && __atomic_exchange_n(&na->wm_said, st, __ATOMIC_RELAXED) != st)
+		_nd_msg_info("node %d: room for %lld of %llu fresh pages (headroom %lld at the last read of /proc/zoneinfo, "
+			     "%lld committed since the read before, 4 MiB slack)",
+			     na->node, (long long)(est > (int64_t)WM_SLACK_PAGES ? est - (int64_t)WM_SLACK_PAGES : 0),
+			     (unsigned long long)need, (long long)__atomic_load_n(&na->wm_avail, __ATOMIC_RELAXED),
+			     (long long)(__atomic_load_n(&na->committed, __ATOMIC_RELAXED) -
+					 __atomic_load_n(&na->wm_c_prev, __ATOMIC_RELAXED)));
+	return est > (int64_t)WM_SLACK_PAGES ? (uint64_t)(est - (int64_t)WM_SLACK_PAGES) : 0;
+}
+
+/* May node na commit need more fresh pages? */
+static bool room_ok(_nd_arena_t *na, uint64_t need)
+{
+	return room_spare(na, need) >= need;
+}
+
+uint64_t _nd_room_spare(_nd_arena_t *na, uint64_t need)
+{
+	if (!na->usable)
+		return 0;
+	if (!g.check_free)
+		return UINT64_MAX;
+	return room_spare(na, need);
 }
 
 bool _nd_room_take(_nd_arena_t *na, uint64_t n, uint64_t check_pages)

@@ -128,6 +128,28 @@ static bool kernel_interleave_ok(const nd_policy_t *pol)
 	return true;
 }
 
+/* Charges granule c pages to node n for a spread run that plans plan
+ * pages there in all (its share and what it took over): without a check
+ * while the pages verified for this run (ok[n]) cover it, else after a
+ * headroom check, which verifies plan, or failing that what the node has
+ * room for. A node refused (no room left, capacity) is full for the rest
+ * of the run: its granules fall back without a check each. */
+static bool spread_take(int n, uint64_t c, uint64_t plan, const uint64_t *placed, uint64_t *ok, uint8_t *full)
+{
+	_nd_arena_t *na = &g.arenas[n];
+	if (full[n])
+		return false;
+	if (placed[n] + c > ok[n]) {
+		uint64_t spare = _nd_room_spare(na, plan);
+		ok[n] = spare < plan ? spare : plan;
+	}
+	if (placed[n] + c > ok[n] || !_nd_room_take(na, c, 0)) {
+		full[n] = 1;
+		return false;
+	}
+	return true;
+}
+
 /* fixed: the run's first granule has index first; else the index comes
  * from the thread's spread cursor (which then moves on). */
 void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64_t first)
@@ -171,14 +193,18 @@ void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64
 	 * each node is checked for its own share of the run (a node that has
 	 * room for its share takes it, whatever the run's size), and checked
 	 * again, for its share plus what it took over, whenever a granule
-	 * falls back to it. This run's pages are counted as committed only at
-	 * the end, so the checks see the node as it was plus share[n]. */
+	 * falls back to it. A node short of room for all of that takes what
+	 * it has room for (ok[n]) and only the rest falls back: before, its
+	 * whole share fell back, and a 16-node run put 0 pages on a node
+	 * with room for 150 of its 168 MiB. This run's pages are counted as
+	 * committed only at the end, so the checks see the node as it was
+	 * plus share[n]. */
 	uint64_t ngran = (npages + gp - 1) >> gs;
 	int L = g.node_limit;
-	uint64_t share[L], placed[L];
-	uint8_t checked[L];
+	uint64_t share[L], placed[L], ok[L];
+	uint8_t full[L];
 	for (int n = 0; n < L; n++)
-		share[n] = placed[n] = checked[n] = 0;
+		share[n] = placed[n] = ok[n] = full[n] = 0;
 	for (uint64_t gi = 0; gi < ngran; gi++) {
 		uint64_t s = gi << gs, c = npages - s < gp ? npages - s : gp;
 		int want = _nd_policy_node_for_granule(pol, g0 + gi);
@@ -190,21 +216,16 @@ void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64
 	for (uint64_t gi = 0; gi < ngran; gi++) {
 		uint64_t s = gi << gs, c = npages - s < gp ? npages - s : gp;
 		int want = (int)m->bd.desc[i + s].user - 1, got = -1;
-		if (want >= 0 && want < L && checked[want] != 2 &&
-		    _nd_room_take(&g.arenas[want], c, checked[want] ? 0 : share[want])) {
-			checked[want] = 1;
+		if (want >= 0 && want < L && spread_take(want, c, share[want], placed, ok, full)) {
 			got = want;
 		} else {
-			if (want >= 0 && want < L)
-				checked[want] = 2; /* no room for its share: its granules fall back */
 			/* want forced: the thread's interleave cursor does not move */
 			_nd_policy_iter_t it;
 			for (int n = _nd_policy_first_n(&it, pol, want, c); n >= 0; n = _nd_policy_next(&it)) {
-				if (n == want || n < 0 || n >= L || checked[n] == 2)
+				if (n == want || n < 0 || n >= L || full[n])
 					continue;
 				share[n] += c;
-				if (_nd_room_take(&g.arenas[n], c, share[n])) {
-					checked[n] = 1;
+				if (spread_take(n, c, share[n], placed, ok, full)) {
 					got = n;
 					break;
 				}

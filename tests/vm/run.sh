@@ -9,7 +9,9 @@
 # (no qemu, no static busybox, kernel not fetchable): ctest SKIP.
 # Environment: VM_TIMEOUT (whole VM, s, default 480), VM_TEST_TIMEOUT (one
 # test inside, s, default 200), VM_KEEP_LOG=1 prints the whole console,
-# VM_QEMU (QEMU binary), VM_KERNEL_PKG (kernel package, see kernel.sh).
+# VM_QEMU (QEMU binary), VM_KERNEL_PKG (kernel package, see kernel.sh),
+# VM_APPEND more kernel arguments (nokaslr: the kernel image at 16 MiB,
+# on node 0).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:?usage: run.sh BUILD_DIR TOPOLOGY [TEST...]}" && pwd)
@@ -70,7 +72,7 @@ list=$(IFS=,; echo "${tests[*]}")
 vm_timeout=${VM_TIMEOUT:-480}
 log=$dir/console.log
 echo "vm: $topo: booting $(cat "$cache/kernel/package") with ${qargs[*]:0:4} ..., tests: $list"
-append="console=ttyS0 quiet panic=-1 swiotlb=1 vmtests=$list vmtimeout=${VM_TEST_TIMEOUT:-200}"
+append="console=ttyS0 quiet panic=-1 swiotlb=1 vmtests=$list vmtimeout=${VM_TEST_TIMEOUT:-200}${VM_APPEND:+ $VM_APPEND}"
 # the exact command, for running this VM by hand (docs/testbed.md)
 printf '%q ' "$qemu" -accel tcg -nographic -no-reboot -kernel "$cache/kernel/vmlinuz" -initrd "$dir/initrd.gz" \
 	-append "$append" "${qargs[@]}" >"$dir/qemu.cmd"

@@ -395,6 +395,57 @@ VM_FN int vm_numastat(int node, uint64_t out[VM_NS_N])
 }
 
 /* A field of /sys/devices/system/node/nodeN/meminfo in bytes, or 0. */
+/* What node can still give by the kernel's figures, the rule of
+ * docs/arenas.md "Headroom" (the tests' own reading of /proc/zoneinfo,
+ * independent of the library's): per zone free + file/2 - (low, or high
+ * with above_high, + boost + lowmem reserve of movable allocations), at
+ * least 0. The watermark boost (after a fragmentation event, up to 1.5x
+ * high until kswapd runs, which a loaded host delays) counts as taken, as
+ * in the kernel's checks. Pages on the CPUs' lists are not in "free":
+ * after the earlier tests they hold 8-53 MiB of each node with a CPU of
+ * the sixteen-node bed. Bytes. */
+VM_FN uint64_t vm_zone_headroom(int node, int above_high)
+{
+	FILE *f = fopen("/proc/zoneinfo", "r");
+	if (!f)
+		return 0;
+	char line[512];
+	int cur = -1, open_zone = 0;
+	uint64_t room = 0, fr = 0, wm = 0, bo = 0, pr = 0, fi = 0;
+#define VM_ZONE_CLOSE()                                                              \
+	do {                                                                         \
+		if (open_zone && cur == node && fr + fi / 2 > wm + bo + pr)          \
+			room += (fr + fi / 2 - wm - bo - pr) * VM_PAGE;              \
+		fr = wm = bo = pr = fi = 0;                                          \
+	} while (0)
+	while (fgets(line, sizeof line, f)) {
+		int nd;
+		char zn[32];
+		unsigned long long v;
+		if (sscanf(line, "Node %d, zone %31s", &nd, zn) == 2) {
+			VM_ZONE_CLOSE();
+			cur = nd;
+			open_zone = 1;
+		} else if (sscanf(line, " pages free %llu", &v) == 1) {
+			fr = v;
+		} else if (sscanf(line, above_high ? " high %llu" : " low %llu", &v) == 1) {
+			wm = v;
+		} else if (sscanf(line, " boost %llu", &v) == 1) {
+			bo = v;
+		} else if (sscanf(line, " nr_zone_inactive_file %llu", &v) == 1 ||
+			   sscanf(line, " nr_zone_active_file %llu", &v) == 1) {
+			fi += v;
+		} else if (strstr(line, "protection:")) {
+			char *c = strrchr(line, ',');
+			pr = c ? strtoull(c + 1, NULL, 10) : 0;
+		}
+	}
+	VM_ZONE_CLOSE();
+#undef VM_ZONE_CLOSE
+	fclose(f);
+	return room;
+}
+
 VM_FN uint64_t vm_node_meminfo(int node, const char *field)
 {
 	char path[128], line[256], key[64];

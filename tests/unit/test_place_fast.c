@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+/* The placement calls' fast paths (issue 11, place.c), under an emulated
+ * two-node topology:
+ *  - place.c's own size -> class table gives, for every size up to 1 KiB,
+ *    the class malloc gives (usable size), through nd_malloc_onnode,
+ *    nd_malloc_local, nd_malloc_policy (prepared and plain) and
+ *    nd_mallocx_onnode / nd_mallocx_policy with flags 0, warm (so the
+ *    fast path serves them), on the right node;
+ *  - the x calls' flag decoding (one table for the low 7 bits): every lg
+ *    0..20 with and without ND_MALLOCX_ZERO, sizes 0..600 and around
+ *    32 KiB: aligned, zeroed, on the node, at least the size; bad flags
+ *    refused;
+ *  - a thread's heaps[] entry of a node it has no heap for yet (heap.c's
+ *    empty heap) sends nd_malloc_onnode to its slow path, also in a thread
+ *    whose record was reused after another thread exited;
+ *    nd_malloc_onnode(-1) is refused, nd_mallocx_onnode(-1, 0) is local;
+ *  - a plain policy object changed in place between calls is seen at the
+ *    next call for every word its mode reads: mode, node bits, flags,
+ *    interleave granularity (an invalid one is refused at once), weights;
+ *    a granularity the mode ignores changes nothing (nd_policy_check
+ *    ignores it too). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "internal.h"
+#include "policy_fixture.h"
+
+static const char *SPEC = "0: cpus=0-1 mem=512M; 1: cpus=2-3 mem=512M";
+
+typedef void *(*alloc_fn)(size_t, const void *);
+static void *on0(size_t n, const void *a) { (void)a; return nd_malloc_onnode(n, 0); }
+static void *on1(size_t n, const void *a) { (void)a; return nd_malloc_onnode(n, 1); }
+static void *loc(size_t n, const void *a) { (void)a; return nd_malloc_local(n); }
+static void *bypol(size_t n, const void *a) { return nd_malloc_policy(n, a); }
+static void *x1(size_t n, const void *a) { (void)a; return nd_mallocx_onnode(n, 1, 0); }
+static void *xloc(size_t n, const void *a) { (void)a; return nd_mallocx_onnode(n, ND_NODE_LOCAL, 0); }
+static void *xpol(size_t n, const void *a) { return nd_mallocx_policy(n, a, 0); }
+
+/* Every size 0..max through fn: the class malloc uses, on node; twice, so
+ * the second round runs warm on the fast path (one slow path per class
+ * at most: a first slab). */
+static void sizes(const char *name, alloc_fn fn, const void *arg, int node, size_t max)
+{
+	int bad_size = 0, bad_node = 0;
+	for (int round = 0; round < 2; round++) {
+		uint64_t before = _nd_slab_slow_count();
+		for (size_t s = 0; s <= max; s++) {
+			void *p = fn(s, arg);
+			void *m = malloc(s);
+			CHECK(p && m, "%s(%zu)", name, s);
+			if (!p || !m)
+				return;
+			bad_size += nd_usable_size(p) != nd_usable_size(m);
+			if (bad_size == 1 && nd_usable_size(p) != nd_usable_size(m))
+				CHECK(0, "%s(%zu): usable %zu, malloc's %zu", name, s, nd_usable_size(p), nd_usable_size(m));
+			bad_node += nd_node_of(p) != node;
+			free(p);
+			free(m);
+		}
+		uint64_t slow = _nd_slab_slow_count() - before;
+		if (round == 1)
+			CHECK(slow <= 2 * ND_SLAB_CLASSES, "%s warm: %llu slow paths for %zu sizes", name,
+			      (unsigned long long)slow, max + 1);
+	}
+	CHECK(bad_size == 0, "%s: %d sizes got another class than malloc's", name, bad_size);
+	CHECK(bad_node == 0, "%s: %d blocks off node %d", name, bad_node, node);
+}
+
+/* A fresh thread: node 1 first (its heaps[] is made for node 1, node 0's
+ * entry is the empty heap), then node 0, then local (CPU 0: node 0). */
+static void *thread_body(void *arg)
+{
+	int *bad = arg;
+	nd_emulate_cpu(0);
+	for (int round = 0; round < 2; round++) {
+		for (int node = 1; node >= 0; node--) {
+			for (int i = 0; i < 64; i++) {
+				void *p = nd_malloc_onnode(48, node);
+				*bad += !p || nd_node_of(p) != node;
+				free(p);
+			}
+		}
+		void *p = nd_malloc_local(48);
+		*bad += !p || nd_node_of(p) != 0;
+		free(p);
+	}
+	return NULL;
+}
+
+/* n allocations of 48 bytes under p: how many on node, how many slow paths */
+static int on_node(const nd_policy_t *p, int node, int n, uint64_t *slow)
+{
+	static void *v[512];
+	uint64_t before = _nd_slab_slow_count();
+	int c = 0;
+	for (int i = 0; i < n; i++) {
+		v[i] = nd_malloc_policy(48, p);
+		c += v[i] && nd_node_of(v[i]) == node;
+	}
+	if (slow)
+		*slow = _nd_slab_slow_count() - before;
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	return c;
+}
+
+int main(void)
+{
+	CHECK(nd_topology_emulate(SPEC, err, sizeof err) == 0, "emulate: %s", err);
+	nd_emulate_cpu(0);
+
+	nd_policy_t b1 = pol("bind:1"), il = pol("interleave:1");
+	const nd_policy_t *pb1 = nd_policy_prepare(&b1);
+	CHECK(pb1 != NULL);
+	sizes("nd_malloc_onnode(., 1)", on1, NULL, 1, 1024);
+	sizes("nd_malloc_onnode(., 0)", on0, NULL, 0, 1024);
+	sizes("nd_malloc_local", loc, NULL, 0, 1024);
+	sizes("nd_malloc_policy(prepared bind:1)", bypol, pb1, 1, 1024);
+	sizes("nd_malloc_policy(bind:1)", bypol, &b1, 1, 1024);
+	sizes("nd_malloc_policy(interleave:1)", bypol, &il, 1, 1024);
+	sizes("nd_mallocx_onnode(., 1, 0)", x1, NULL, 1, 1024);
+	sizes("nd_mallocx_onnode(., LOCAL, 0)", xloc, NULL, 0, 1024);
+	sizes("nd_mallocx_policy(bind:1, 0)", xpol, &b1, 1, 1024);
+
+	/* the x calls' flags, warm (each size twice) */
+	nd_policy_t b0 = pol("bind:0");
+	int bad = 0;
+	for (unsigned lg = 0; lg <= 20; lg++) {
+		for (unsigned z = 0; z <= ND_MALLOCX_ZERO; z += ND_MALLOCX_ZERO) {
+			size_t big[] = { 32768 - 4096, 32767, 32768, 32769 };
+			for (size_t i = 0; i < 601 + 4; i++) {
+				size_t sz = i < 601 ? i : big[i - 601];
+				for (int k = 0; k < 4; k++) {
+					unsigned char *p = k < 2 ? nd_mallocx_onnode(sz, 1, lg | z) : nd_mallocx_policy(sz, &b0, lg | z);
+					int want = k < 2 ? 1 : 0;
+					bool ok = p && ((uintptr_t)p & (((uintptr_t)1 << lg) - 1)) == 0 && nd_node_of(p) == want &&
+						  nd_usable_size(p) >= sz;
+					for (size_t j = 0; ok && z && j < sz; j++)
+						ok = p[j] == 0;
+					if (!ok && bad++ < 5)
+						CHECK(0, "mallocx(%zu, lg %u, zero %u, %s) = %p", sz, lg, z, k < 2 ? "node 1" : "bind:0",
+						      (void *)p);
+					if (p)
+						memset(p, 0xa5, sz);
+					free(p);
+				}
+			}
+		}
+	}
+	CHECK(bad == 0, "%d x allocations wrong", bad);
+	errno = 0;
+	CHECK(nd_mallocx_onnode(48, 1, 0x80) == NULL && errno == EINVAL, "flags 0x80: errno %d", errno);
+	errno = 0;
+	CHECK(nd_mallocx_policy(48, &b0, 0x80 | 4) == NULL && errno == EINVAL, "flags 0x84: errno %d", errno);
+
+	/* node -1 is ND_NODE_LOCAL for the x call only */
+	errno = 0;
+	CHECK(nd_malloc_onnode(48, -1) == NULL && errno == EINVAL, "nd_malloc_onnode(48, -1): errno %d", errno);
+	errno = 0;
+	CHECK(nd_malloc_onnode(48, 2) == NULL && errno == EINVAL, "nd_malloc_onnode(48, 2): errno %d", errno);
+
+	/* threads one after another: each record after the first is a reused
+	 * one (the exit hook put the empty heap back into its heaps[]) */
+	for (int i = 0; i < 4; i++) {
+		int bad = 0;
+		pthread_t th;
+		CHECK(pthread_create(&th, NULL, thread_body, &bad) == 0);
+		pthread_join(th, NULL);
+		CHECK(bad == 0, "thread %d: %d blocks off their node", i, bad);
+	}
+
+	/* a plain object changed in place: every word the mode reads */
+	enum { N = 300 };
+	uint64_t slow;
+	nd_policy_t p = pol("interleave:0-1");
+	on_node(&p, 0, N, NULL);
+	on_node(&p, 0, N, &slow);
+	CHECK(slow <= 8, "interleave object, warm: %llu slow paths", (unsigned long long)slow);
+	p.granularity_shift = 4; /* 64K: seen (re-resolved) at the next call */
+	uint64_t before = _nd_slab_slow_count();
+	void *q = nd_malloc_policy(48, &p);
+	CHECK(q && _nd_slab_slow_count() > before, "interleave granularity changed: not re-resolved");
+	free(q);
+	p.granularity_shift = 40; /* invalid for interleave: refused at once */
+	errno = 0;
+	CHECK(nd_malloc_policy(48, &p) == NULL && errno == EINVAL, "interleave, granularity 40: errno %d", errno);
+	errno = 0;
+	CHECK(nd_mallocx_policy(48, &p, 0) == NULL && errno == EINVAL, "mallocx, granularity 40: errno %d", errno);
+	p.granularity_shift = 0;
+	p.mode = ND_POLICY_BIND; /* interleave -> bind:0-1 (node 0 is nearest CPU 0) */
+	CHECK_EQ(on_node(&p, 0, N, NULL), N);
+	p.nodes.bits[0] = 2; /* bind:1 */
+	CHECK_EQ(on_node(&p, 1, N, NULL), N);
+	CHECK_EQ(nd_node_of(q = nd_mallocx_policy(100, &p, 0)), 1);
+	free(q);
+	p.granularity_shift = 40; /* ignored by bind, by nd_policy_check too */
+	CHECK(nd_policy_check(&p, err, sizeof err) == 0, "bind with granularity 40: %s", err);
+	CHECK_EQ(on_node(&p, 1, N, &slow), N);
+	CHECK(slow <= 8, "bind object, granularity it ignores: %llu slow paths", (unsigned long long)slow);
+	p.flags = ND_POLICY_F_TIER_ORDER; /* flags: re-resolved */
+	before = _nd_slab_slow_count();
+	q = nd_malloc_policy(48, &p);
+	CHECK(q && nd_node_of(q) == 1 && _nd_slab_slow_count() > before, "bind+tier: not re-resolved");
+	free(q);
+	p.flags = 0x80; /* an unknown flag: refused at once */
+	errno = 0;
+	CHECK(nd_malloc_policy(48, &p) == NULL && errno == EINVAL, "unknown flag: errno %d", errno);
+	p.flags = 0;
+	p.mode = ND_POLICY_PREFERRED; /* preferred:1 */
+	CHECK_EQ(on_node(&p, 1, N, NULL), N);
+	p.mode = ND_POLICY_LOCAL; /* local: CPU 0's node */
+	CHECK_EQ(on_node(&p, 0, N, NULL), N);
+	p = pol("weighted:0=1,1=1");
+	on_node(&p, 0, N, NULL);
+	p.weights[0] = 0; /* only node 1 left: every new slab on node 1 */
+	p.nodes.bits[0] = 2;
+	CHECK_EQ(on_node(&p, 1, N, NULL), N);
+	/* a copy at another address: its own entry, same placement */
+	nd_policy_t p2 = p;
+	CHECK_EQ(on_node(&p2, 1, N, NULL), N);
+	return CHECK_DONE();
+}
