@@ -149,11 +149,16 @@ echo "# workload allocator rep time_s wall_s maxrss_kb mops status cpu_s" >"$RAW
 echo "running ${#WL_NAMES[@]} workloads x ${#ALLOCS[@]} allocators x $REPS repetitions ..."
 for ((rep = 1; rep <= REPS; rep++)); do
 	for w in "${WL_NAMES[@]}"; do
-		n=${#ALLOCS[@]}
-		for ((j = 0; j < n; j++)); do
-			# rotate the order each repetition so no allocator always runs
-			# right after the same neighbour
-			a=${ALLOCS[$(((j + rep) % n))]}
+		# A fresh order for each repetition and workload (seeded shuffle, so
+		# runs are reproducible): what ran just before matters here. This
+		# VM's balloon reports freed pages to the host, and pages a process
+		# freed a moment ago fault in again 3-5x cheaper than reported ones;
+		# with a fixed cyclic order nodalloc always ran right after tcmalloc
+		# and the nodalloc-2n row after nodalloc, which made wl_large look
+		# 2.5x faster under the emulated topology.
+		mapfile -t order < <(printf '%s\n' "${ALLOCS[@]}" | awk -v seed="$rep$((${#w} * 7919))" \
+			'BEGIN { srand(seed) } { print rand() "\t" $0 }' | sort -k1,1g | cut -f2)
+		for a in "${order[@]}"; do
 			set -- ${WL[$w]}
 			prog=$BIN/$1
 			shift
