@@ -51,9 +51,11 @@ typedef struct _nd_slab_class_stats {
 /* Fills out[0 .. ND_SLAB_CLASSES) (n entries at most); returns the count. */
 int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
 
-/* ---- the malloc/free fast paths (docs/malloc.md). The hot structures
- * and the one pop and push live here, used by malloc.c's inlined paths
- * and slab.c's and heap.c's alike. slab.c owns every field.
+/* ---- the malloc/free fast paths (docs/malloc.md). The one pop and push
+ * live here, used by malloc.c's inlined paths and slab.c's and heap.c's
+ * alike; the hot fields they touch (ND_SLAB_HOT_FIELDS, _nd_slab_hot_t)
+ * are defined in nd_thread.h, whose record embeds the borrowed lists
+ * bw[] that the fast path pops like a slab. slab.c owns every field.
  *
  * Owner and synchronisation of the hot fields: free, used: the owner
  * thread of the slab's heap (or whoever took a parked heap out of its
@@ -62,16 +64,6 @@ int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
  * sends that free to its slow path, which rechecks under the page
  * descriptor; lim only grows while the slab lives, tp changes only when
  * the heap is parked or adopted). */
-#define ND_SLAB_HOT_FIELDS                                                         \
-	void *free;      /* private free list (owner only) */                         \
-	char *start;     /* first object (page-aligned run) */                        \
-	uint64_t mul;    /* (size's odd part)^-1 << (15 - tz) mod 2^64: see below */  \
-	uint64_t lim;    /* atomic: objects carved; 0 in check mode: frees validate */ \
-	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0); 0 while parked */ \
-	uint32_t used;   /* objects out; while on the full list, lowered by fbias */
-typedef struct _nd_slab_hot {
-	ND_SLAB_HOT_FIELDS
-} _nd_slab_hot_t;
 
 /* A heap starts with its current slab per class (_nd_heap_t below). */
 typedef struct _nd_heap_hot {
