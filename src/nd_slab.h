@@ -202,6 +202,7 @@ typedef struct _nd_slab {
 	uint8_t cls;
 	uint16_t cap;          /* objects in the slab */
 	uint16_t carved;       /* atomic: objects ever put on a free list (lazy carving) */
+	uint16_t node1;        /* node + 1, ND_SLAB_NODE1_NONE if unknown: line 1's copy for free_remote */
 	uint32_t size;
 	struct nd_heap *heap;  /* atomic: owner heap */
 	/* line 2: written by other threads */
@@ -213,6 +214,8 @@ typedef struct _nd_slab {
 	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
 	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
 } _nd_slab_t;
+#define ND_SLAB_NODE1_NONE UINT16_MAX /* never a thread's bw_node1 (0 or node + 1) */
+_Static_assert(offsetof(_nd_slab_t, heap) + sizeof(void *) <= ND_CACHE_LINE, "free's fields (node1 too) share line 1");
 _Static_assert(offsetof(_nd_slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
 	       offsetof(_nd_slab_t, used) == offsetof(_nd_slab_hot_t, used), "_nd_slab_t starts with the hot fields");
 
@@ -315,6 +318,10 @@ void _nd_slab_full_push(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_set_heap(_nd_thread_t *t, _nd_heap_t *h);
 /* Smallest class >= size whose objects are aligned to align, or -1. */
 int _nd_slab_class_for(size_t size, size_t align);
+/* malloc of class c found its list empty (key valid, t a real record):
+ * an object of t's borrowed list bw[c] (dir[] then points at it), else
+ * NULL with dir[] back on the heap's current slab. */
+void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c);
 /* t's remote-free buffer goes home; returns the entries sent. */
 unsigned _nd_slab_rf_flush_all(_nd_thread_t *t);
 /* Thread exit (before its heaps park): the buffer goes home, the
