@@ -10,7 +10,9 @@
  * The pids to come are unknown, so stale files are planted at the next
  * PLANT pids: once copies of a real stale export (a process with
  * NODALLOC_STATS_EXPORT=1, SIGKILLed), once zeroed files of an export's
- * size (nodactl killed before its program published).
+ * size (nodactl killed before its program published). Other tests that
+ * run meanwhile may meet a planted file too: the library and nodactl
+ * replace it, and only files still planted are removed at the end.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -28,6 +30,10 @@
 
 static char stale[1 << 18]; /* a real stale export's bytes */
 static size_t stale_len;
+/* The planted files' inodes (0: none planted at that pid). Only a file
+ * still of that inode is removed: other tests (and other build trees)
+ * run at once, and a live export that replaced a planted file is theirs. */
+static ino_t planted[PLANT];
 
 static int last_pid(void)
 {
@@ -46,9 +52,13 @@ static void plant(int from, bool zero)
 	for (int p = from; p < from + PLANT; p++) {
 		char path[64];
 		snprintf(path, sizeof path, "/dev/shm/nodalloc-%d.stats", p);
+		planted[p - from] = 0;
 		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 		if (fd < 0)
 			continue; /* a live export, or one planted before */
+		struct stat st;
+		if (fstat(fd, &st) == 0)
+			planted[p - from] = st.st_ino;
 		if (zero) {
 			if (ftruncate(fd, (off_t)stale_len) != 0)
 				perror("ftruncate");
@@ -65,9 +75,7 @@ static void unplant(int from)
 		char path[64];
 		snprintf(path, sizeof path, "/dev/shm/nodalloc-%d.stats", p);
 		struct stat st;
-		/* only what this test made: a file of the stale export's size */
-		if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size == stale_len &&
-		    st.st_uid == getuid())
+		if (planted[p - from] && lstat(path, &st) == 0 && st.st_ino == planted[p - from])
 			unlink(path);
 	}
 }
