@@ -201,7 +201,8 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 	for (;;) {
 		slab_t *s = h->cur[c];
 		if (s != &_nd_slab_empty) {
-			if (!s->free && !_nd_slab_collect(s) && s->carved < s->cap)
+			if (!s->free && !_nd_slab_collect(s) && !(s->purged && _nd_slab_unpurge(s)) &&
+			    s->carved < s->cap)
 				_nd_slab_carve(s);
 			void **o = s->free;
 			if (o) {
@@ -235,6 +236,7 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 			swept = true;
 			continue;
 		}
+		_nd_slab_purge_taken(h, s);
 		_nd_slab_part_push_front(h, s);
 	}
 }

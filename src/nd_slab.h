@@ -213,6 +213,9 @@ typedef struct _nd_slab {
 	struct _nd_slab *all_next; /* every header of its node, append only (meta.c) */
 	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
 	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
+	uint16_t pfree;        /* slab_purge.c (owner): carved - used after its last pass */
+	uint64_t purged;       /* slab_purge.c (owner): bit p: page p was given back, the
+				* free objects starting in it are off the free list */
 } _nd_slab_t;
 #define ND_SLAB_NODE1_NONE UINT16_MAX /* never a thread's bw_node1 (0 or node + 1) */
 _Static_assert(offsetof(_nd_slab_t, heap) + sizeof(void *) <= ND_CACHE_LINE, "free's fields (node1 too) share line 1");
@@ -235,6 +238,8 @@ typedef struct nd_heap {
 	int node;                       /* the node its allocations want; -1: the policy's */
 	const nd_policy_t *pol;         /* NULL: a node heap; else bind/interleave/weighted */
 	struct nd_heap *pool_next;      /* pool of the node, or the policy pool (their lock) */
+	uint64_t pnext;                 /* slab_purge.c (owner): its next pass comes when a new
+					 * slab's node has this many pages committed */
 } _nd_heap_t;
 _Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur), "_nd_heap_t starts with cur[]");
 
@@ -327,6 +332,20 @@ unsigned _nd_slab_rf_flush_all(_nd_thread_t *t);
 /* Thread exit (before its heaps park): the buffer goes home, the
  * record's per-class counters go into the totals. */
 void _nd_slab_thread_done(_nd_thread_t *t);
+
+/* ---- src/slab_purge.c: free pages inside slabs back to the OS ----
+ * A page of a partial slab that no object out overlaps is purged; the
+ * free objects that start in it leave the free list (their links would be
+ * lost) and come back when the slab's free list runs dry (_nd_slab_unpurge).
+ * Owner of the heap only; off in check mode. */
+/* heap_alloc took s for h: when s's node committed enough pages since
+ * h's last pass, purges h's partial slabs that got frees since theirs. */
+void _nd_slab_purge_taken(_nd_heap_t *h, const _nd_slab_t *s);
+/* Every partial slab of h now (tests). Returns pages purged. */
+size_t _nd_slab_purge_heap(_nd_heap_t *h);
+/* s's free list is empty and s->purged != 0: the objects of its lowest
+ * purged pages go back on the free list. false if none did. */
+bool _nd_slab_unpurge(_nd_slab_t *s);
 
 /* ======================================================================
  * src/heap.c: which heap an allocation uses, heaps and their threads'

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Free pages inside slabs back to the OS (issue 11, footprint).
+ *
+ * A slab stays while one object of it is out, and its free objects stay
+ * committed: after a program frees most of its objects at random, a slab
+ * with a few live ones keeps whole pages that hold nothing but free
+ * objects (most pages of classes >= 1 KiB, every page of a free object of
+ * 8 KiB or more), and that memory serves only its own class. Measured on
+ * bench wl_footprint (90% random frees, then a refill of another size
+ * mix): 38 MiB of such pages in the slabs, the peak 1.40x glibc's.
+ *
+ * The pass over one partial slab (owner of its heap only):
+ *  - a page is purgeable when it lies below the carved end and no object
+ *    out overlaps it (out: handed out, or on the remote list: another
+ *    thread may be writing its link);
+ *  - the free objects that start in a purgeable page leave the free list
+ *    (their links would read zero), their markers cleared first so that
+ *    the page holds no marker whatever madvise did; then one madvise per
+ *    stretch of adjacent pages; a page whose call failed keeps its objects;
+ *  - s->purged marks the pages given back; every object that starts in a
+ *    marked page is off the list (withheld). The free list is rebuilt in
+ *    address order from what stays.
+ * Carving never reaches a marked page (marked pages lie below the carved
+ * end), so the objects starting in it are exactly the withheld ones.
+ * _nd_slab_unpurge runs when the free list is empty (heap_alloc, before
+ * carving or parking the slab full): the lowest marked page's objects go
+ * back on the list (their pages fault in again as zero pages). A slab
+ * released to the page level goes back dirty as any other: the page
+ * level never trusts dirty pages to read zero (calloc clears slab
+ * objects itself).
+ *
+ * When: the process grows. When a heap takes a new slab and the slab's
+ * node has committed max(PASS_MIN, 1/8 of the pages the heap's last pass
+ * walked) more pages since that pass, the heap's partial slabs whose free
+ * count grew since their last pass (s->pfree) are purged: a program that
+ * only allocates pays a list walk per pass, no page work. A heap that
+ * takes slabs from the page level's dirty free pages (steady churn, e.g.
+ * threads that come and go: bench wl_threads) does not pass at all: the
+ * pages it would give back were faulted in again at once (with a pass
+ * per 1 MiB of new slabs: 2.5x the page faults, 2% more instructions,
+ * no lower peak).
+ *
+ * Limits: a double free of a withheld object is not reported (its marker
+ * is gone); check mode (NODALLOC_CHECK=1), which must report every double
+ * free, purges nothing. Committed statistics keep counting the pages
+ * until the slab's run is freed and purged by the page level.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+typedef _nd_slab_t slab_t;
+typedef _nd_heap_t heap_t;
+
+#define PASS_MIN 256 /* pages committed between two passes of a heap, at least */
+#define MAX_CAP 1024 /* objects per slab (class 16 in 16 KiB) */
+#define MAX_PAGES 64 /* pages per slab (class 32 KiB: 8 objects) */
+
+static inline uint64_t obj_of(const slab_t *s, const void *p)
+{
+	return _nd_slab_index((const _nd_slab_hot_t *)s, p);
+}
+
+static inline char *obj_at(const slab_t *s, uint32_t k)
+{
+	return s->start + (size_t)k * s->size;
+}
+
+/* First object that starts in page p (may be >= carved). */
+static inline uint32_t first_in_page(const slab_t *s, unsigned p)
+{
+	return (uint32_t)((((size_t)p << ND_PAGE_SHIFT) + s->size - 1) / s->size);
+}
+
+/* madvise [first, last] pages of s; false if the call failed. */
+static bool give_back(slab_t *s, unsigned first, unsigned last)
+{
+	return _nd_os_madvise(s->start + ((size_t)first << ND_PAGE_SHIFT),
+			      (size_t)(last - first + 1) << ND_PAGE_SHIFT, _nd_page_g.advice) == 0;
+}
+
+/* The pass over one slab (see the top). Returns pages purged. */
+static unsigned purge_slab(slab_t *s)
+{
+	ND_ASSERT(s->fbias == 0 && s->npages <= MAX_PAGES && s->cap <= MAX_CAP, "a partial slab within the pass's bounds");
+	uint32_t carved = s->carved, size = s->size;
+	uint64_t fr[MAX_CAP / 64] = { 0 };
+	for (void **x = s->free; x; x = x[0]) {
+		_nd_slab_check_link(s, x, "malloc");
+		uint64_t k = obj_of(s, x);
+		fr[k / 64] |= (uint64_t)1 << (k % 64);
+	}
+	/* pages below the carved end (the slab's end once all is carved),
+	 * minus those an object out overlaps (withheld objects count as
+	 * free: their pages are marked) */
+	size_t end = carved == s->cap ? (size_t)s->npages << ND_PAGE_SHIFT : (size_t)carved * size;
+	unsigned below = (unsigned)(end >> ND_PAGE_SHIFT);
+	uint64_t cand = below >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << below) - 1;
+	for (uint32_t k = 0; k < carved; k++) {
+		if (fr[k / 64] >> (k % 64) & 1)
+			continue;
+		size_t b = (size_t)k * size;
+		unsigned hp = (unsigned)(b >> ND_PAGE_SHIFT);
+		if (s->purged >> hp & 1)
+			continue; /* withheld */
+		unsigned lp = (unsigned)((b + size - 1) >> ND_PAGE_SHIFT);
+		for (unsigned p = hp; p <= lp && p < 64; p++)
+			cand &= ~((uint64_t)1 << p);
+	}
+	/* marked pages were given back already (an object that starts in an
+	 * earlier page and was used since may have touched one again: it
+	 * goes again with its stretch when the stretch has a new page) */
+	uint64_t fresh = cand & ~s->purged;
+	if (!fresh) {
+		s->pfree = (uint16_t)(carved - s->used);
+		return 0;
+	}
+	/* markers of the objects that will be withheld: cleared before the
+	 * pages go (madvise may keep the contents: MADV_FREE, failure) */
+	for (uint32_t k = 0; k < carved; k++)
+		if ((fr[k / 64] >> (k % 64) & 1) && (cand >> ((size_t)k * size >> ND_PAGE_SHIFT) & 1))
+			((void **)obj_at(s, k))[1] = NULL;
+	/* one madvise per stretch of uncovered pages that holds a new one */
+	unsigned purged = 0;
+	for (unsigned p = 0; p < 64; p++) {
+		if (!(cand >> p & 1))
+			continue;
+		unsigned q = p;
+		while (q + 1 < 64 && (cand >> (q + 1) & 1))
+			q++;
+		uint64_t span = (q - p == 63 ? ~(uint64_t)0 : ((uint64_t)1 << (q - p + 1)) - 1) << p;
+		if (fresh & span) {
+			if (give_back(s, p, q))
+				purged += (unsigned)__builtin_popcountll(fresh & span);
+			else
+				cand &= ~(fresh & span); /* kept: their objects stay listed */
+		}
+		p = q;
+	}
+	s->purged |= cand;
+	/* the free list again, in address order, without the withheld */
+	void *head = NULL;
+	for (uint32_t k = carved; k-- > 0;) {
+		if (!(fr[k / 64] >> (k % 64) & 1))
+			continue;
+		void **o = (void **)obj_at(s, k);
+		if (s->purged >> ((size_t)k * size >> ND_PAGE_SHIFT) & 1)
+			continue;
+		o[0] = head;
+		o[1] = (void *)s;
+		head = o;
+	}
+	s->free = head;
+	s->pfree = (uint16_t)(carved - s->used);
+	return purged;
+}
+
+bool _nd_slab_unpurge(slab_t *s)
+{
+	ND_ASSERT(s->free == NULL, "withheld objects come back on an empty free list");
+	while (s->purged) {
+		unsigned p = (unsigned)__builtin_ctzll(s->purged);
+		s->purged &= s->purged - 1;
+		uint32_t k = first_in_page(s, p), stop = first_in_page(s, p + 1);
+		if (stop > s->carved)
+			stop = s->carved;
+		void *head = NULL;
+		for (uint32_t j = stop; j-- > k;) {
+			void **o = (void **)obj_at(s, j);
+			o[0] = head;
+			o[1] = (void *)s;
+			head = o;
+		}
+		if (head) {
+			/* the pages that only the last of them covers go too (no
+			 * object starts there: nothing is withheld in them) */
+			unsigned pe = (unsigned)(((size_t)stop * s->size - 1) >> ND_PAGE_SHIFT);
+			for (unsigned q = p + 1; q <= pe && q < 64; q++)
+				if (first_in_page(s, q) == first_in_page(s, q + 1))
+					s->purged &= ~((uint64_t)1 << q);
+			s->free = head;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Partial slabs with more free objects than at their last pass. */
+static size_t purge_heap(heap_t *h, uint64_t *walked)
+{
+	size_t n = 0;
+	uint64_t w = 0;
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		for (slab_t *s = h->cur[c]; s && s != &_nd_slab_empty; s = s->next) {
+			w += s->npages;
+			uint32_t f = (uint32_t)s->carved - s->used;
+			if (f <= s->pfree || (size_t)f * s->size < ND_PAGE_SIZE)
+				continue;
+			n += purge_slab(s);
+		}
+	}
+	*walked = w;
+	return n;
+}
+
+/* Pages committed on node (the page level's count), 0 if unknown. */
+static uint64_t committed(int node)
+{
+	if (node < 0 || node >= _nd_page_g.node_limit)
+		return 0;
+	return __atomic_load_n(&_nd_page_g.arenas[node].committed, __ATOMIC_RELAXED);
+}
+
+static size_t pass(heap_t *h, int node)
+{
+	if (_nd_slab_check)
+		return 0;
+	uint64_t w;
+	size_t n = purge_heap(h, &w);
+	h->pnext = committed(node) + (w / 8 > PASS_MIN ? w / 8 : PASS_MIN);
+	return n;
+}
+
+size_t _nd_slab_purge_heap(heap_t *h)
+{
+	return pass(h, h->node);
+}
+
+void _nd_slab_purge_taken(heap_t *h, const slab_t *s)
+{
+	uint64_t c = committed(s->node);
+	if (c && c >= h->pnext)
+		pass(h, s->node);
+}

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: MIT
+/* Free pages inside partial slabs go back to the OS (issue 11, slab_purge.c):
+ * the pages are really gone (mincore, RSS), a live neighbour's contents
+ * survive, the withheld objects come back (each once, never a live one),
+ * calloc still returns zeros, and a heap's pass comes by itself when the
+ * process grows. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "internal.h"
+
+static _nd_slab_t *slab_of(const void *p)
+{
+	_nd_pagedesc_t *d = _nd_page_desc(p);
+	return d && d->use == ND_USE_SLAB ? (_nd_slab_t *)d->user : NULL;
+}
+
+static bool resident(const void *p)
+{
+	unsigned char v = 0;
+	CHECK(mincore((void *)((uintptr_t)p & ~(uintptr_t)4095), 4096, &v) == 0);
+	return v & 1;
+}
+
+static long rss_kb(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size = 0, res = 0;
+	CHECK(f && fscanf(f, "%ld %ld", &size, &res) == 2);
+	if (f)
+		fclose(f);
+	return res * 4;
+}
+
+static void fill(void *p, size_t n, int v) { memset(p, v, n); }
+
+static bool holds(const void *p, size_t n, int v)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < n; i++)
+		if (c[i] != (unsigned char)v)
+			return false;
+	return true;
+}
+
+/* Fills whole slabs of size's class: returns the objects of one slab that
+ * this call filled entirely, in address order (obj[0 .. cap)). */
+static _nd_slab_t *full_slab(size_t size, void **obj, void **extra, int nextra)
+{
+	for (int i = 0; i < nextra; i++)
+		extra[i] = malloc(size);
+	/* a slab in the middle holds only these objects */
+	_nd_slab_t *s = slab_of(extra[nextra / 2]);
+	int n = 0;
+	for (int i = 0; i < nextra; i++)
+		if (slab_of(extra[i]) == s)
+			n++;
+	CHECK(s && n == s->cap, "slab has %d of our objects, cap %u", n, s ? s->cap : 0);
+	for (unsigned k = 0; k < s->cap; k++)
+		obj[k] = s->start + (size_t)k * s->size;
+	return s;
+}
+
+/* A slab of 20 KiB objects (5 pages each, 12 in a slab), every object
+ * stamped, all but the first and last freed. */
+static _nd_slab_t *big_slab(void **obj, void **extra, bool lock)
+{
+	_nd_slab_t *s = full_slab(20000, obj, extra, 48);
+	CHECK_EQ(s->size, 20480);
+	for (unsigned k = 0; k < s->cap; k++)
+		fill(obj[k], 20000, (int)k + 1);
+	if (lock) {
+		int r = mlock(s->start, (size_t)s->npages << ND_PAGE_SHIFT);
+		CHECK(r == 0, "mlock failed (errno %d): raise RLIMIT_MEMLOCK", errno);
+	}
+	for (unsigned k = 1; k + 1 < s->cap; k++)
+		free(obj[k]);
+	return s;
+}
+
+/* The freed objects come back, zeroed by calloc, each once, never a live
+ * one; the live ones keep their bytes. Then everything is freed. */
+static void big_back(_nd_slab_t *s, void **obj, void **extra)
+{
+	void *again[12];
+	unsigned in_s = 0;
+	for (unsigned k = 1; k + 1 < s->cap; k++) {
+		again[k] = calloc(1, 20000);
+		CHECK(again[k] && holds(again[k], 20000, 0), "calloc zero");
+		in_s += slab_of(again[k]) == s;
+		CHECK(again[k] != obj[0] && again[k] != obj[s->cap - 1]);
+		for (unsigned j = 1; j < k; j++)
+			CHECK(again[j] != again[k]);
+		fill(again[k], 20000, 0x55);
+	}
+	CHECK_EQ(in_s, s->cap - 2);
+	CHECK_EQ(s->purged & (((uint64_t)1 << 60) - 1), 0); /* pages 60-63: the slab's tail, no object */
+	CHECK(holds(obj[0], 20000, 1) && holds(obj[s->cap - 1], 20000, (int)s->cap), "live neighbours intact");
+	munlock(s->start, (size_t)s->npages << ND_PAGE_SHIFT);
+	for (unsigned k = 1; k + 1 < s->cap; k++)
+		free(again[k]);
+	for (int i = 0; i < 48; i++)
+		if (slab_of(extra[i]) != s)
+			free(extra[i]);
+	free(obj[0]);
+	free(obj[s->cap - 1]);
+}
+
+/* Every page of a free object goes; the withheld come back. */
+static void big_objects(void)
+{
+	void *obj[64], *extra[48];
+	_nd_slab_t *s = big_slab(obj, extra, false);
+	size_t got = _nd_slab_purge_heap(s->heap);
+	CHECK(got >= 50, "pages purged: %zu", got);
+	for (unsigned k = 1; k + 1 < s->cap; k++)
+		for (unsigned pg = 0; pg < 5; pg++)
+			CHECK(!resident((char *)obj[k] + pg * 4096), "object %u page %u still resident", k, pg);
+	CHECK(holds(obj[0], 20000, 1) && holds(obj[s->cap - 1], 20000, (int)s->cap), "live neighbours intact");
+	CHECK(s->free == NULL, "every free object withheld");
+	big_back(s, obj, extra);
+}
+
+/* madvise refused (mlock'ed slab: EINVAL): nothing is marked, the free
+ * objects stay listed and come back. */
+static void refused(void)
+{
+	void *obj[64], *extra[48];
+	_nd_slab_t *s = big_slab(obj, extra, true);
+	_nd_slab_purge_heap(s->heap);
+	unsigned listed = 0;
+	for (void **x = s->free; x; x = x[0])
+		listed++;
+	CHECK_EQ(s->purged, 0);
+	CHECK_EQ(listed, s->cap - 2);
+	big_back(s, obj, extra);
+}
+
+/* 1280-byte objects straddle pages: only pages no live object overlaps go,
+ * the object starting in a kept page stays on the list, and allocating
+ * the slab empty again hands out every other object exactly once. */
+static void straddling(void)
+{
+	void *obj[64], *extra[60];
+	_nd_slab_t *s = full_slab(1200, obj, extra, 60);
+	CHECK_EQ(s->size, 1280);
+	CHECK_EQ(s->npages, 4);
+	for (unsigned k = 0; k < s->cap; k++)
+		fill(obj[k], 1280, (int)k + 1);
+	for (unsigned k = 1; k < s->cap; k++)
+		free(obj[k]);
+	CHECK(_nd_slab_purge_heap(s->heap) >= 3); /* page 0 holds object 0 */
+	CHECK(resident(obj[0]));
+	for (unsigned pg = 1; pg < 4; pg++)
+		CHECK(!resident(s->start + pg * 4096), "page %u resident", pg);
+	CHECK(holds(obj[0], 1280, 1), "live object intact");
+	CHECK_EQ(s->purged, 0xe);
+	/* objects 1..3 start in page 0: still listed */
+	unsigned listed = 0;
+	for (void **x = s->free; x; x = x[0])
+		listed++;
+	CHECK_EQ(listed, 3);
+	unsigned seen[64] = { 0 };
+	void *again[64];
+	unsigned n = 0;
+	for (unsigned k = 1; k < s->cap; k++) {
+		again[n] = malloc(1200);
+		if (slab_of(again[n]) == s) {
+			unsigned i = (unsigned)(((char *)again[n] - s->start) / 1280);
+			seen[i]++;
+			fill(again[n], 1280, 0x77);
+		}
+		n++;
+	}
+	CHECK_EQ(seen[0], 0);
+	for (unsigned k = 1; k < s->cap; k++)
+		CHECK(seen[k] == 1, "object %u handed out %u times", k, seen[k]);
+	CHECK(holds(obj[0], 1280, 1), "live object intact");
+	for (unsigned i = 0; i < n; i++)
+		free(again[i]);
+	for (int i = 0; i < 60; i++)
+		if (slab_of(extra[i]) != s)
+			free(extra[i]);
+	free(obj[0]);
+}
+
+enum { NOBJ = 4096 };
+static void *many[NOBJ];
+
+/* 8 MiB of 2 KiB objects, one live per 16 KiB slab: RSS drops by the
+ * pages the pass gives back. auto_pass: the pass comes from allocating
+ * another class, not from a call. */
+static void rss_drop(bool auto_pass)
+{
+	for (int i = 0; i < NOBJ; i++) {
+		many[i] = malloc(2048);
+		fill(many[i], 2048, i & 0xff);
+	}
+	int kept = 0;
+	for (int i = 0; i < NOBJ; i++) {
+		_nd_slab_t *s = slab_of(many[i]);
+		if ((char *)many[i] == s->start) {
+			kept++;
+			continue;
+		}
+		free(many[i]);
+		many[i] = NULL;
+	}
+	CHECK(kept >= NOBJ / 8 - 2, "kept %d", kept);
+	long before = rss_kb();
+	void **other = NULL;
+	int nother = 0;
+	if (auto_pass) {
+		/* 6 MiB of 512-byte slabs: past PASS_MIN and 1/8 of the heap */
+		nother = 12288;
+		other = malloc(nother * sizeof *other);
+		for (int i = 0; i < nother; i++) {
+			other[i] = malloc(512);
+			fill(other[i], 512, 9);
+		}
+	} else {
+		_nd_slab_purge_heap(slab_of(many[0])->heap);
+	}
+	long after = rss_kb();
+	int gone = 0;
+	for (int i = 0; i < NOBJ; i++)
+		if (many[i]) {
+			gone += !resident((char *)many[i] + 4096) && !resident((char *)many[i] + 3 * 4096);
+			CHECK(holds(many[i], 2048, i & 0xff), "live object %d intact", i);
+		}
+	CHECK(gone >= kept - 2, "slabs given back: %d of %d", gone, kept);
+	if (!auto_pass)
+		CHECK(before - after >= 5000, "RSS %ld -> %ld KiB", before, after);
+	for (int i = 0; i < nother; i++)
+		free(other[i]);
+	free(other);
+	for (int i = 0; i < NOBJ; i++)
+		free(many[i]);
+}
+
+/* Random churn of every class with a pass every 500 steps: each live
+ * object carries its own stamp over its whole size, checked before its
+ * free and at the end, so an object handed out twice, or a page given
+ * back under a live one, breaks a stamp. */
+enum { SLOTS = 3000, STEPS = 60000 };
+static void *slot[SLOTS];
+static size_t slot_sz[SLOTS];
+
+static void stamp(int i, size_t n) { memset(slot[i], (i * 7 + 1) & 0xff, n); }
+
+static void random_churn(void)
+{
+	uint64_t r = 88172645463325252ull;
+	int bad = 0, nonzero = 0;
+	size_t purged = 0;
+	for (int step = 0; step < STEPS; step++) {
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		int i = (int)(r % SLOTS);
+		if (slot[i]) {
+			bad += !holds(slot[i], slot_sz[i], (i * 7 + 1) & 0xff);
+			free(slot[i]);
+			slot[i] = NULL;
+			continue;
+		}
+		/* mostly small, some of every class up to 32 KiB */
+		size_t n = (r >> 20) % 8 ? 16 + (r >> 32) % 2048 : 2048 + (r >> 32) % 30000;
+		bool z = (r >> 40) % 4 == 0;
+		slot[i] = z ? calloc(1, n) : malloc(n);
+		CHECK(slot[i] != NULL);
+		nonzero += z && !holds(slot[i], n, 0);
+		slot_sz[i] = n;
+		stamp(i, n);
+		if (step % 500 == 0)
+			purged += _nd_slab_purge_heap(slab_of(slot[i])->heap);
+	}
+	CHECK(purged > 100, "pages purged: %zu", purged);
+	CHECK_EQ(nonzero, 0);
+	for (int i = 0; i < SLOTS; i++)
+		if (slot[i]) {
+			bad += !holds(slot[i], slot_sz[i], (i * 7 + 1) & 0xff);
+			free(slot[i]);
+		}
+	CHECK_EQ(bad, 0);
+}
+
+int main(void)
+{
+	free(malloc(1)); /* the init */
+	if (_nd_page_g.advice != MADV_DONTNEED) {
+		printf("test_slab_purge: NODALLOC_PURGE is not dontneed: RSS checks skipped\n");
+		return 0;
+	}
+	big_objects();
+	straddling();
+	refused();
+	rss_drop(false);
+	rss_drop(true);
+	random_churn();
+	return CHECK_DONE();
+}
