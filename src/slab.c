@@ -604,7 +604,10 @@ static inline void free_remote(slab_t *s, void **o)
 	_nd_thread_t *t = _nd_tls;
 	unsigned c = s->cls;
 	_nd_slab_hot_t *b = &t->bw[c];
-	if (nd_likely((int32_t)s->node1 == t->bw_node1) && nd_likely((int32_t)b->used > -(int32_t)cls_bw[c])) {
+	/* not a parked heap's object (tp 0): those go home, so that the heap
+	 * can be trimmed (borrowing them pinned dead threads' slabs) */
+	if (nd_likely((int32_t)s->node1 == t->bw_node1) && nd_likely((int32_t)b->used > -(int32_t)cls_bw[c]) &&
+	    nd_likely(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) != 0)) {
 		void **f = b->free;
 		o[0] = f;
 		b->free = o;
