@@ -588,7 +588,9 @@ void *_nd_heap_malloc(size_t size)
 	_nd_thread_t *t = _nd_tls;
 	if (nd_likely(_nd_slab_key_ok(t, &t->key))) {
 		unsigned c = class_of(size);
-		void *o = _nd_slab_pop((_nd_slab_hot_t *)t->heap->cur[c]);
+		/* the borrowed list first (slab.c, free_remote): recently freed */
+		_nd_slab_hot_t *b = &t->bw[c];
+		void *o = _nd_slab_pop(b->free ? b : (_nd_slab_hot_t *)t->heap->cur[c]);
 		if (nd_likely(o != NULL))
 			return o;
 		count_slow(t);
@@ -603,8 +605,12 @@ void *_nd_heap_malloc(size_t size)
 void *_nd_heap_refill(size_t size)
 {
 	_nd_thread_t *t = _nd_tls; /* the key matched: a real record */
+	unsigned c = class_of(size);
+	void *o = _nd_slab_bw_take(t, c);
+	if (o)
+		return o;
 	count_slow(t);
-	void *o = heap_alloc(t->heap, class_of(size), t->hpol);
+	o = heap_alloc(t->heap, c, t->hpol);
 	if (!o)
 		errno = ENOMEM;
 	return o;

@@ -51,9 +51,11 @@ typedef struct _nd_slab_class_stats {
 /* Fills out[0 .. ND_SLAB_CLASSES) (n entries at most); returns the count. */
 int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
 
-/* ---- the malloc/free fast paths (docs/malloc.md). The hot structures
- * and the one pop and push live here, used by malloc.c's inlined paths
- * and slab.c's and heap.c's alike. slab.c owns every field.
+/* ---- the malloc/free fast paths (docs/malloc.md). The one pop and push
+ * live here, used by malloc.c's inlined paths and slab.c's and heap.c's
+ * alike; the hot fields they touch (ND_SLAB_HOT_FIELDS, _nd_slab_hot_t)
+ * are defined in nd_thread.h, whose record embeds the borrowed lists
+ * bw[] that the fast path pops like a slab. slab.c owns every field.
  *
  * Owner and synchronisation of the hot fields: free, used: the owner
  * thread of the slab's heap (or whoever took a parked heap out of its
@@ -62,16 +64,6 @@ int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
  * sends that free to its slow path, which rechecks under the page
  * descriptor; lim only grows while the slab lives, tp changes only when
  * the heap is parked or adopted). */
-#define ND_SLAB_HOT_FIELDS                                                         \
-	void *free;      /* private free list (owner only) */                         \
-	char *start;     /* first object (page-aligned run) */                        \
-	uint64_t mul;    /* (size's odd part)^-1 << (15 - tz) mod 2^64: see below */  \
-	uint64_t lim;    /* atomic: objects carved; 0 in check mode: frees validate */ \
-	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0); 0 while parked */ \
-	uint32_t used;   /* objects out; while on the full list, lowered by fbias */
-typedef struct _nd_slab_hot {
-	ND_SLAB_HOT_FIELDS
-} _nd_slab_hot_t;
 
 /* A heap starts with its current slab per class (_nd_heap_t below). */
 typedef struct _nd_heap_hot {
@@ -210,6 +202,7 @@ typedef struct _nd_slab {
 	uint8_t cls;
 	uint16_t cap;          /* objects in the slab */
 	uint16_t carved;       /* atomic: objects ever put on a free list (lazy carving) */
+	uint16_t node1;        /* node + 1, ND_SLAB_NODE1_NONE if unknown: line 1's copy for free_remote */
 	uint32_t size;
 	struct nd_heap *heap;  /* atomic: owner heap */
 	/* line 2: written by other threads */
@@ -224,6 +217,8 @@ typedef struct _nd_slab {
 	uint64_t purged;       /* slab_purge.c (owner): bit p: page p was given back, the
 				* free objects starting in it are off the free list */
 } _nd_slab_t;
+#define ND_SLAB_NODE1_NONE UINT16_MAX /* never a thread's bw_node1 (0 or node + 1) */
+_Static_assert(offsetof(_nd_slab_t, heap) + sizeof(void *) <= ND_CACHE_LINE, "free's fields (node1 too) share line 1");
 _Static_assert(offsetof(_nd_slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
 	       offsetof(_nd_slab_t, used) == offsetof(_nd_slab_hot_t, used), "_nd_slab_t starts with the hot fields");
 
@@ -328,6 +323,10 @@ void _nd_slab_full_push(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_set_heap(_nd_thread_t *t, _nd_heap_t *h);
 /* Smallest class >= size whose objects are aligned to align, or -1. */
 int _nd_slab_class_for(size_t size, size_t align);
+/* malloc of class c found its list empty (key valid, t a real record):
+ * an object of t's borrowed list bw[c] (dir[] then points at it), else
+ * NULL with dir[] back on the heap's current slab. */
+void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c);
 /* t's remote-free buffer goes home; returns the entries sent. */
 unsigned _nd_slab_rf_flush_all(_nd_thread_t *t);
 /* Thread exit (before its heaps park): the buffer goes home, the

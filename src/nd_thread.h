@@ -11,7 +11,6 @@
  * Each layer keeps its per-thread state in its part of the record.
  * ====================================================================== */
 
-struct _nd_slab_hot;
 struct nd_heap;
 /* The slab layer's key that no CPU pair ever equals (rseq's cpu_id_start
  * always holds a real CPU number). */
@@ -24,6 +23,19 @@ struct nd_heap;
 #define ND_PCACHE 4 /* nd_malloc_policy's cache: policy objects remembered */
 /* Size classes (docs/malloc.md): 16..128 by 16, then 4 per power of two. */
 #define ND_SLAB_CLASSES 40
+
+/* slab.c's hot slab fields (nd_slab.h describes them: the fast paths'
+ * part of a slab header, and of the record's borrowed lists bw[]). */
+#define ND_SLAB_HOT_FIELDS                                                         \
+	void *free;      /* private free list (owner only) */                         \
+	char *start;     /* first object (page-aligned run) */                        \
+	uint64_t mul;    /* (size's odd part)^-1 << (15 - tz) mod 2^64: see below */  \
+	uint64_t lim;    /* atomic: objects carved; 0 in check mode: frees validate */ \
+	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0); 0 while parked */ \
+	uint32_t used;   /* objects out; while on the full list, lowered by fbias */
+typedef struct _nd_slab_hot {
+	ND_SLAB_HOT_FIELDS
+} _nd_slab_hot_t;
 
 /* slab.c's remote-free buffer, one entry per size class: objects freed by
  * this thread into one slab it does not own, chained through word 0 (each
@@ -78,6 +90,14 @@ typedef struct _nd_thread {
 	uint64_t cls_remote[ND_SLAB_CLASSES]; /* frees into slabs of other threads */
 	uint64_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
 	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
+	/* borrowed lists (slab.c, free_remote): objects this thread freed into
+	 * other threads' slabs on node bw_node1 - 1, kept for its own mallocs of
+	 * the class (tcmalloc-like reuse, placement kept: only while the current
+	 * heap is that node's heap). Only free and used are meaningful: used
+	 * is minus the objects on the list. Each object is marked free and
+	 * counted out by its slab, as in rf[]. */
+	_nd_slab_hot_t bw[ND_SLAB_CLASSES];
+	int32_t bw_node1;        /* node + 1 the borrowed lists hold; 0: none */
 	struct nd_heap *ph[8];  /* policy heaps (bind, interleave, weighted) */
 	int nph;
 	/* ---- policy.c ---- */

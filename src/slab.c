@@ -49,6 +49,7 @@ uint8_t _nd_slab_cls_tab[ND_SLAB_MAX / 16 + 1];
 static uint8_t cls_pages[ND_SLAB_CLASSES];  /* slab run length (power of two) */
 static uint16_t cls_cap[ND_SLAB_CLASSES];   /* objects per slab */
 static uint64_t cls_mul[ND_SLAB_CLASSES];   /* inverse of the odd part << (15 - tz) */
+static uint32_t cls_bw[ND_SLAB_CLASSES];    /* objects a borrowed list keeps (free_remote) */
 
 static inline unsigned class_of(size_t size)
 {
@@ -80,7 +81,7 @@ bool _nd_slab_check;       /* NODALLOC_CHECK=1 */
 /* t->dir mirrors t->heap's current slab of every class up to
  * ND_SLAB_DIRECT: every write of a heap's cur[] goes through set_cur.
  * Owner only. */
-static void dir_class(_nd_thread_t *t, unsigned c, slab_t *s)
+static void dir_class(_nd_thread_t *t, unsigned c, void *s)
 {
 	unsigned lo = c ? cls_size[c - 1] + 1 : 0, hi = cls_size[c];
 	if (lo > ND_SLAB_DIRECT)
@@ -116,11 +117,29 @@ static inline void set_cur(heap_t *h, unsigned c, slab_t *s)
 		dir_class(o, c, s);
 }
 
+static void bw_flush_all(_nd_thread_t *t);
+
+/* The node whose objects t's borrowed lists may keep while h is its heap:
+ * a node heap's (its allocations want exactly that node; a slab there is
+ * what a refill would take first); none for a policy heap or in check
+ * mode. */
+static int32_t bw_node1_of(const heap_t *h)
+{
+	if (_nd_slab_check || !h || h->pol || h->node < 0 || h->node >= ND_MAX_NODES)
+		return 0;
+	return h->node + 1;
+}
+
 void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 {
+	int32_t n1 = bw_node1_of(h);
+	if (n1 != t->bw_node1) { /* borrowed objects of another node go home */
+		bw_flush_all(t);
+		t->bw_node1 = n1;
+	}
 	t->heap = h;
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
-		dir_class(t, c, h->cur[c]);
+		dir_class(t, c, t->bw[c].free ? &t->bw[c] : (_nd_slab_hot_t *)h->cur[c]);
 }
 
 static inline uintptr_t my_tp(void) { return (uintptr_t)__builtin_thread_pointer(); }
@@ -187,6 +206,7 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	s->cap = cls_cap[c];
 	s->cls = (uint8_t)c;
 	s->node = got;
+	s->node1 = got >= 0 && got < ND_MAX_NODES ? (uint16_t)(got + 1) : ND_SLAB_NODE1_NONE;
 	s->npages = cls_pages[c];
 	__atomic_store_n(&s->tp, my_tp(), __ATOMIC_RELAXED); /* heap_alloc runs on h's owner */
 	set_slab_pages(s, ND_USE_SLAB, (uintptr_t)s);
@@ -505,12 +525,100 @@ static __attribute__((noinline)) void free_remote_new(_nd_thread_t *t, slab_t *s
 	e->slab = (_nd_slab_hot_t *)s;
 }
 
+/* ---- borrowed lists (internal.h, _nd_thread_t.bw) ------------------------
+ * A remote free of an object on the node of the thread's current node
+ * heap does not go home: it waits on the thread's borrowed list of its
+ * class, and the thread's next mallocs of the class take it (tcmalloc's
+ * thread caches do this for every free). Sending it home would cost a
+ * splice, the owner's collect, and two cache-line moves per object when
+ * two threads trade objects (the owner's malloc pulls the line back from
+ * the freeing core). Placement stays exact: the object is on the node
+ * the heap's own slabs are, and the lists go home when the thread's heap
+ * changes node or kind (_nd_slab_set_heap). Slab accounting stays exact:
+ * a borrowed object is out (used) for its slab, as if the program still
+ * held it, so its slab is never released under the list. At most
+ * cls_bw[c] wait; beyond, frees go through rf[] as before. */
+
+/* The malloc fast path's dir[] entries of class c, if it has any. */
+static inline bool class_direct(unsigned c)
+{
+	return c == 0 || cls_size[c - 1] + 1 <= ND_SLAB_DIRECT;
+}
+
+/* Sends a borrowed list home: runs of one slab (the marker, word 1,
+ * names it) go in one splice each. */
+static void bw_send(void **o)
+{
+	while (o) {
+		slab_t *s = (slab_t *)o[1];
+		void **head = o, **tail = o;
+		uint32_t n = 1;
+		for (o = o[0]; o && o[1] == (void *)s && n < s->cap; o = o[0]) {
+			tail = o;
+			n++;
+		}
+		remote_send(s, head, tail, n); /* rewrites tail[0]: o was read before */
+	}
+}
+
+static void bw_flush_all(_nd_thread_t *t)
+{
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		_nd_slab_hot_t *b = &t->bw[c];
+		void **o = b->free;
+		if (!o)
+			continue;
+		b->free = NULL;
+		b->used = 0;
+		if (t->heap && class_direct(c))
+			dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
+		bw_send(o);
+	}
+}
+
+/* The list of class c was empty: the fast path pops from it now. */
+static __attribute__((noinline)) void bw_started(_nd_thread_t *t, unsigned c)
+{
+	if (class_direct(c))
+		dir_class(t, c, &t->bw[c]);
+}
+
+void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
+{
+	_nd_slab_hot_t *b = &t->bw[c];
+	if (b->free) {
+		if (class_direct(c))
+			dir_class(t, c, b);
+		return _nd_slab_pop(b);
+	}
+	if (class_direct(c) && t->dir[ND_SLAB_DIR0 + cls_size[c]] == b)
+		dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
+	return NULL;
+}
+
 /* The free of o (marked) by a thread that does not own s: a leaf while
- * the entry of s's class holds s (the boot record's entries hold none). */
+ * the object can be borrowed, or the entry of s's class holds s (the
+ * boot record borrows nothing and its entries hold none). */
 static inline void free_remote(slab_t *s, void **o)
 {
 	_nd_thread_t *t = _nd_tls;
-	_nd_rfree_t *e = &t->rf[s->cls];
+	unsigned c = s->cls;
+	_nd_slab_hot_t *b = &t->bw[c];
+	/* not a parked heap's object (tp 0): those go home, so that the heap
+	 * can be trimmed (borrowing them pinned dead threads' slabs) */
+	if (nd_likely((int32_t)s->node1 == t->bw_node1) && nd_likely((int32_t)b->used > -(int32_t)cls_bw[c]) &&
+	    nd_likely(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) != 0)) {
+		void **f = b->free;
+		o[0] = f;
+		b->free = o;
+		b->used--;
+		uint64_t *nrem = &t->cls_remote[c]; /* statistics (a snapshot reads it) */
+		__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);
+		if (nd_unlikely(f == NULL))
+			bw_started(t, c);
+		return;
+	}
+	_nd_rfree_t *e = &t->rf[c];
 	if (nd_likely(e->slab == (_nd_slab_hot_t *)s)) {
 		o[0] = e->head;
 		e->head = o;
@@ -529,6 +637,8 @@ static inline void free_remote(slab_t *s, void **o)
 
 void _nd_slab_thread_done(_nd_thread_t *t)
 {
+	bw_flush_all(t);
+	t->bw_node1 = 0; /* frees until the record is gone send at once */
 	_nd_slab_rf_flush_all(t);
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
 		__atomic_fetch_add(&gone_remote[c], t->cls_remote[c], __ATOMIC_RELAXED);
@@ -585,8 +695,10 @@ int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n)
 void _nd_slab_flush_remote(void)
 {
 	_nd_thread_t *t = _nd_tls;
-	if (t != &_nd_thread_boot)
+	if (t != &_nd_thread_boot) {
+		bw_flush_all(t);
 		_nd_slab_rf_flush_all(t);
+	}
 }
 
 unsigned _nd_slab_remote_pending(void)
@@ -594,8 +706,7 @@ unsigned _nd_slab_remote_pending(void)
 	_nd_thread_t *t = _nd_tls;
 	unsigned n = 0;
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
-		if (t->rf[c].slab)
-			n += t->rf[c].n;
+		n += (t->rf[c].slab ? t->rf[c].n : 0) + (uint32_t)-(int32_t)t->bw[c].used;
 	return n;
 }
 
@@ -723,6 +834,9 @@ int _nd_slab_init(void)
 		for (int i = 0; i < 6; i++) /* Newton: each step doubles the correct bits */
 			x *= 2 - d * x;
 		cls_mul[c] = x << (15 - __builtin_ctz(cls_size[c])); /* internal.h: _nd_slab_index */
+		/* borrowed: up to 64 objects and 16 KiB, at least 2 */
+		uint32_t nb = 16384 / cls_size[c];
+		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;
 	}
 	_nd_slab_check = _nd_opt_int(ND_OPT_CHECK) != 0;
 	_nd_meta_map_init();
