@@ -581,6 +581,16 @@ static __attribute__((noinline)) void *malloc_slow(size_t size)
 	return alloc_class(class_of(size), NULL, -1);
 }
 
+/* Class c of t's current heap had nothing at hand: a refill (counted). */
+static void *class_slow(_nd_thread_t *t, unsigned c)
+{
+	count_slow(t);
+	void *o = heap_alloc(t->heap, c, t->hpol);
+	if (!o)
+		errno = ENOMEM;
+	return o;
+}
+
 /* Sizes above ND_SLAB_DIRECT, and malloc.c's fast path when the key
  * missed: while the key holds, pop or refill from the current heap. */
 void *_nd_heap_malloc(size_t size)
@@ -593,11 +603,7 @@ void *_nd_heap_malloc(size_t size)
 		void *o = _nd_slab_pop(b->free ? b : (_nd_slab_hot_t *)t->heap->cur[c]);
 		if (nd_likely(o != NULL))
 			return o;
-		count_slow(t);
-		o = heap_alloc(t->heap, c, t->hpol);
-		if (!o)
-			errno = ENOMEM;
-		return o;
+		return class_slow(t, c);
 	}
 	return malloc_slow(size);
 }
@@ -607,13 +613,7 @@ void *_nd_heap_refill(size_t size)
 	_nd_thread_t *t = _nd_tls; /* the key matched: a real record */
 	unsigned c = class_of(size);
 	void *o = _nd_slab_bw_take(t, c);
-	if (o)
-		return o;
-	count_slow(t);
-	o = heap_alloc(t->heap, c, t->hpol);
-	if (!o)
-		errno = ENOMEM;
-	return o;
+	return o ? o : class_slow(t, c);
 }
 
 /* ---- placement calls' slow paths (malloc.c has the fast paths) ---------- */

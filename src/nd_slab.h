@@ -327,8 +327,26 @@ int _nd_slab_class_for(size_t size, size_t align);
  * an object of t's borrowed list bw[c] (dir[] then points at it), else
  * NULL with dir[] back on the heap's current slab. */
 void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c);
+/* t->dir's entries of class c point at s (every write of the current
+ * heap's cur[] and of a borrowed list's start goes through it). Owner. */
+void _nd_slab_dir_class(_nd_thread_t *t, unsigned c, void *s);
+
+/* ---- src/slab_remote.c: the slow half of remote frees ----
+ * slab.c's inline free_remote calls these; t is the calling thread. */
 /* t's remote-free buffer goes home; returns the entries sent. */
 unsigned _nd_slab_rf_flush_all(_nd_thread_t *t);
+/* One entry of t's buffer goes home (its count reached its max). */
+void _nd_slab_rf_flush(_nd_thread_t *t, _nd_rfree_t *e);
+/* t's entry of o's class held another slab (or none): it goes home and
+ * starts a chain of s with o; classes too small to batch send o now. */
+void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o);
+/* A thread without a record frees o of s: sent at once, counted. */
+void _nd_slab_free_remote_now(_nd_slab_t *s, void **o);
+/* t's borrowed lists go home (its heap changes node or kind; exit). */
+void _nd_slab_bw_flush_all(_nd_thread_t *t);
+/* t's borrowed list of class c was empty and got an object: dir[] of c
+ * points at it. */
+void _nd_slab_bw_started(_nd_thread_t *t, unsigned c);
 /* Thread exit (before its heaps park): the buffer goes home, the
  * record's per-class counters go into the totals. */
 void _nd_slab_thread_done(_nd_thread_t *t);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Slabs (docs/malloc.md): size classes, the slab itself (carving, the
- * free-list protocol, remote frees, the owner's partial and full lists)
- * and every free. heap.c (above) decides which heap and slab an
+ * free-list protocol, the owner's partial and full lists) and every free;
+ * slab_remote.c has the slow half of remote frees. heap.c (above) decides which heap and slab an
  * allocation uses; meta.c (below) holds the headers and the slab map.
  *
  * Shapes:
@@ -81,7 +81,7 @@ bool _nd_slab_check;       /* NODALLOC_CHECK=1 */
 /* t->dir mirrors t->heap's current slab of every class up to
  * ND_SLAB_DIRECT: every write of a heap's cur[] goes through set_cur.
  * Owner only. */
-static void dir_class(_nd_thread_t *t, unsigned c, void *s)
+void _nd_slab_dir_class(_nd_thread_t *t, unsigned c, void *s)
 {
 	unsigned lo = c ? cls_size[c - 1] + 1 : 0, hi = cls_size[c];
 	if (lo > ND_SLAB_DIRECT)
@@ -114,10 +114,8 @@ static inline void set_cur(heap_t *h, unsigned c, slab_t *s)
 	h->cur[c] = s;
 	_nd_thread_t *o = h->owner; /* the caller owns h: no race on it */
 	if (o && o->heap == h)
-		dir_class(o, c, s);
+		_nd_slab_dir_class(o, c, s);
 }
-
-static void bw_flush_all(_nd_thread_t *t);
 
 /* The node whose objects t's borrowed lists may keep while h is its heap:
  * a node heap's (its allocations want exactly that node; a slab there is
@@ -134,12 +132,12 @@ void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 {
 	int32_t n1 = bw_node1_of(h);
 	if (n1 != t->bw_node1) { /* borrowed objects of another node go home */
-		bw_flush_all(t);
+		_nd_slab_bw_flush_all(t);
 		t->bw_node1 = n1;
 	}
 	t->heap = h;
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
-		dir_class(t, c, t->bw[c].free ? &t->bw[c] : (_nd_slab_hot_t *)h->cur[c]);
+		_nd_slab_dir_class(t, c, t->bw[c].free ? &t->bw[c] : (_nd_slab_hot_t *)h->cur[c]);
 }
 
 static inline uintptr_t my_tp(void) { return (uintptr_t)__builtin_thread_pointer(); }
@@ -436,166 +434,6 @@ static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
 	}
 }
 
-/* Sends a chain of n objects of s (head .. tail, linked through word 0,
- * each marked free) home: one CAS splices it onto tfree. Once the splice
- * is visible the owner may take the objects and release the slab:
- * everything needed from the header is read before. */
-static __attribute__((noinline)) void remote_send(slab_t *s, void **head, void **tail, uint32_t n)
-{
-	heap_t *h = __atomic_load_n(&s->heap, __ATOMIC_RELAXED);
-	ND_ASSERT(h != NULL, "a slab with objects out has an owner heap");
-	ND_ASSERT(n >= 1 && n <= s->cap, "a remote chain holds 1..cap objects");
-	uint64_t bit = (uint64_t)1 << s->cls;
-	uintptr_t old = __atomic_load_n(&s->tfree, __ATOMIC_RELAXED), nv;
-	do {
-		tail[0] = (void *)(old & TF_PTR);
-		/* count + n, head = the chain's, NOTIFY cleared */
-		nv = ((old >> TF_CNT_SHIFT) + n) << TF_CNT_SHIFT | (uintptr_t)head;
-	} while (!__atomic_compare_exchange_n(&s->tfree, &old, nv, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-	if (old & NOTIFY)
-		__atomic_fetch_or(&h->notify, bit, __ATOMIC_RELEASE);
-	/* parked heap: a thread of its pool will trim and absorb it */
-	if (nd_unlikely(__atomic_load_n(&h->owner, __ATOMIC_RELAXED) == NULL) &&
-	    !__atomic_load_n(_nd_meta_pool_dirty(h), __ATOMIC_RELAXED))
-		__atomic_store_n(_nd_meta_pool_dirty(h), 1, __ATOMIC_RELAXED);
-}
-
-/* ---- remote-free buffer (internal.h, _nd_rfree_t) -------------------------
- * A thread batches its frees into slabs it does not own, per class: the
- * objects of one slab chain up in the thread's record and go home in one
- * splice, so the owner's cache line of tfree is written once per batch,
- * not once per object. At most a quarter of a slab (and RF_MAX objects)
- * waits, so the owner is not starved of its own memory; classes whose
- * slabs hold fewer than 8 objects are not buffered. A thread without a
- * record (one that never allocated, or past its exit hook) sends each
- * object at once: a free never makes a record, which a free run after the
- * thread's exit hook could leak. */
-#define RF_MAX 32
-
-static inline uint32_t rf_limit(const slab_t *s)
-{
-	uint32_t m = (uint32_t)s->cap / 4;
-	return m > RF_MAX ? RF_MAX : m;
-}
-
-/* Counters of exited threads (relaxed atomic adds at their exit; threads
- * without a record add their remote frees here at once), for
- * _nd_slab_class_stats. */
-static uint64_t gone_remote[ND_SLAB_CLASSES], gone_refill[ND_SLAB_CLASSES];
-
-static void rf_flush(_nd_thread_t *t, _nd_rfree_t *e)
-{
-	slab_t *s = (slab_t *)e->slab;
-	if (!s)
-		return;
-	e->slab = NULL;
-	t->rf_sent++;
-	uint64_t *nrem = &t->cls_remote[s->cls]; /* statistics (a snapshot reads it) */
-	__atomic_store_n(nrem, *nrem + e->n, __ATOMIC_RELAXED);
-	remote_send(s, e->head, e->tail, e->n);
-}
-
-/* Every entry of t's buffer goes home; returns how many were sent. */
-unsigned _nd_slab_rf_flush_all(_nd_thread_t *t)
-{
-	unsigned n = 0;
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		n += t->rf[c].slab != NULL;
-		rf_flush(t, &t->rf[c]);
-	}
-	return n;
-}
-
-/* free_remote's entry did not hold s: a thread without a record sends o
- * at once; else the entry goes home and starts a chain of s with o. */
-static __attribute__((noinline)) void free_remote_new(_nd_thread_t *t, slab_t *s, void **o)
-{
-	uint32_t m = rf_limit(s);
-	if (m < 2) {
-		__atomic_store_n(&t->cls_remote[s->cls], t->cls_remote[s->cls] + 1, __ATOMIC_RELAXED);
-		remote_send(s, o, o, 1);
-		return;
-	}
-	_nd_rfree_t *e = &t->rf[s->cls];
-	rf_flush(t, e); /* another slab of the class (or none) held the entry */
-	o[0] = NULL;
-	e->head = e->tail = o;
-	e->n = 1;
-	e->max = m;
-	e->slab = (_nd_slab_hot_t *)s;
-}
-
-/* ---- borrowed lists (internal.h, _nd_thread_t.bw) ------------------------
- * A remote free of an object on the node of the thread's current node
- * heap does not go home: it waits on the thread's borrowed list of its
- * class, and the thread's next mallocs of the class take it (tcmalloc's
- * thread caches do this for every free). Sending it home would cost a
- * splice, the owner's collect, and two cache-line moves per object when
- * two threads trade objects (the owner's malloc pulls the line back from
- * the freeing core). Placement stays exact: the object is on the node
- * the heap's own slabs are, and the lists go home when the thread's heap
- * changes node or kind (_nd_slab_set_heap). Slab accounting stays exact:
- * a borrowed object is out (used) for its slab, as if the program still
- * held it, so its slab is never released under the list. At most
- * cls_bw[c] wait; beyond, frees go through rf[] as before. */
-
-/* The malloc fast path's dir[] entries of class c, if it has any. */
-static inline bool class_direct(unsigned c)
-{
-	return c == 0 || cls_size[c - 1] + 1 <= ND_SLAB_DIRECT;
-}
-
-/* Sends a borrowed list home: runs of one slab (the marker, word 1,
- * names it) go in one splice each. */
-static void bw_send(void **o)
-{
-	while (o) {
-		slab_t *s = (slab_t *)o[1];
-		void **head = o, **tail = o;
-		uint32_t n = 1;
-		for (o = o[0]; o && o[1] == (void *)s && n < s->cap; o = o[0]) {
-			tail = o;
-			n++;
-		}
-		remote_send(s, head, tail, n); /* rewrites tail[0]: o was read before */
-	}
-}
-
-static void bw_flush_all(_nd_thread_t *t)
-{
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		_nd_slab_hot_t *b = &t->bw[c];
-		void **o = b->free;
-		if (!o)
-			continue;
-		b->free = NULL;
-		b->used = 0;
-		if (t->heap && class_direct(c))
-			dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
-		bw_send(o);
-	}
-}
-
-/* The list of class c was empty: the fast path pops from it now. */
-static __attribute__((noinline)) void bw_started(_nd_thread_t *t, unsigned c)
-{
-	if (class_direct(c))
-		dir_class(t, c, &t->bw[c]);
-}
-
-void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
-{
-	_nd_slab_hot_t *b = &t->bw[c];
-	if (b->free) {
-		if (class_direct(c))
-			dir_class(t, c, b);
-		return _nd_slab_pop(b);
-	}
-	if (class_direct(c) && t->dir[ND_SLAB_DIR0 + cls_size[c]] == b)
-		dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
-	return NULL;
-}
-
 /* The free of o (marked) by a thread that does not own s: a leaf while
  * the object can be borrowed, or the entry of s's class holds s (the
  * boot record borrows nothing and its entries hold none). */
@@ -615,7 +453,7 @@ static inline void free_remote(slab_t *s, void **o)
 		uint64_t *nrem = &t->cls_remote[c]; /* statistics (a snapshot reads it) */
 		__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);
 		if (nd_unlikely(f == NULL))
-			bw_started(t, c);
+			_nd_slab_bw_started(t, c);
 		return;
 	}
 	_nd_rfree_t *e = &t->rf[c];
@@ -624,93 +462,14 @@ static inline void free_remote(slab_t *s, void **o)
 		e->head = o;
 		ND_ASSERT(e->n < e->max, "a buffer entry holds fewer than max objects");
 		if (nd_unlikely(++e->n >= e->max))
-			rf_flush(t, e);
+			_nd_slab_rf_flush(t, e);
 		return;
 	}
-	if (t == &_nd_thread_boot) { /* no record: at once, counted globally */
-		__atomic_fetch_add(&gone_remote[s->cls], 1, __ATOMIC_RELAXED);
-		remote_send(s, o, o, 1);
-	}
+	if (t == &_nd_thread_boot) /* no record: at once, counted globally */
+		_nd_slab_free_remote_now(s, o);
 	else
-		free_remote_new(t, s, o);
+		_nd_slab_free_remote_new(t, s, o);
 }
-
-void _nd_slab_thread_done(_nd_thread_t *t)
-{
-	bw_flush_all(t);
-	t->bw_node1 = 0; /* frees until the record is gone send at once */
-	_nd_slab_rf_flush_all(t);
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		__atomic_fetch_add(&gone_remote[c], t->cls_remote[c], __ATOMIC_RELAXED);
-		__atomic_fetch_add(&gone_refill[c], t->cls_refill[c], __ATOMIC_RELAXED);
-		__atomic_store_n(&t->cls_remote[c], 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&t->cls_refill[c], 0, __ATOMIC_RELAXED);
-	}
-}
-
-/* ---- per-class statistics (issue 13) ---------------------------------------
- * Read from the slab headers (meta.c keeps every header ever made) and the
- * thread records' counters: nothing on the fast paths. The owners' fields
- * are read with relaxed loads while they change: a snapshot, exact when
- * the process is quiet. */
-static void stats_slab(const slab_t *s, void *arg)
-{
-	_nd_slab_class_stats_t *out = arg;
-	if (!__atomic_load_n(&s->heap, __ATOMIC_RELAXED))
-		return; /* released */
-	_nd_slab_class_stats_t *e = &out[s->cls];
-	e->slabs++;
-	e->slab_bytes += (uint64_t)s->npages << ND_PAGE_SHIFT;
-	e->capacity += s->cap;
-	e->objects += (uint32_t)(ND_LOAD_RELAXED(s->used) + ND_LOAD_RELAXED(s->fbias));
-}
-
-static void stats_thread(_nd_thread_t *t, void *arg)
-{
-	_nd_slab_class_stats_t *out = arg;
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		out[c].remote_frees += __atomic_load_n(&t->cls_remote[c], __ATOMIC_RELAXED);
-		out[c].refills += __atomic_load_n(&t->cls_refill[c], __ATOMIC_RELAXED);
-	}
-}
-
-int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n)
-{
-	_nd_slab_class_stats_t all[ND_SLAB_CLASSES];
-	memset(all, 0, sizeof all);
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		all[c].size = cls_size[c];
-		all[c].remote_frees = __atomic_load_n(&gone_remote[c], __ATOMIC_RELAXED);
-		all[c].refills = __atomic_load_n(&gone_refill[c], __ATOMIC_RELAXED);
-	}
-	_nd_meta_hdr_each(stats_slab, all);
-	_nd_thread_each(stats_thread, all);
-	if (n > ND_SLAB_CLASSES)
-		n = ND_SLAB_CLASSES;
-	if (n > 0)
-		memcpy(out, all, (size_t)n * sizeof all[0]);
-	return n > 0 ? n : 0;
-}
-
-void _nd_slab_flush_remote(void)
-{
-	_nd_thread_t *t = _nd_tls;
-	if (t != &_nd_thread_boot) {
-		bw_flush_all(t);
-		_nd_slab_rf_flush_all(t);
-	}
-}
-
-unsigned _nd_slab_remote_pending(void)
-{
-	_nd_thread_t *t = _nd_tls;
-	unsigned n = 0;
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
-		n += (t->rf[c].slab ? t->rf[c].n : 0) + (uint32_t)-(int32_t)t->bw[c].used;
-	return n;
-}
-
-uint64_t _nd_slab_remote_sent(void) { return _nd_tls->rf_sent; }
 
 /* The marker says "already free", or check mode: validate, then free. */
 static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
