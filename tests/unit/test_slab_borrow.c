@@ -92,6 +92,18 @@ static int all_on(void **v, int n, int node)
 	return 1;
 }
 
+/* The end of a case: this thread's objects and the maker's from `from`
+ * on are freed, the buffered ones sent home, the maker ends. */
+static void finish(void **mine, int nmine, int from)
+{
+	for (int i = 0; i < nmine; i++)
+		free(mine[i]);
+	for (int i = from; i < N; i++)
+		free(theirs[i]);
+	_nd_slab_flush_remote();
+	maker_exit();
+}
+
 static void check_reuse(size_t size)
 {
 	nd_emulate_cpu(0);
@@ -109,12 +121,7 @@ static void check_reuse(size_t size)
 	CHECK(all_on(mine, K, 0), "size %zu: reused objects on node 0", size);
 	CHECK_EQ(_nd_slab_remote_sent(), sent);
 	CHECK_EQ(_nd_slab_remote_pending(), 0);
-	for (int i = 0; i < K; i++)
-		free(mine[i]);
-	for (int i = K; i < N; i++)
-		free(theirs[i]);
-	_nd_slab_flush_remote();
-	maker_exit();
+	finish(mine, K, K);
 }
 
 static void check_migrate(size_t size)
@@ -132,12 +139,7 @@ static void check_migrate(size_t size)
 	CHECK(all_on(mine, K, 1), "size %zu: after migration on node 1", size);
 	CHECK_EQ(count_in(mine, K, theirs, N), 0);
 	CHECK_EQ(_nd_slab_remote_pending(), 0); /* went home at the heap change */
-	for (int i = 0; i < K; i++)
-		free(mine[i]);
-	for (int i = K; i < N; i++)
-		free(theirs[i]);
-	_nd_slab_flush_remote();
-	maker_exit();
+	finish(mine, K, K);
 }
 
 static void check_policy(const char *spec, int want_node)
@@ -276,10 +278,7 @@ static void check_accounting(void)
 	int st = 0;
 	waitpid(pid, &st, 0);
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "double free of a borrowed object: status %#x", st);
-	for (int i = K; i < N; i++)
-		free(theirs[i]);
-	_nd_slab_flush_remote();
-	maker_exit();
+	finish(NULL, 0, K);
 }
 
 int main(void)
