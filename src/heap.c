@@ -389,7 +389,7 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 		heap_t *old = t->ph[v];
 		for (int i = 0; i < ND_PCACHE; i++)
 			if (t->pc[i].heap == (struct nd_heap *)old) {
-				t->pc[i].user = NULL;
+				t->pc[i].user = ND_PC_NOUSER;
 				__atomic_store_n(&t->pc[i].key, ND_KEY_NONE, __ATOMIC_RELAXED);
 			}
 		for (int i = v; i + 1 < t->nph; i++)
@@ -642,26 +642,56 @@ void *_nd_heap_local(size_t size)
 
 /* nd_malloc_policy's cache: an entry remembers a caller's policy object
  * by its address and the words that can differ between valid policies on
- * this topology (mode and flags, granularity, the first 64 nodes' bits,
- * the first 8 weights), with the heap that policy resolved to on the CPU
- * of key. Only topologies of at most 64 nodes (8 for weighted) are cached;
- * a caller that changes bits above them in a cached object is not seen. */
+ * this topology (_nd_slab_pc_same), with the heap that policy resolved to
+ * on the CPU of key. Only topologies of at most 64 nodes (8 for weighted)
+ * are cached; a caller that changes bits above them in a cached object is
+ * not seen. */
 static bool pc_cacheable(const nd_policy_t *p)
 {
 	int nl = _nd_topo()->node_limit;
 	return nl <= 64 && (p->mode != ND_POLICY_WEIGHTED || nl <= 8);
 }
 
+/* Also the padding after the granularity: place.c compares it too. */
 static void pc_fill(struct _nd_pcache *e, const nd_policy_t *p)
 {
 	memcpy(&e->mode_flags, &p->mode, sizeof e->mode_flags);
+	memcpy(&e->gran_pad, &p->granularity_shift, sizeof e->gran_pad);
 	e->bits0 = p->nodes.bits[0];
 	e->w0 = 0;
 	if (p->mode == ND_POLICY_WEIGHTED)
 		memcpy(&e->w0, p->weights, sizeof e->w0);
-	e->gran = p->granularity_shift;
 	bool il = _nd_policy_spreads(p);
 	e->max = il ? (uint32_t)ND_PAGE_SIZE : (uint32_t)ND_SLAB_MAX;
+}
+
+/* e's heap is still the one to use: key still holds *lane. */
+static bool pc_valid(const struct _nd_pcache *e)
+{
+	uint64_t v;
+	if (!e->heap || !e->lane)
+		return false;
+	memcpy(&v, e->lane, sizeof v); /* cpu64, or the caller's weights */
+	return __atomic_load_n(&e->key, __ATOMIC_RELAXED) == v;
+}
+
+/* The lane of an entry just resolved (heap set): a weighted policy's
+ * heap is the same on every CPU (each slab chooses its node), so a plain
+ * object's entry compares its weights there instead of the CPU (place.c
+ * needs one compare for both); every other entry (prepared objects too:
+ * the fast path compares their key with *cpu64) the CPU pair. Check mode
+ * stores nothing: key stays NONE, no CPU pair equals it. */
+static void pc_key_store(_nd_thread_t *t, struct _nd_pcache *e, const nd_policy_t *p, uint64_t pair)
+{
+	if (_nd_slab_check || e->user != p)
+		return;
+	if (p->mode == ND_POLICY_WEIGHTED && e->pol != p) {
+		e->lane = (const uint64_t *)(const void *)p->weights;
+		__atomic_store_n(&e->key, e->w0, __ATOMIC_RELAXED);
+	} else {
+		e->lane = t->cpu64;
+		__atomic_store_n(&e->key, pair, __ATOMIC_RELAXED);
+	}
 }
 
 void *_nd_heap_policy(size_t size, const nd_policy_t *p)
@@ -684,12 +714,13 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 			return NULL; /* errno EINVAL or ENOMEM */
 		}
 		e = &t->pc[t->pc_next++ % ND_PCACHE];
-		e->user = pc_cacheable(p) ? p : NULL;
+		e->user = pc_cacheable(p) ? p : ND_PC_NOUSER;
 		e->pol = ip;
 		e->heap = NULL;
+		e->lane = NULL;
 		__atomic_store_n(&e->key, ND_KEY_NONE, __ATOMIC_RELAXED);
-		pc_fill(e, p);
 	}
+	pc_fill(e, p); /* a found entry too: the padding may have changed */
 	if (e != &t->pc[0]) { /* the fast path looks at entry 0 only */
 		struct _nd_pcache x = *e;
 		*e = t->pc[0];
@@ -701,14 +732,13 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 		return NULL;
 	}
 	heap_t *h = (heap_t *)e->heap;
-	if (!h || !_nd_slab_key_ok(t, &e->key)) {
+	if (!pc_valid(e)) {
 		uint64_t pair = cpu_pair(t);
 		h = heap_for(t, e->pol, _nd_topo_cpu());
 		if (!h)
 			return NULL;
 		e->heap = h;
-		if (!_nd_slab_check && e->user)
-			__atomic_store_n(&e->key, pair, __ATOMIC_RELAXED);
+		pc_key_store(t, e, p, pair);
 	}
 	void *o = heap_alloc(h, class_of(size), e->pol);
 	if (!o)

@@ -149,13 +149,25 @@ static inline __attribute__((always_inline)) bool _nd_slab_key_ok(const _nd_thre
 	return *t->cpu64 == ND_LOAD_RELAXED(*key);
 }
 
-/* nd_malloc_policy's cache entry still describes the caller's object p
- * (heap.c, _nd_heap_policy: the words that can differ on this topology). */
+/* The user of a cache entry that matches no caller's object (uncached
+ * topology, heap parked): never NULL, so the fast path, which reads the
+ * object once user == p, never reads a NULL one (nd_malloc_policy(size,
+ * NULL) is the default policy). */
+#define ND_PC_NOUSER ((const nd_policy_t *)(const void *)&_nd_policy_local)
+
+/* nd_malloc_policy's cache entry e still describes the caller's object p:
+ * the words a valid policy can differ in on a topology of at most 64
+ * nodes (8 for weighted; heap.c caches no other): mode and flags,
+ * granularity, the first 64 nodes' bits, the first 8 weights (weighted).
+ * The granularity is compared for every mode (one re-resolve when a mode
+ * that ignores it changes it), so the fast path's 32-byte compare
+ * (place.c) needs no branch on the mode. gran_pad's low half is the
+ * granularity (x86-64 is little-endian). */
 static inline __attribute__((always_inline)) bool _nd_slab_pc_same(const struct _nd_pcache *e, const nd_policy_t *p)
 {
 	uint64_t mf;
 	__builtin_memcpy(&mf, &p->mode, sizeof mf);
-	if (mf != e->mode_flags || p->granularity_shift != e->gran || p->nodes.bits[0] != e->bits0)
+	if (mf != e->mode_flags || p->granularity_shift != (uint32_t)e->gran_pad || p->nodes.bits[0] != e->bits0)
 		return false;
 	if (nd_unlikely(p->mode == ND_POLICY_WEIGHTED)) {
 		uint64_t w;

@@ -70,13 +70,17 @@ typedef struct _nd_thread {
 	int nfast;              /* nheaps, 0 in check mode: nd_malloc_onnode's bound */
 	_Alignas(8) int32_t cpu_pair[2]; /* emulated CPU, or the CPU without rseq */
 	const nd_policy_t *hpol;/* policy heap's refills use (interned) */
-	struct _nd_pcache {     /* nd_malloc_policy: a caller's object -> heap */
-		const nd_policy_t *user; /* the caller's pointer, NULL = unused */
-		uint64_t key;            /* atomic: *cpu64 when resolved, else NONE */
-		uint64_t mode_flags;     /* user's mode and flags then (8 bytes) */
+	struct _nd_pcache {     /* nd_malloc_policy: a policy object -> heap (heap.c, place.c) */
+		/* place.c compares 32 bytes at once: the caller's first 16
+		 * (mode, flags, granularity and the padding after it) with
+		 * mode_flags:gran_pad, its nodes.bits[0] and *lane with bits0:key */
+		_Alignas(16) uint64_t mode_flags; /* user's mode and flags then */
+		uint64_t gran_pad;       /* user's granularity_shift and padding then */
 		uint64_t bits0;          /* user's nodes.bits[0] then */
+		uint64_t key;            /* atomic: *lane when resolved, else NONE */
+		const uint64_t *lane;    /* cpu64 then, or (weighted plain) user's weights[0..7] */
+		const nd_policy_t *user; /* the caller's pointer, NULL = unused */
 		uint64_t w0;             /* user's weights[0..7] then (weighted) */
-		uint32_t gran;           /* user's granularity_shift then */
 		uint32_t max;            /* largest size served from the heap */
 		struct nd_heap *heap;
 		const nd_policy_t *pol;  /* interned copy (refills) */

@@ -5,7 +5,9 @@
  * calloc and aligned forms, nd_policy_prepare, nd_node_of. Before the
  * init these serve from malloc.c's bootstrap buffer like malloc does.
  */
+#include <emmintrin.h>
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "internal.h"
@@ -188,52 +190,66 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 	return alloc_policy(size, p);
 }
 
-/* A caller's own policy object p still has the words entry e saw (heap.c,
- * _nd_heap_policy: mode and flags, the first 64 nodes' bits; granularity
- * and the first 8 weights only where the mode reads them: the others
- * ignore them, nd_policy_check too). The mode is the low half of
- * mode_flags (x86-64 is little-endian). */
-static inline __attribute__((always_inline)) bool pc_same(const struct _nd_pcache *e, const nd_policy_t *p)
-{
-	uint64_t mf;
-	memcpy(&mf, &p->mode, sizeof mf);
-	if (mf != e->mode_flags || p->nodes.bits[0] != e->bits0)
-		return false;
-	nd_policy_mode_t mode = (nd_policy_mode_t)(uint32_t)mf;
-	if (nd_likely(mode < ND_POLICY_INTERLEAVE))
-		return true;
-	if (p->granularity_shift != e->gran)
-		return false;
-	if (mode == ND_POLICY_INTERLEAVE)
-		return true;
-	uint64_t w;
-	memcpy(&w, p->weights, sizeof w);
-	return w == e->w0;
-}
-_Static_assert(ND_POLICY_WEIGHTED == ND_POLICY_INTERLEAVE + 1 && ND_POLICY_BIND < ND_POLICY_INTERLEAVE,
-	       "the spreading modes come last");
+/* The words of nd_policy_t the fast path loads (x86-64 ABI layout). */
+_Static_assert(offsetof(nd_policy_t, granularity_shift) == 8 && offsetof(nd_policy_t, nodes) == 16 &&
+		       offsetof(nd_policy_t, weights) == 16 + sizeof(nd_nodemask_t),
+	       "mode, flags, granularity and padding fill the first 16 bytes");
+_Static_assert(offsetof(struct _nd_pcache, gran_pad) == offsetof(struct _nd_pcache, mode_flags) + 8 &&
+		       offsetof(struct _nd_pcache, bits0) == offsetof(struct _nd_pcache, mode_flags) + 16 &&
+		       offsetof(struct _nd_pcache, key) == offsetof(struct _nd_pcache, mode_flags) + 24 &&
+		       offsetof(struct _nd_pcache, mode_flags) % 16 == 0,
+	       "the entry's compared words are two aligned 16-byte halves");
 
-/* The fast path of nd_malloc_policy and nd_mallocx_policy; NULL: take the
- * slow path. The thread's cache entry 0 remembers one policy object and
- * the heap it resolved to on the CPU of its key: a prepared (interned,
- * immutable) policy by its address alone (its entry's pol), a caller's
- * object by its address and contents. */
-static inline __attribute__((always_inline)) const struct _nd_pcache *policy_entry(_nd_thread_t *t,
-										  const nd_policy_t *p)
+/* Entry e (e->user == p) still serves the caller's object p: p's first 16
+ * bytes (mode, flags, granularity, padding) and its nodes.bits[0] are
+ * what heap.c saw (_nd_slab_pc_same, plus the padding: a change there
+ * costs one slow path), and the word at e->lane still equals key (the
+ * CPU pair it was resolved on; p's weights for a weighted object, whose
+ * heap is the same on every CPU). Two 16-byte compares and one branch
+ * for every mode. key is atomic (thread.c sets it to NONE): x86-64 reads
+ * an aligned 8-byte half of a 16-byte load whole. */
+static inline __attribute__((always_inline)) bool pc_hit(const struct _nd_pcache *e, const nd_policy_t *p)
 {
-	const struct _nd_pcache *e = &t->pc[0];
-	if (nd_unlikely(e->pol != p) && !(e->user == p && pc_same(e, p)))
-		return NULL;
-	return e;
+	__m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+	__m128i b = _mm_loadl_epi64((const __m128i *)(const void *)p->nodes.bits);
+	b = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(b), (const double *)(const void *)e->lane));
+	a = _mm_cmpeq_epi8(a, _mm_load_si128((const __m128i *)(const void *)&e->mode_flags));
+	b = _mm_cmpeq_epi8(b, _mm_load_si128((const __m128i *)(const void *)&e->bits0));
+	return _mm_movemask_epi8(_mm_and_si128(a, b)) == 0xffff;
 }
 
-static inline __attribute__((always_inline)) void *policy_fast(_nd_thread_t *t, size_t size, const nd_policy_t *p)
+/* The heap's slab of size's class; NULL: the slow path. */
+static inline __attribute__((always_inline)) void *pc_pop(const struct _nd_pcache *e, size_t size)
 {
-	const struct _nd_pcache *e = policy_entry(t, p);
 	unsigned c;
-	if (nd_likely(e && fast_cls(size, &e->max, &c) && _nd_slab_key_ok(t, &e->key)))
+	if (nd_likely(fast_cls(size, &e->max, &c)))
 		return heap_pop(e->heap, c);
 	return NULL;
+}
+
+/* The fast path of nd_malloc_policy and nd_mallocx_policy; NULL: the slow
+ * path. The thread's cache entry 0 remembers one policy object and the
+ * heap it resolved to: a prepared (interned, immutable) policy by its
+ * address (pol) and the key of its CPU, a caller's object by its address
+ * (user) and pc_hit. */
+static inline __attribute__((always_inline)) void *policy_fast(_nd_thread_t *t, size_t size, const nd_policy_t *p)
+{
+	const struct _nd_pcache *e = &t->pc[0];
+	if (nd_likely(e->pol == p)) {
+		if (nd_likely(_nd_slab_key_ok(t, &e->key)))
+			return pc_pop(e, size);
+	} else if (e->user == p && nd_likely(pc_hit(e, p))) {
+		return pc_pop(e, size);
+	}
+	return NULL;
+}
+
+/* policy_fast's test alone (the x calls). */
+static inline __attribute__((always_inline)) bool pc_serves(_nd_thread_t *t, const struct _nd_pcache *e, const nd_policy_t *p)
+{
+	if (nd_likely(e->pol == p))
+		return _nd_slab_key_ok(t, &e->key);
+	return e->user == p && pc_hit(e, p);
 }
 
 void *nd_malloc_policy(size_t size, const nd_policy_t *p)
@@ -455,9 +471,9 @@ static inline __attribute__((always_inline)) void *policyx(size_t size, const nd
 		if (nd_likely(o != NULL))
 			return o;
 	} else {
-		const struct _nd_pcache *e = policy_entry(t, p);
+		const struct _nd_pcache *e = &t->pc[0];
 		unsigned c;
-		if (nd_likely(e && x_cls(size, flags, &e->max, &c) && _nd_slab_key_ok(t, &e->key))) {
+		if (nd_likely(pc_serves(t, e, p) && x_cls(size, flags, &e->max, &c))) {
 			void *o = heap_pop(e->heap, c);
 			if (nd_likely(o != NULL))
 				return x_done(o, size, flags);

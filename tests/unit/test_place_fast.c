@@ -18,7 +18,12 @@
  *    next call for every word its mode reads: mode, node bits, flags,
  *    interleave granularity (an invalid one is refused at once), weights;
  *    a granularity the mode ignores changes nothing (nd_policy_check
- *    ignores it too). */
+ *    ignores it too); a weighted object's weights alone (its node set
+ *    comes from them); a plain object whose heap depends on the CPU
+ *    (bind:0-1) follows a migration at the next call;
+ *  - nd_malloc_policy(size, NULL) is malloc also when the thread's cache
+ *    entry 0 lost its object (its heap was parked to make room for
+ *    another policy heap: the entry once read the NULL object). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -106,6 +111,37 @@ static int on_node(const nd_policy_t *p, int node, int n, uint64_t *slow)
 	for (int i = 0; i < n; i++)
 		free(v[i]);
 	return c;
+}
+
+/* A fresh thread: cache entry 0 for the oldest of 8 policy heaps, which
+ * the thread policy's heap then parks (heap.c keeps 8); NULL is then the
+ * default policy, not a read of a NULL object. */
+static void *evict_body(void *arg)
+{
+	int *bad = arg;
+	static const char *specs[] = { "bind:0", "bind:1", "bind:0-1", "interleave:0-1", "interleave:0-1@64K",
+				       "interleave:0-1@2M", "weighted:0=1,1=2", "weighted:0=2,1=1" };
+	nd_policy_t ps[8];
+	nd_emulate_cpu(0);
+	for (int i = 0; i < 8; i++) {
+		ps[i] = pol(specs[i]);
+		void *p = nd_malloc_policy(48, &ps[i]);
+		*bad += !p;
+		free(p);
+	}
+	void *p = nd_malloc_policy(48, &ps[0]); /* entry 0: the oldest heap */
+	*bad += !p || nd_node_of(p) != 0;
+	free(p);
+	nd_policy_t w = pol("weighted:0=3,1=1");
+	*bad += nd_set_policy(&w) != 0;
+	free(malloc(48)); /* a ninth policy heap: the oldest is parked */
+	*bad += nd_set_policy(NULL) != 0;
+	for (int i = 0; i < 2; i++) {
+		p = nd_malloc_policy(48, NULL);
+		*bad += !p || nd_node_of(p) != 0;
+		free(p);
+	}
+	return NULL;
 }
 
 int main(void)
@@ -219,6 +255,32 @@ int main(void)
 	p.weights[0] = 0; /* only node 1 left: every new slab on node 1 */
 	p.nodes.bits[0] = 2;
 	CHECK_EQ(on_node(&p, 1, N, NULL), N);
+	/* the weights alone (the set comes from them): node 1 only, then back */
+	p = pol("weighted:0=1,1=1");
+	on_node(&p, 0, N, NULL);
+	p.weights[0] = 0;
+	CHECK_EQ(on_node(&p, 1, N, NULL), N);
+	p.weights[0] = 1;
+	p.weights[1] = 0;
+	CHECK_EQ(on_node(&p, 0, N, NULL), N);
+	/* a heap that depends on the CPU: bind:0-1 takes the CPU's node */
+	nd_policy_t bb = pol("bind:0-1");
+	CHECK_EQ(on_node(&bb, 0, N, NULL), N);
+	nd_emulate_cpu(2);
+	CHECK_EQ(on_node(&bb, 1, N, NULL), N);
+	nd_emulate_cpu(0);
+	CHECK_EQ(on_node(&bb, 0, N, NULL), N);
+	{
+		int ebad = 0;
+		pthread_t th;
+		CHECK(pthread_create(&th, NULL, evict_body, &ebad) == 0);
+		pthread_join(th, NULL);
+		CHECK(ebad == 0, "parked entry, NULL policy: %d wrong", ebad);
+	}
+	p = pol("weighted:0=1,1=1");
+	on_node(&p, 0, N, NULL);
+	p.weights[0] = 0; /* only node 1 left: every new slab on node 1 */
+	p.nodes.bits[0] = 2;
 	/* a copy at another address: its own entry, same placement */
 	nd_policy_t p2 = p;
 	CHECK_EQ(on_node(&p2, 1, N, NULL), N);
