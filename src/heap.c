@@ -640,6 +640,23 @@ void *_nd_heap_local(size_t size)
 	return alloc_class(class_of(size), &_nd_policy_local, -1);
 }
 
+/* The placement calls' refill: their pop from h, a heap of the calling
+ * thread found valid (heaps[node], lheap under its key, a policy cache
+ * entry), found class c's list empty. pol: what h's refills fall back
+ * under. heap.c's empty heap (heaps[] of a node without a heap yet) takes
+ * the full path of node. */
+void *_nd_heap_refill_of(struct nd_heap *h, unsigned c, const nd_policy_t *pol, int node)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (h == &heap_none)
+		return _nd_heap_onnode(_nd_slab_class_size(c), node);
+	count_slow(t);
+	void *o = heap_alloc(h, c, pol);
+	if (!o)
+		errno = ENOMEM;
+	return o;
+}
+
 /* nd_malloc_policy's cache: an entry remembers a caller's policy object
  * by its address and the words that can differ between valid policies on
  * this topology (_nd_slab_pc_same), with the heap that policy resolved to

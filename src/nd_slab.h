@@ -401,6 +401,9 @@ void *_nd_heap_alloc(size_t size, size_t align, const nd_policy_t *pol, int node
 /* The placement calls' slow paths (validation, resolution, refill). */
 void *_nd_heap_onnode(size_t size, int node);
 void *_nd_heap_local(size_t size);
+/* A placement call's pop from h (the calling thread's, valid) found class
+ * c empty: refill h under pol (heap.c's empty heap: node's full path). */
+void *_nd_heap_refill_of(struct nd_heap *h, unsigned c, const nd_policy_t *pol, int node);
 /* nd_malloc_policy's, for a size the class path serves (see docs/malloc.md). */
 void *_nd_heap_policy(size_t size, const nd_policy_t *p);
 
