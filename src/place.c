@@ -56,6 +56,67 @@ static inline void check_cls(size_t size)
 	(void)size;
 }
 
+/* ---- the x calls' flags (their calls are below) -------------------------- */
+
+#define LG_MASK 0x3fu
+#define LG_MAX 30u
+
+/* Zeroes the first size bytes of a block just allocated: a large run
+ * only where it may hold old data (a fresh run commits nothing). */
+static void zero_block(void *p, size_t size)
+{
+	_nd_pagedesc_t *d = _nd_page_desc(p);
+	if (d && d->use == ND_USE_LARGE)
+		_nd_large_zero(p, size);
+	else
+		memset(p, 0, size); /* slab objects are reused; bootstrap too */
+}
+
+/* The aligned size whose class serves the alignment: every class that
+ * holds a multiple m of a power of two a <= 4 KiB is a multiple of a
+ * (classes between 2^k and 2^(k+1) step by 2^(k-2); m in (2^k, 2^(k+1)]
+ * with a > 2^(k-2) is 3 * 2^(k-1) or 2^(k+1), both classes), and slabs
+ * start on a page: rounding up is the whole alignment. x_fast(size,
+ * flags) holds (size >= 1: size 0 takes the slow path). */
+static const uint16_t align_mask[ND_PAGE_SHIFT + 1] = { 0, 1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2047, 4095 };
+static inline size_t aligned_size(size_t size, unsigned flags)
+{
+	return ((size - 1) | align_mask[flags & ~ND_MALLOCX_ZERO]) + 1;
+}
+
+/* Served by a class (alignment at most a page, no other flag): the
+ * aligned size stays <= ND_SLAB_MAX, a multiple of every such alignment. */
+static inline bool x_fast(size_t size, unsigned flags)
+{
+	return size - 1 < ND_SLAB_MAX && (flags & ~ND_MALLOCX_ZERO) <= ND_PAGE_SHIFT;
+}
+
+/* flags -> the mask (alignment - 1) the x fast paths round the size with,
+ * for the low 7 bits (ND_MALLOCX_ZERO, an lg): an lg above a page gives
+ * all ones, so the rounded size is too big for a class and the slow path
+ * sorts the flags out. */
+#define XM(f) (((f) & LG_MASK) <= ND_PAGE_SHIFT ? (1u << ((f) & 15)) - 1 : ~0u) /* & 15: no shift past 31 */
+#define XM4(f) XM(f), XM((f) + 1), XM((f) + 2), XM((f) + 3)
+#define XM16(f) XM4(f), XM4((f) + 4), XM4((f) + 8), XM4((f) + 12)
+#define XM64(f) XM16(f), XM16((f) + 16), XM16((f) + 32), XM16((f) + 48)
+static const uint32_t x_mask[LG_MASK + ND_MALLOCX_ZERO + 1] = { XM64(0), XM64(64) };
+_Static_assert((LG_MASK | ND_MALLOCX_ZERO) == 0x7f, "x_mask covers the flags of the fast path");
+
+/* The class of size rounded to the alignment flags ask (x_fast's sizes,
+ * with fast_cls's *max); false: the slow path (size 0, too big, other
+ * flags). */
+static inline __attribute__((always_inline)) bool x_cls(size_t size, unsigned flags, const uint32_t *max, unsigned *c)
+{
+	if (nd_unlikely(flags > (LG_MASK | ND_MALLOCX_ZERO)))
+		return false;
+	size_t a = (size - 1) | x_mask[flags]; /* the rounded size - 1 */
+	if (nd_likely(a < ND_SLAB_DIRECT)) {
+		*c = small_cls[a + 1];
+		return true;
+	}
+	return a < ND_SLAB_MAX && fast_cls(a + 1, max, c);
+}
+
 /* ---- placement API ------------------------------------------------------- */
 
 /* On a node known to be valid (init done). */
@@ -79,37 +140,69 @@ static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 	return _nd_place_onnode(size, node);
 }
 
-/* The fast path of nd_malloc_onnode, nd_malloc_local (node
- * ND_NODE_LOCAL) and the x calls; NULL: take the slow path. node < nfast:
- * the thread's heaps[] has an entry for node (a node without a heap yet
- * has heap.c's empty one, whose pop fails), so node is valid. nfast is 0
- * in check mode and on the boot record. lheap: the heap of the CPU's
- * memory node, valid while lkey matches; local: node ND_NODE_LOCAL means
- * it (a constant: nd_malloc_onnode refuses -1). */
+/* The heap of the fast paths of nd_malloc_onnode, nd_malloc_local (node
+ * ND_NODE_LOCAL) and the x calls; NULL: take the slow path. node <
+ * nfast: the thread's heaps[] has an entry for node (a node without a
+ * heap yet has heap.c's empty one, whose pop fails and whose refill is
+ * the full path), so node is valid. nfast is 0 in check mode and on the
+ * boot record. lheap: the heap of the CPU's memory node, valid while lkey
+ * matches; local: node ND_NODE_LOCAL means it (a constant:
+ * nd_malloc_onnode refuses -1). */
+static inline __attribute__((always_inline)) struct nd_heap *node_heap(_nd_thread_t *t, int node, bool local)
+{
+	struct nd_heap *h = NULL;
+	if (nd_likely((unsigned)node < (unsigned)t->nfast))
+		h = t->heaps[(unsigned)node];
+	else if (local && node == ND_NODE_LOCAL && nd_likely(_nd_slab_key_ok(t, &t->lkey)))
+		h = t->lheap;
+	else
+		return NULL;
+	if (!h)
+		__builtin_unreachable(); /* heaps[] entries and a keyed lheap are heaps */
+	return h;
+}
+
+/* The pop from node_heap's heap; NULL: a miss (no heap, or an empty list). */
 static inline __attribute__((always_inline)) void *node_pop(_nd_thread_t *t, int node, bool local, unsigned c)
 {
 	if (nd_likely((unsigned)node < (unsigned)t->nfast))
 		return heap_pop(t->heaps[(unsigned)node], c);
-	if (local && node == ND_NODE_LOCAL && nd_likely(_nd_slab_key_ok(t, &t->lkey)))
-		return heap_pop(t->lheap, c);
-	return NULL;
+	struct nd_heap *h = node_heap(t, node, local); /* its second branch: a pop of its own */
+	return h ? heap_pop(h, c) : NULL;
 }
 
-static inline __attribute__((always_inline)) void *node_fast(_nd_thread_t *t, size_t size, int node, bool local)
+/* A miss of the node calls' fast path: a valid heap whose list of class
+ * c was empty goes straight to its refill (heap.c), not through the
+ * call's whole slow path; NULL with errno untouched: take that path. */
+static inline __attribute__((always_inline)) bool node_refill(size_t size, int node, bool local, void **o)
 {
+	_nd_thread_t *t = _nd_tls;
 	unsigned c;
-	if (nd_unlikely(!fast_cls(size, NULL, &c)))
-		return NULL;
-	return node_pop(t, node, local, c);
+	struct nd_heap *h;
+	if (!fast_cls(size, NULL, &c) || !(h = node_heap(t, node, local)))
+		return false;
+	*o = _nd_heap_refill_of(h, c, &_nd_policy_local, node);
+	return true;
+}
+
+static __attribute__((noinline)) void *onnode_miss(size_t size, int node)
+{
+	void *o;
+	if (node_refill(size, node, false, &o))
+		return o;
+	return onnode_slow(size, node);
 }
 
 /* Fast path: the malloc pop from the thread's heap of node plus an index. */
 void *nd_malloc_onnode(size_t size, int node)
 {
-	void *o = node_fast(_nd_tls, size, node, false);
-	if (nd_likely(o != NULL))
-		return o;
-	return onnode_slow(size, node);
+	unsigned c;
+	if (nd_likely(fast_cls(size, NULL, &c))) {
+		void *o = node_pop(_nd_tls, node, false, c);
+		if (nd_likely(o != NULL))
+			return o;
+	}
+	return onnode_miss(size, node);
 }
 
 static __attribute__((noinline)) void *local_slow(size_t size)
@@ -122,12 +215,23 @@ static __attribute__((noinline)) void *local_slow(size_t size)
 	return _nd_large_alloc(size, 0, &_nd_policy_local, -1);
 }
 
-void *nd_malloc_local(size_t size)
+static __attribute__((noinline)) void *local_miss(size_t size)
 {
-	void *o = node_fast(_nd_tls, size, ND_NODE_LOCAL, true);
-	if (nd_likely(o != NULL))
+	void *o;
+	if (node_refill(size, ND_NODE_LOCAL, true, &o))
 		return o;
 	return local_slow(size);
+}
+
+void *nd_malloc_local(size_t size)
+{
+	unsigned c;
+	if (nd_likely(fast_cls(size, NULL, &c))) {
+		void *o = node_pop(_nd_tls, ND_NODE_LOCAL, true, c);
+		if (nd_likely(o != NULL))
+			return o;
+	}
+	return local_miss(size);
 }
 
 /* Small requests under an explicit policy take a class; anything of more
@@ -218,33 +322,11 @@ static inline __attribute__((always_inline)) bool pc_hit(const struct _nd_pcache
 	return _mm_movemask_epi8(_mm_and_si128(a, b)) == 0xffff;
 }
 
-/* The heap's slab of size's class; NULL: the slow path. */
-static inline __attribute__((always_inline)) void *pc_pop(const struct _nd_pcache *e, size_t size)
-{
-	unsigned c;
-	if (nd_likely(fast_cls(size, &e->max, &c)))
-		return heap_pop(e->heap, c);
-	return NULL;
-}
-
-/* The fast path of nd_malloc_policy and nd_mallocx_policy; NULL: the slow
- * path. The thread's cache entry 0 remembers one policy object and the
- * heap it resolved to: a prepared (interned, immutable) policy by its
- * address (pol) and the key of its CPU, a caller's object by its address
- * (user) and pc_hit. */
-static inline __attribute__((always_inline)) void *policy_fast(_nd_thread_t *t, size_t size, const nd_policy_t *p)
-{
-	const struct _nd_pcache *e = &t->pc[0];
-	if (nd_likely(e->pol == p)) {
-		if (nd_likely(_nd_slab_key_ok(t, &e->key)))
-			return pc_pop(e, size);
-	} else if (e->user == p && nd_likely(pc_hit(e, p))) {
-		return pc_pop(e, size);
-	}
-	return NULL;
-}
-
-/* policy_fast's test alone (the x calls). */
+/* The fast paths of nd_malloc_policy and nd_mallocx_policy use the
+ * thread's cache entry 0 when it serves p: it remembers one policy object
+ * and the heap it resolved to, a prepared (interned, immutable) policy by
+ * its address (pol) and the key of its CPU, a caller's object by its
+ * address (user) and pc_hit. */
 static inline __attribute__((always_inline)) bool pc_serves(_nd_thread_t *t, const struct _nd_pcache *e, const nd_policy_t *p)
 {
 	if (nd_likely(e->pol == p))
@@ -252,12 +334,49 @@ static inline __attribute__((always_inline)) bool pc_serves(_nd_thread_t *t, con
 	return e->user == p && pc_hit(e, p);
 }
 
-void *nd_malloc_policy(size_t size, const nd_policy_t *p)
+/* The pop from the heap of entry 0 when it serves p; NULL: a miss. The
+ * entry's test comes first: the size's tests then follow both of its
+ * branches with no jump back. */
+static inline __attribute__((always_inline)) void *policy_pop(_nd_thread_t *t, const nd_policy_t *p, size_t size,
+							      unsigned flags)
 {
-	void *o = policy_fast(_nd_tls, size, p);
-	if (nd_likely(o != NULL))
+	const struct _nd_pcache *e = &t->pc[0];
+	unsigned c;
+	if (nd_likely(pc_serves(t, e, p)) &&
+	    nd_likely(flags ? x_cls(size, flags, &e->max, &c) : fast_cls(size, &e->max, &c)))
+		return heap_pop(e->heap, c);
+	return NULL;
+}
+
+/* A miss of the policy calls' fast path whose entry 0 serves p (class c
+ * found empty) goes straight to the heap's refill (heap.c); false: the
+ * call's slow path. */
+static inline __attribute__((always_inline)) bool policy_refill(const nd_policy_t *p, bool ok, unsigned c, void **o)
+{
+	_nd_thread_t *t = _nd_tls;
+	const struct _nd_pcache *e = &t->pc[0];
+	if (!ok || !pc_serves(t, e, p))
+		return false;
+	*o = _nd_heap_refill_of(e->heap, c, e->pol, -1);
+	return true;
+}
+
+static __attribute__((noinline)) void *policy_miss(size_t size, const nd_policy_t *p)
+{
+	void *o;
+	unsigned c = 0;
+	bool ok = fast_cls(size, &_nd_tls->pc[0].max, &c); /* before c is read */
+	if (policy_refill(p, ok, c, &o))
 		return o;
 	return policy_slow(size, p);
+}
+
+void *nd_malloc_policy(size_t size, const nd_policy_t *p)
+{
+	void *o = policy_pop(_nd_tls, p, size, 0);
+	if (nd_likely(o != NULL))
+		return o;
+	return policy_miss(size, p);
 }
 
 const nd_policy_t *nd_policy_prepare(const nd_policy_t *p)
@@ -281,65 +400,6 @@ int nd_node_of(const void *p)
 }
 
 /* ---- placement with alignment and zeroing -------------------------------- */
-
-#define LG_MASK 0x3fu
-#define LG_MAX 30u
-
-/* Zeroes the first size bytes of a block just allocated: a large run
- * only where it may hold old data (a fresh run commits nothing). */
-static void zero_block(void *p, size_t size)
-{
-	_nd_pagedesc_t *d = _nd_page_desc(p);
-	if (d && d->use == ND_USE_LARGE)
-		_nd_large_zero(p, size);
-	else
-		memset(p, 0, size); /* slab objects are reused; bootstrap too */
-}
-
-/* The aligned size whose class serves the alignment: every class that
- * holds a multiple m of a power of two a <= 4 KiB is a multiple of a
- * (classes between 2^k and 2^(k+1) step by 2^(k-2); m in (2^k, 2^(k+1)]
- * with a > 2^(k-2) is 3 * 2^(k-1) or 2^(k+1), both classes), and slabs
- * start on a page: rounding up is the whole alignment. x_fast(size,
- * flags) holds (size >= 1: size 0 takes the slow path). */
-static const uint16_t align_mask[ND_PAGE_SHIFT + 1] = { 0, 1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2047, 4095 };
-static inline size_t aligned_size(size_t size, unsigned flags)
-{
-	return ((size - 1) | align_mask[flags & ~ND_MALLOCX_ZERO]) + 1;
-}
-
-/* Served by a class (alignment at most a page, no other flag): the
- * aligned size stays <= ND_SLAB_MAX, a multiple of every such alignment. */
-static inline bool x_fast(size_t size, unsigned flags)
-{
-	return size - 1 < ND_SLAB_MAX && (flags & ~ND_MALLOCX_ZERO) <= ND_PAGE_SHIFT;
-}
-
-/* flags -> the mask (alignment - 1) the x fast paths round the size with,
- * for the low 7 bits (ND_MALLOCX_ZERO, an lg): an lg above a page gives
- * all ones, so the rounded size is too big for a class and the slow path
- * sorts the flags out. */
-#define XM(f) (((f) & LG_MASK) <= ND_PAGE_SHIFT ? (1u << ((f) & 15)) - 1 : ~0u) /* & 15: no shift past 31 */
-#define XM4(f) XM(f), XM((f) + 1), XM((f) + 2), XM((f) + 3)
-#define XM16(f) XM4(f), XM4((f) + 4), XM4((f) + 8), XM4((f) + 12)
-#define XM64(f) XM16(f), XM16((f) + 16), XM16((f) + 32), XM16((f) + 48)
-static const uint32_t x_mask[LG_MASK + ND_MALLOCX_ZERO + 1] = { XM64(0), XM64(64) };
-_Static_assert((LG_MASK | ND_MALLOCX_ZERO) == 0x7f, "x_mask covers the flags of the fast path");
-
-/* The class of size rounded to the alignment flags ask (x_fast's sizes,
- * with fast_cls's *max); false: the slow path (size 0, too big, other
- * flags). */
-static inline __attribute__((always_inline)) bool x_cls(size_t size, unsigned flags, const uint32_t *max, unsigned *c)
-{
-	if (nd_unlikely(flags > (LG_MASK | ND_MALLOCX_ZERO)))
-		return false;
-	size_t a = (size - 1) | x_mask[flags]; /* the rounded size - 1 */
-	if (nd_likely(a < ND_SLAB_DIRECT)) {
-		*c = small_cls[a + 1];
-		return true;
-	}
-	return a < ND_SLAB_MAX && fast_cls(a + 1, max, c);
-}
 
 static inline __attribute__((always_inline)) void *x_done(void *o, size_t size, unsigned flags)
 {
@@ -385,25 +445,39 @@ static __attribute__((noinline)) void *onnodex_slow(size_t size, int node, unsig
 	return p ? x_done_slow(p, size, flags) : NULL;
 }
 
+/* A miss of onnodex: a valid heap's empty list is refilled (node_refill),
+ * anything else takes the slow path. */
+static __attribute__((noinline)) void *onnodex_miss(size_t size, int node, unsigned flags)
+{
+	_nd_thread_t *t = _nd_tls;
+	unsigned c;
+	struct nd_heap *h;
+	if ((flags ? x_cls(size, flags, NULL, &c) : fast_cls(size, NULL, &c)) && (h = node_heap(t, node, true))) {
+		void *o = _nd_heap_refill_of(h, c, &_nd_policy_local, node);
+		return o ? x_done(o, size, flags) : NULL;
+	}
+	return onnodex_slow(size, node, flags);
+}
+
 /* Fast path: flags 0 (the common node-only call) costs one test more
  * than nd_malloc_onnode or nd_malloc_local; else theirs on the aligned
  * size, then the zeroing. */
 static inline __attribute__((always_inline)) void *onnodex(size_t size, int node, unsigned flags)
 {
 	_nd_thread_t *t = _nd_tls;
+	unsigned c;
 	if (nd_likely(flags == 0)) {
-		void *o = node_fast(t, size, node, true);
-		if (nd_likely(o != NULL))
-			return o;
-	} else {
-		unsigned c;
-		if (nd_likely(x_cls(size, flags, NULL, &c))) {
+		if (nd_likely(fast_cls(size, NULL, &c))) {
 			void *o = node_pop(t, node, true, c);
 			if (nd_likely(o != NULL))
-				return x_done(o, size, flags);
+				return o;
 		}
+	} else if (nd_likely(x_cls(size, flags, NULL, &c))) {
+		void *o = node_pop(t, node, true, c);
+		if (nd_likely(o != NULL))
+			return x_done(o, size, flags);
 	}
-	return onnodex_slow(size, node, flags);
+	return onnodex_miss(size, node, flags);
 }
 
 /* The public x calls are interposable: calling each other would go
@@ -461,25 +535,32 @@ static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy
 	return q ? x_done_slow(q, size, flags) : NULL;
 }
 
+static __attribute__((noinline)) void *policyx_miss(size_t size, const nd_policy_t *p, unsigned flags)
+{
+	const uint32_t *max = &_nd_tls->pc[0].max;
+	unsigned c = 0;
+	void *o;
+	bool ok = flags ? x_cls(size, flags, max, &c) : fast_cls(size, max, &c); /* before c is read */
+	if (policy_refill(p, ok, c, &o))
+		return o ? x_done(o, size, flags) : NULL;
+	return policyx_slow(size, p, flags);
+}
+
 /* Fast path: nd_malloc_policy's, on the aligned size if flags ask for an
  * alignment, then the zeroing. */
 static inline __attribute__((always_inline)) void *policyx(size_t size, const nd_policy_t *p, unsigned flags)
 {
 	_nd_thread_t *t = _nd_tls;
 	if (nd_likely(flags == 0)) {
-		void *o = policy_fast(t, size, p);
+		void *o = policy_pop(t, p, size, 0);
 		if (nd_likely(o != NULL))
 			return o;
 	} else {
-		const struct _nd_pcache *e = &t->pc[0];
-		unsigned c;
-		if (nd_likely(pc_serves(t, e, p) && x_cls(size, flags, &e->max, &c))) {
-			void *o = heap_pop(e->heap, c);
-			if (nd_likely(o != NULL))
-				return x_done(o, size, flags);
-		}
+		void *o = policy_pop(t, p, size, flags);
+		if (nd_likely(o != NULL))
+			return x_done(o, size, flags);
 	}
-	return policyx_slow(size, p, flags);
+	return policyx_miss(size, p, flags);
 }
 
 void *nd_mallocx_policy(size_t size, const nd_policy_t *p, unsigned flags)
