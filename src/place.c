@@ -507,10 +507,27 @@ static inline int lg_of(size_t align)
 	return __builtin_ctzll(align);
 }
 
-void *nd_aligned_alloc_onnode(size_t align, size_t size, int node)
+static __attribute__((noinline)) void *aligned_onnode_slow(size_t align, size_t size, int node)
 {
 	int lg = lg_of(align);
 	return lg < 0 ? NULL : onnodex(size, node, ND_MALLOCX_LG_ALIGN(lg));
+}
+
+/* Fast path: a power of two up to a page (align - 1 is the rounding mask
+ * itself: no lg, no flags) and a rounded size up to ND_SLAB_DIRECT; size
+ * 0 and align 0 wrap to huge values and take the slow path. */
+void *nd_aligned_alloc_onnode(size_t align, size_t size, int node)
+{
+	size_t m = align - 1;
+	if (nd_likely(m < ND_PAGE_SIZE && !(align & m))) {
+		size_t a = (size - 1) | m; /* the rounded size - 1 (aligned_size) */
+		if (nd_likely(a < ND_SLAB_DIRECT)) {
+			void *o = node_pop(_nd_tls, node, true, small_cls[a + 1]);
+			if (nd_likely(o != NULL))
+				return o;
+		}
+	}
+	return aligned_onnode_slow(align, size, node);
 }
 
 static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy_t *p, unsigned flags)

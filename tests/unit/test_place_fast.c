@@ -9,7 +9,8 @@
  *  - the x calls' flag decoding (one table for the low 7 bits): every lg
  *    0..20 with and without ND_MALLOCX_ZERO, sizes 0..600 and around
  *    32 KiB: aligned, zeroed, on the node, at least the size; bad flags
- *    refused;
+ *    refused; nd_aligned_alloc_onnode's own fast path (the alignment as
+ *    the mask) the same way;
  *  - a thread's heaps[] entry of a node it has no heap for yet (heap.c's
  *    empty heap) sends nd_malloc_onnode to its slow path, also in a thread
  *    whose record was reused after another thread exited;
@@ -170,15 +171,19 @@ int main(void)
 			size_t big[] = { 32768 - 4096, 32767, 32768, 32769 };
 			for (size_t i = 0; i < 601 + 4; i++) {
 				size_t sz = i < 601 ? i : big[i - 601];
-				for (int k = 0; k < 4; k++) {
-					unsigned char *p = k < 2 ? nd_mallocx_onnode(sz, 1, lg | z) : nd_mallocx_policy(sz, &b0, lg | z);
-					int want = k < 2 ? 1 : 0;
+				for (int k = 0; k < 6; k++) {
+					if (k >= 4 && z)
+						continue; /* k 4, 5: nd_aligned_alloc_onnode (no zeroing) */
+					unsigned char *p = k < 2   ? nd_mallocx_onnode(sz, 1, lg | z)
+							   : k < 4 ? nd_mallocx_policy(sz, &b0, lg | z)
+								   : nd_aligned_alloc_onnode((size_t)1 << lg, sz, 1);
+					int want = k < 2 || k >= 4 ? 1 : 0;
 					bool ok = p && ((uintptr_t)p & (((uintptr_t)1 << lg) - 1)) == 0 && nd_node_of(p) == want &&
 						  nd_usable_size(p) >= sz;
 					for (size_t j = 0; ok && z && j < sz; j++)
 						ok = p[j] == 0;
 					if (!ok && bad++ < 5)
-						CHECK(0, "mallocx(%zu, lg %u, zero %u, %s) = %p", sz, lg, z, k < 2 ? "node 1" : "bind:0",
+						CHECK(0, "mallocx(%zu, lg %u, zero %u, %s) = %p", sz, lg, z, k < 2 ? "node 1" : k < 4 ? "bind:0" : "aligned_alloc, node 1",
 						      (void *)p);
 					if (p)
 						memset(p, 0xa5, sz);
@@ -188,6 +193,24 @@ int main(void)
 		}
 	}
 	CHECK(bad == 0, "%d x allocations wrong", bad);
+	/* nd_aligned_alloc_onnode's fast path, 4 blocks held at a time (a
+	 * block freed and taken again would be the same one each time) */
+	bad = 0;
+	for (unsigned lg = 0; lg <= 12; lg++)
+		for (size_t sz = 1; sz <= 300; sz++) {
+			void *h[4];
+			for (int i = 0; i < 4; i++) {
+				h[i] = nd_aligned_alloc_onnode((size_t)1 << lg, sz, i & 1 ? ND_NODE_LOCAL : 1);
+				bool ok = h[i] && ((uintptr_t)h[i] & (((uintptr_t)1 << lg) - 1)) == 0 &&
+					  nd_node_of(h[i]) == (i & 1 ? 0 : 1) && nd_usable_size(h[i]) >= sz;
+				if (!ok && bad++ < 5)
+					CHECK(0, "nd_aligned_alloc_onnode(%zu, %zu, %s) = %p", (size_t)1 << lg, sz,
+					      i & 1 ? "LOCAL" : "1", h[i]);
+			}
+			for (int i = 0; i < 4; i++)
+				free(h[i]);
+		}
+	CHECK(bad == 0, "%d aligned allocations wrong", bad);
 	errno = 0;
 	CHECK(nd_mallocx_onnode(48, 1, 0x80) == NULL && errno == EINVAL, "flags 0x80: errno %d", errno);
 	errno = 0;
