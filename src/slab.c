@@ -164,6 +164,8 @@ static inline bool is_owner(const slab_t *s)
 	return __atomic_load_n(&s->tp, __ATOMIC_RELAXED) == my_tp();
 }
 
+#define UNIT_PAGES ((uint32_t)1 << (ND_SLAB_UNIT_SHIFT - ND_PAGE_SHIFT))
+
 static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
 {
 	for (uint32_t i = 0; i < s->npages; i++) {
@@ -172,7 +174,8 @@ static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
 			d->use = use;
 			d->user = user;
 		}
-		_nd_meta_map_set(s->start + ((size_t)i << ND_PAGE_SHIFT), use == ND_USE_SLAB ? s : NULL);
+		if (i % UNIT_PAGES == 0)
+			_nd_meta_map_set(s->start + ((size_t)i << ND_PAGE_SHIFT), use == ND_USE_SLAB ? s : NULL);
 	}
 }
 
@@ -180,9 +183,11 @@ static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
 slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 {
 	int got = -1;
-	char *p = _nd_page_alloc(cls_pages[c], 1, pol, h->node, &got);
+	/* aligned to its size (the buddy's blocks are anyway): whole map units */
+	char *p = _nd_page_alloc(cls_pages[c], cls_pages[c], pol, h->node, &got);
 	if (!p)
 		return NULL;
+	ND_ASSERT(!((uintptr_t)p & (((uintptr_t)cls_pages[c] << ND_PAGE_SHIFT) - 1)), "a slab run is aligned to its size");
 	if (got < 0)
 		got = _nd_page_node_of(p);
 	_nd_meta_map_ensure();
@@ -580,10 +585,11 @@ int _nd_slab_init(void)
 		cls_tab[i] = (uint8_t)c;
 	}
 	for (c = 0; c < ND_SLAB_CLASSES; c++) {
-		/* at least 16 KiB and 8 objects, in a power of two of pages */
+		/* at least 16 KiB (one slab map unit) and 8 objects, in a power
+		 * of two of pages */
 		size_t want = 8 * (size_t)cls_size[c];
-		if (want < 16384)
-			want = 16384;
+		if (want < ((size_t)1 << ND_SLAB_UNIT_SHIFT))
+			want = (size_t)1 << ND_SLAB_UNIT_SHIFT;
 		size_t np = 1;
 		while ((np << ND_PAGE_SHIFT) < want)
 			np <<= 1;
