@@ -53,9 +53,11 @@ int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
 
 /* ---- the malloc/free fast paths (docs/malloc.md). The one pop and push
  * live here, used by malloc.c's inlined paths and slab.c's and heap.c's
- * alike; the hot fields they touch (ND_SLAB_HOT_FIELDS, _nd_slab_hot_t)
- * are defined in nd_thread.h, whose record embeds the borrowed lists
- * bw[] that the fast path pops like a slab. slab.c owns every field.
+ * alike; the hot fields they touch (_nd_slab_hot_t: a line that every
+ * free reads, then a line with free and used) are defined in nd_thread.h,
+ * whose record embeds the borrowed lists bw[] that the fast path pops
+ * like a slab (only their free and used mean anything). slab.c owns
+ * every field.
  *
  * Owner and synchronisation of the hot fields: free, used: the owner
  * thread of the slab's heap (or whoever took a parked heap out of its
@@ -191,7 +193,13 @@ bool _nd_slab_freed(const void *p, const _nd_pagedesc_t *d);
 #define ND_TF_CNT_SHIFT 48                              /* objects on the list */
 
 struct nd_heap;
-/* A slab: one page run of one size class, its header out of line.
+/* A slab: one page run of one size class, its header out of line, three
+ * lines by writer: line 1 is read by every free and written only when
+ * carving, parking or adopting, line 2 by the owner's every malloc and
+ * free, line 3 by other threads (splices). A remote free reads line 1
+ * only, so it does not pull line 2 away from the owner's core (the owner's
+ * free touches both lines; cachegrind counts that as +0.2 D1 misses per
+ * pair on wl_larson's single simulated cache).
  * Owner and synchronisation, per field: see the hot fields above (free,
  * used: owner; lim, tp: atomic, written by the owner). Below: cls, cap,
  * size, node, npages: fixed while the slab lives. carved, next/prev,
@@ -203,30 +211,40 @@ struct nd_heap;
  * Counters: used + fbias = objects out (handed out, or freed by another
  * thread and not collected yet) <= carved <= cap. */
 typedef struct _nd_slab {
-	/* line 1: the fast paths' fields, then the owner's */
-	ND_SLAB_HOT_FIELDS
+	/* line 1: what every free reads (any thread), rarely written */
+	char *start;           /* _nd_slab_hot_t's */
+	uint64_t mul;
+	uint64_t lim;
+	uintptr_t tp;
 	uint8_t cls;
 	uint16_t cap;          /* objects in the slab */
-	uint16_t carved;       /* atomic: objects ever put on a free list (lazy carving) */
 	uint16_t node1;        /* node + 1, ND_SLAB_NODE1_NONE if unknown: line 1's copy for free_remote */
 	uint32_t size;
 	struct nd_heap *heap;  /* atomic: owner heap */
-	/* line 2: written by other threads */
-	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
 	int32_t node;          /* serving node of the run */
 	uint32_t npages;
-	struct _nd_slab *hnext;    /* free header list (node lock) */
-	struct _nd_slab *all_next; /* every header of its node, append only (meta.c) */
-	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
-	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
+	/* line 2: the owner's (every malloc and free of the owner writes it) */
+	_Alignas(ND_CACHE_LINE) void *free; /* _nd_slab_hot_t's */
+	uint32_t used;
+	uint16_t carved;       /* atomic: objects ever put on a free list (lazy carving) */
 	uint16_t pfree;        /* slab_purge.c (owner): carved - used after its last pass */
+	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
+	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
 	uint64_t purged;       /* slab_purge.c (owner): bit p: page p was given back, the
 				* free objects starting in it are off the free list */
+	/* line 3: written by other threads */
+	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
+	struct _nd_slab *hnext;    /* free header list (node lock) */
+	struct _nd_slab *all_next; /* every header of its node, append only (meta.c) */
 } _nd_slab_t;
 #define ND_SLAB_NODE1_NONE UINT16_MAX /* never a thread's bw_node1 (0 or node + 1) */
-_Static_assert(offsetof(_nd_slab_t, heap) + sizeof(void *) <= ND_CACHE_LINE, "free's fields (node1 too) share line 1");
-_Static_assert(offsetof(_nd_slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
-	       offsetof(_nd_slab_t, used) == offsetof(_nd_slab_hot_t, used), "_nd_slab_t starts with the hot fields");
+_Static_assert(offsetof(_nd_slab_t, npages) + sizeof(uint32_t) <= ND_CACHE_LINE, "free's fields (node1 too) share line 1");
+_Static_assert(offsetof(_nd_slab_t, start) == offsetof(_nd_slab_hot_t, start) &&
+	       offsetof(_nd_slab_t, mul) == offsetof(_nd_slab_hot_t, mul) &&
+	       offsetof(_nd_slab_t, lim) == offsetof(_nd_slab_hot_t, lim) &&
+	       offsetof(_nd_slab_t, tp) == offsetof(_nd_slab_hot_t, tp) &&
+	       offsetof(_nd_slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
+	       offsetof(_nd_slab_t, used) == offsetof(_nd_slab_hot_t, used), "_nd_slab_t has the hot fields where _nd_slab_hot_t has them");
 
 /* A heap serves the allocations of one key: a node (node heaps, pol NULL:
  * local, preferred, preferred-many, nd_malloc_onnode, whose slabs are on

@@ -24,17 +24,21 @@ struct nd_heap;
 /* Size classes (docs/malloc.md): 16..128 by 16, then 4 per power of two. */
 #define ND_SLAB_CLASSES 40
 
-/* slab.c's hot slab fields (nd_slab.h describes them: the fast paths'
- * part of a slab header, and of the record's borrowed lists bw[]). */
-#define ND_SLAB_HOT_FIELDS                                                         \
-	void *free;      /* private free list (owner only) */                         \
-	char *start;     /* first object (page-aligned run) */                        \
-	uint64_t mul;    /* (size's odd part)^-1 << (15 - tz) mod 2^64: see below */  \
-	uint64_t lim;    /* atomic: objects carved; 0 in check mode: frees validate */ \
-	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0); 0 while parked */ \
-	uint32_t used;   /* objects out; while on the full list, lowered by fbias */
+/* slab.c's hot slab fields (nd_slab.h describes them): the fast paths'
+ * part of a slab header, and of the record's borrowed lists bw[]. Two
+ * lines: the first is read by every free, from any thread, and written
+ * only rarely (carving, parking); the second, free and used, is written
+ * by every malloc and free of the owner. Apart, a remote free does not
+ * pull in a line the owner keeps dirty (wl_xfree). _nd_slab_t repeats the
+ * first four fields and keeps its own read-mostly fields in the rest of
+ * the first line. */
 typedef struct _nd_slab_hot {
-	ND_SLAB_HOT_FIELDS
+	char *start;     /* first object (page-aligned run) */
+	uint64_t mul;    /* (size's odd part)^-1 << (15 - tz) mod 2^64: see nd_slab.h */
+	uint64_t lim;    /* atomic: objects carved; 0 in check mode: frees validate */
+	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0); 0 while parked */
+	_Alignas(ND_CACHE_LINE) void *free; /* private free list (owner only) */
+	uint32_t used;   /* objects out; while on the full list, lowered by fbias */
 } _nd_slab_hot_t;
 
 /* slab.c's remote-free buffer, one entry per size class: objects freed by
