@@ -465,6 +465,23 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 	return h;
 }
 
+/* After a thread's exit parked its heaps (their empty slabs went back to
+ * the page level): node's committed free pages go back to the OS if they
+ * exceed half of its pages in use and a purge block. The page level keeps
+ * up to 4x its pages in use for 1 s (purge.c), right for one program's
+ * phases but not for thread churn, where every exit frees a heap's worth
+ * that the next thread refills elsewhere: wl_threads (50 rounds of 4
+ * threads) peaked at 6.0-6.5 MiB, glibc 4.8-5.1. With this: 4.7-5.1 MiB,
+ * 3.1-4.4k minor faults instead of 1.4-1.7k (mimalloc 5.5k, jemalloc 20k),
+ * CPU time within noise; trimming at every exit: 4.4-4.8 MiB, 5.6-6.7k. */
+static void exit_trim(int node)
+{
+	_nd_page_info_t in;
+	if (_nd_page_info(node, &in) == 0 && in.usable && in.dirty_pages > in.purge_pages &&
+	    2 * in.dirty_pages > in.used_pages)
+		_nd_page_trim(node);
+}
+
 /* The thread-exit hook (thread.c): every heap is parked. */
 static void thread_exit_hook(_nd_thread_t *t)
 {
@@ -476,11 +493,19 @@ static void thread_exit_hook(_nd_thread_t *t)
 		if (h != &heap_none) {
 			t->heaps[i] = &heap_none;
 			heap_abandon(h);
+			exit_trim(i);
 		}
 	}
-	for (int i = 0; i < t->nph; i++)
+	bool spread = false;
+	for (int i = 0; i < t->nph; i++) {
+		spread |= t->ph[i]->node < 0;
+		if (t->ph[i]->node >= 0)
+			exit_trim(t->ph[i]->node);
 		heap_abandon(t->ph[i]);
+	}
 	t->nph = 0;
+	for (int n = 0; spread && n < _nd_topo()->node_limit; n++)
+		exit_trim(n);
 }
 
 /* ---- resolution: which heap an allocation uses ----------------------------- */
