@@ -19,7 +19,10 @@
  *    that starts later on that node adopts a parked heap whole (its
  *    partial slabs, its full ones, the remote frees still in flight). A
  *    remote free into a parked heap marks the pool, and the next thread of
- *    the node that needs a slab trims the parked heaps first. Heaps and
+ *    the node that needs a slab trims the parked heaps first; a thread
+ *    about to take a new slab takes a parked heap's partial slab of that
+ *    class instead (steal). After an exit, the node's committed free pages
+ *    go back to the OS past half its pages in use (exit_trim). Heaps and
  *    thread records are never unmapped, so a late remote free always finds
  *    valid memory, and thread churn reuses them.
  *
