@@ -170,9 +170,10 @@ static void heap_absorb(heap_t *h, heap_t *p)
 	__atomic_store_n(&p->notify, 0, __ATOMIC_RELAXED);
 }
 
-/* Per pool (under its lock): the classes of which a parked heap may hold
- * a partial slab. A superset: set when a heap is parked or put back by a
- * sweep, cleared by a steal that finds none. */
+/* Per pool: the classes of which a parked heap may hold a partial slab.
+ * A superset: set when a heap is parked or put back by a sweep, cleared
+ * by a steal that finds none (writes under the pool's lock; read without
+ * it as a hint: relaxed atomics). */
 static uint64_t pcls_node[ND_MAX_NODES], pcls_pol;
 
 static uint64_t *pool_cls(const heap_t *h)
@@ -222,7 +223,7 @@ static __attribute__((noinline)) void sweep_pool(heap_t *h, bool absorb)
 	_nd_lock(lk);
 	last->pool_next = *pool;
 	*pool = list;
-	*pool_cls(h) |= cls;
+	__atomic_fetch_or(pool_cls(h), cls, __ATOMIC_RELAXED);
 	_nd_unlock(lk);
 }
 
@@ -434,7 +435,7 @@ static void heap_abandon(heap_t *h)
 	_nd_lock(lk);
 	h->pool_next = *pool;
 	*pool = h;
-	*pool_cls(h) |= cls;
+	__atomic_fetch_or(pool_cls(h), cls, __ATOMIC_RELAXED);
 	_nd_unlock(lk);
 }
 
