@@ -4,7 +4,8 @@
  * array: no mapping, no lock, no page level (issue 15). Split and merge,
  * natural alignment of every block, exact runs (tails given back),
  * exhaustion, clean and dirty blocks kept apart and dirty ones kept below
- * purge_order (invariant I), merge after a purge, and the checker's
+ * purge_order (invariant I), dirty blocks taken before clean ones
+ * (issue 11), merge after a purge, and the checker's
  * verdict on a good and on a corrupted slot.
  */
 #include "check.h"
@@ -92,15 +93,30 @@ int main(void)
 	CHECK_EQ(b.free_pages, 0);
 	check_ok("exhausted");
 
-	/* dirty and clean: even pages back dirty, odd clean; no mixed merge */
+	/* dirty and clean: even pages back dirty, odd clean; they merge (issue
+	 * 11: a freed run's dirty pieces beside the clean tail it gave back
+	 * were stranded), up to purge_order - 1 only, counts exact */
 	for (unsigned t = 0; t < PAGES; t += 2)
 		unrun(pg[t], true);
 	for (unsigned t = 1; t < PAGES; t += 2)
 		unrun(pg[t], false);
 	check_ok("mixed dirty");
 	CHECK_EQ(b.dirty_free, PAGES / 2);
-	CHECK_EQ(b.nblocks, PAGES);
-	CHECK(_nd_buddy_take(&b, 1, &d) == ND_BUDDY_NIL); /* no two buddies merged */
+	CHECK_EQ(b.nblocks, PAGES / 8);
+	CHECK_EQ(_nd_buddy_largest(&b), 3);
+	CHECK(b.dhead[3] != ND_BUDDY_NIL && b.head[3] == ND_BUDDY_NIL, "half-dirty blocks are on the dirty list");
+	uint32_t p2 = _nd_buddy_take(&b, 1, &d);
+	CHECK(p2 != ND_BUDDY_NIL && d == 1, "2 pages cut from a half-dirty block hold 1 dirty page, not %llu",
+	      (unsigned long long)d);
+	_nd_buddy_mark_run(&b, p2, 2, 0);
+	check_ok("split");
+	CHECK_EQ(b.dirty_free, PAGES / 2 - 1);
+	desc[p2].flags = ND_PGF_DIRTY; /* the page level marks a small run dirty */
+	desc[p2 + 1].flags = ND_PGF_DIRTY;
+	_nd_buddy_give(&b, p2, 2, true, true);
+	check_ok("merged back");
+	CHECK_EQ(b.nblocks, PAGES / 8);
+	CHECK_EQ(b.dirty_free, PAGES / 2 + 1);
 
 	/* invariant I: dirty pages merge only up to purge_order - 1 */
 	for (unsigned t = 0; t < PAGES; t++)
@@ -112,17 +128,44 @@ int main(void)
 	CHECK_EQ(b.nblocks, PAGES / 8);
 
 	/* a purge pass (purge.c) marks them clean; then they merge whole */
-	for (int o = 0; o <= ORDER; o++)
-		for (uint32_t i = b.head[o]; i != ND_BUDDY_NIL; i = desc[i].next) {
-			_nd_buddy_clear_dirty(&b, i, 1ull << o);
-			b.dirty_free -= desc[i].npages;
-			desc[i].npages = 0;
-		}
+	for (int o = 0; o <= ORDER; o++) {
+		CHECK(b.head[o] == ND_BUDDY_NIL, "no clean block of order %d", o);
+		while (b.dhead[o] != ND_BUDDY_NIL)
+			CHECK_EQ(_nd_buddy_mark_clean(&b, b.dhead[o]), 1ull << o);
+	}
+	CHECK_EQ(b.dirty_free, 0);
 	for (int pass = 0; pass < ORDER; pass++)
 		_nd_buddy_merge_clean(&b);
 	check_ok("purged and merged");
 	CHECK_EQ(b.nblocks, 1);
 	CHECK_EQ(b.dirty_free, 0);
+
+	/* dirty first (issue 11): with a clean block of the exact order and a
+	 * dirty one of a bigger order free, a run is cut from the dirty one
+	 * (it was the clean one: a fresh fault while committed pages wait) */
+	uint32_t c4 = run(4, 2), d8 = run(8, 3);
+	uint32_t keep = run(4, 2); /* keeps d8's order-3 block from merging */
+	unrun(c4, false);
+	unrun(d8, true);
+	check_ok("one clean, one dirty");
+	uint32_t t4 = _nd_buddy_take(&b, 2, &d);
+	CHECK(t4 >= d8 && t4 < d8 + 8, "run at %u cut from the dirty block at %u (clean one at %u)", t4, d8, c4);
+	CHECK_EQ(d, 4);
+	if (d != 4)
+		return CHECK_DONE(); /* the rest assumes the dirty block served */
+	_nd_buddy_give(&b, t4, 4, true, true);
+	unrun(keep, false);
+	check_ok("dirty first");
+	/* a dirty block too small does not count: the clean block serves */
+	uint32_t t8 = _nd_buddy_take(&b, 4, &d);
+	CHECK(t8 != ND_BUDDY_NIL && d == 0, "order 4 from clean memory, dirty %llu", (unsigned long long)d);
+	_nd_buddy_give(&b, t8, 16, false, true);
+	check_ok("clean when no dirty fits");
+	while (b.dhead[3] != ND_BUDDY_NIL)
+		_nd_buddy_mark_clean(&b, b.dhead[3]);
+	for (int pass = 0; pass < ORDER; pass++)
+		_nd_buddy_merge_clean(&b);
+	CHECK_EQ(b.nblocks, 1);
 
 	/* the checker sees a corrupted descriptor */
 	a = run(4, 2);
