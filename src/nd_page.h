@@ -181,6 +181,8 @@ void _nd_room_give(_nd_arena_t *na, uint64_t n);
 /* Fresh pages na may commit now by its headroom (UINT64_MAX: no check;
  * 0: none), re-reading the kernel's figures when need does not fit. */
 uint64_t _nd_room_spare(_nd_arena_t *na, uint64_t need);
+/* Reads of the kernel's headroom figures so far (tests). */
+uint64_t _nd_room_wm_reads(void);
 /* A newly mapped range [i, i+n) of slot a's pages: bound to its node,
  * huge page advice (NODALLOC_THP=always/never). */
 void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n);
