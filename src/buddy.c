@@ -16,14 +16,16 @@
  * block holding a dirty page is dirty: it stays below purge_order
  * (invariant I: dirty blocks stop merging there and wait for a purge pass,
  * purge.c, after which _nd_buddy_merge_clean merges what became clean).
- * Below purge_order a dirty block merges with a clean buddy too, the
- * count staying exact (splitting counts the flags of the half it keeps):
- * a freed run that was not a power of two otherwise leaves dirty pieces
- * of 1-2 pages beside the clean tail it gave back when it was cut, too
- * small for any slab (bench wl_footprint: 8 MiB of them, committed, at
- * its peak). The merge stops at purge_order, so a dirty page never
- * merges into a big clean block (to be split out of it again on the next
- * allocation: 300 ns per 1-page pair, docs/arenas.md).
+ * Below purge_order a dirty block merges with a clean buddy too while
+ * the result stays at least 1/4 dirty, the count staying exact
+ * (splitting counts flags, and keeps the dirtier half for the run): a
+ * freed run that was not a power of two otherwise leaves dirty pieces of
+ * 1-3 pages beside the clean tail it gave back when it was cut, too small
+ * for any slab (bench wl_footprint: 8 MiB of them, committed, at its
+ * peak); with the 1/4 rule they reach 4 pages at least. A dirty page
+ * never merges into a big clean block, to be split out of it again on the
+ * next allocation (300 ns per 1-page pair, docs/arenas.md; up to order
+ * 2 here).
  *
  * Clean and dirty free blocks are on separate lists per order (head[],
  * dhead[]): a run is cut from a dirty block when one of a fitting order
@@ -158,8 +160,14 @@ uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty)
 		o--;
 		uint64_t half = 1ull << o;
 		uint64_t dl = part_dirty(b, d, 2 * half, i, half);
-		_nd_buddy_push(b, i + (uint32_t)half, o, d - dl);
-		d = dl;
+		if (d - dl > dl) { /* the dirtier half serves: fewer fresh pages */
+			_nd_buddy_push(b, i, o, dl);
+			i += (uint32_t)half;
+			d -= dl;
+		} else {
+			_nd_buddy_push(b, i + (uint32_t)half, o, d - dl);
+			d = dl;
+		}
 	}
 	*dirty = d;
 	return i;
@@ -178,8 +186,8 @@ static inline unsigned piece_order(uint64_t s, uint64_t len)
 }
 
 /* Frees one aligned block, merging with free buddies; a merge that would
- * make a block holding dirty pages of order >= purge_order (invariant I)
- * stops. */
+ * make a block holding dirty pages of order >= purge_order (invariant I),
+ * or less than 1/4 dirty, stops. */
 static void free_block(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
 {
 	/* The old head (a run head) becomes a tail if it merges as an upper half. */
@@ -191,7 +199,7 @@ static void free_block(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
 		if (bd->state != ND_PG_FREE || bd->order != o)
 			break;
 		uint64_t md = dirty + bd->npages;
-		if (md && o + 1 >= b->purge_order)
+		if (md && (o + 1 >= b->purge_order || md * 4 < (2ull << o)))
 			break;
 		_nd_buddy_del(b, u);
 		i &= ~(1u << o);
@@ -294,9 +302,9 @@ static int check_free(const _nd_buddy_t *b, uint64_t i, uint64_t end, char *err,
 	}
 	uint64_t u = i ^ n;
 	const _nd_pagedesc_t *bd = d->order < b->order_max ? &b->desc[u] : NULL;
-	bool bothclean = bd && !d->npages && !bd->npages;
+	uint64_t md = bd ? d->npages + bd->npages : 0;
 	if (bd && bd->state == ND_PG_FREE && bd->order == d->order &&
-	    (bothclean || d->order + 1u < b->purge_order)) {
+	    (!md || (d->order + 1u < b->purge_order && md * 4 >= 2 * n))) {
 		_nd_msg_format(err, errlen, "free buddies at pages %llu and %llu not merged", (unsigned long long)i,
 			       (unsigned long long)u);
 		return -1;

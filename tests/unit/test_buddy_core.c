@@ -167,6 +167,35 @@ int main(void)
 		_nd_buddy_merge_clean(&b);
 	CHECK_EQ(b.nblocks, 1);
 
+	/* one dirty page among clean ones merges while the block stays 1/4
+	 * dirty (order 2), not further (a 1-page pair would split it out of a
+	 * big block again each time); a 1-page run is cut from the dirty
+	 * page, not from the clean ones beside it */
+	uint32_t q[4];
+	for (int k = 0; k < 4; k++)
+		q[k] = run(1, 0);
+	CHECK(q[0] == 0 && q[3] == 3, "pages %u..%u", q[0], q[3]);
+	for (int k = 0; k < 3; k++)
+		unrun(q[k], false);
+	uint32_t one = q[3]; /* the upper page of its block: taking must choose it */
+	unrun(one, true);
+	check_ok("one dirty page back");
+	uint32_t blk = one & ~3u;
+	CHECK(desc[blk].state == ND_PG_FREE && desc[blk].order == 2 && desc[blk].npages == 1,
+	      "block at %u: state %u order %u dirty %llu", blk, desc[blk].state, desc[blk].order,
+	      (unsigned long long)desc[blk].npages);
+	uint32_t again1 = _nd_buddy_take(&b, 0, &d);
+	CHECK(again1 == one && d == 1, "1 page at %u (dirty %llu), the dirty page is %u", again1,
+	      (unsigned long long)d, one);
+	_nd_buddy_mark_run(&b, again1, 1, 0);
+	check_ok("dirty page taken again");
+	_nd_buddy_give(&b, again1, 1, true, true);
+	while (b.dhead[2] != ND_BUDDY_NIL)
+		_nd_buddy_mark_clean(&b, b.dhead[2]);
+	for (int pass = 0; pass < ORDER; pass++)
+		_nd_buddy_merge_clean(&b);
+	CHECK_EQ(b.nblocks, 1);
+
 	/* the checker sees a corrupted descriptor */
 	a = run(4, 2);
 	desc[a + 2].state = ND_PG_FREE;
