@@ -134,8 +134,8 @@ static __attribute__((noinline)) void *malloc_init(size_t size)
 	return size <= ND_SLAB_MAX ? _nd_heap_malloc(size) : _nd_large_alloc(size, 0, NULL, -1);
 }
 
-/* A key miss of the <= ND_SLAB_DIRECT path (rare: a CPU or policy
- * change, the first call, check mode). */
+/* A key miss of the fast path (rare: a CPU or policy change, the first
+ * call, check mode). */
 static __attribute__((noinline)) void *malloc_small(size_t size)
 {
 	void *o = _nd_heap_malloc(size);
@@ -145,25 +145,26 @@ static __attribute__((noinline)) void *malloc_small(size_t size)
 }
 
 /* The fast path (docs/malloc.md): the thread record's current slab for
- * size; the key still matches the CPU pair (same CPU, no policy change
- * since the heap was resolved); pop. Everything else goes to heap.c. */
+ * size (by size up to ND_SLAB_DIR_MAX, else by class); the key still
+ * matches the CPU pair (same CPU, no policy change since the heap was
+ * resolved); pop. Everything else goes to heap.c. */
 void *nd_malloc(size_t size)
 {
 	_nd_thread_t *t = _nd_tls;
-	if (nd_likely(size <= ND_SLAB_DIRECT)) {
-		_nd_slab_hot_t *s = t->dir[ND_SLAB_DIR0 + size];
-		if (nd_likely(_nd_slab_key_ok(t, &t->key))) {
-			void *o = _nd_slab_pop(s);
-			if (nd_likely(o != NULL))
-				return o;
-			return _nd_heap_refill(size);
-		}
-		return malloc_small(size);
+	_nd_slab_hot_t *s;
+	if (nd_likely(size <= ND_SLAB_DIR_MAX))
+		s = t->dir[(size + 15) >> 4];
+	else if (nd_likely(size <= ND_SLAB_MAX))
+		s = t->cdir[_nd_slab_cls_tab[(size + 15) >> 4]];
+	else
+		return malloc_init(size);
+	if (nd_likely(_nd_slab_key_ok(t, &t->key))) {
+		void *o = _nd_slab_pop(s);
+		if (nd_likely(o != NULL))
+			return o;
+		return _nd_heap_refill(size);
 	}
-	/* initialized: the heap layer's NULL is ENOMEM (a tail call) */
-	if (nd_likely(size <= ND_SLAB_MAX) && nd_likely(_nd_initialized > 0))
-		return _nd_heap_malloc(size);
-	return malloc_init(size);
+	return malloc_small(size);
 }
 
 

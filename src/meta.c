@@ -3,7 +3,7 @@
  * The slab layer's metadata (internal.h, "src/meta.c"): a per-node bump
  * allocator for slab headers, heaps and heap arrays (never freed: a late
  * remote free always finds valid memory), the pool of released slab
- * headers, and the slab map (page number -> slab header) that free's
+ * headers, and the slab map (16 KiB unit -> slab header) that free's
  * fast path reads. Below slab.c and heap.c; calls only the layers under
  * the slab layer (page, topology, os, msg, lock).
  */
@@ -117,11 +117,11 @@ static int map_tried; /* written under node 0's lock */
 
 /* The map: virtual (MAP_NORESERVE), committed a page of entries at a
  * time. Made at the slab init for the largest reservation the page level
- * can have (16 TiB: 2^32 pages, 32 GiB of entries), so that no mapping
+ * can have (16 TiB: 2^30 units, 8 GiB of entries), so that no mapping
  * appears later in the program's life; if that is refused, made at the
  * first slab for the reservation as it is (slot 0 to the mixed slot).
  * Failure leaves the boot map (slower frees, same results). */
-#define MAP_MAX_PAGES ((uintptr_t)1 << 32)
+#define MAP_MAX_UNITS ((uintptr_t)1 << (44 - ND_SLAB_UNIT_SHIFT))
 
 static bool map_make(uintptr_t n, bool quiet)
 {
@@ -148,8 +148,8 @@ static void map_create(void)
 	uintptr_t base = (uintptr_t)a.base, end = (uintptr_t)b.base + b.slot_bytes;
 	if (end <= base)
 		return;
-	uintptr_t pages = (end - base) >> ND_PAGE_SHIFT, n = 1;
-	while (n < pages)
+	uintptr_t units = (end - base) >> ND_SLAB_UNIT_SHIFT, n = 1;
+	while (n < units)
 		n <<= 1;
 	map_make(n, false);
 }
@@ -168,15 +168,16 @@ void _nd_meta_map_ensure(void)
 
 void _nd_meta_map_init(void)
 {
-	if (!__atomic_load_n(&map_tried, __ATOMIC_ACQUIRE) && map_make(MAP_MAX_PAGES, true))
+	if (!__atomic_load_n(&map_tried, __ATOMIC_ACQUIRE) && map_make(MAP_MAX_UNITS, true))
 		__atomic_store_n(&map_tried, 1, __ATOMIC_RELEASE);
 }
 
-void _nd_meta_map_set(const void *page, const _nd_slab_t *s)
+void _nd_meta_map_set(const void *unit, const _nd_slab_t *s)
 {
 	_nd_slab_map_t *m = _nd_slab_map;
 	if (m == (_nd_slab_map_t *)boot_map)
 		return;
-	uintptr_t i = ((uintptr_t)page >> ND_PAGE_SHIFT) & m->mask;
+	ND_ASSERT(!((uintptr_t)unit & (((uintptr_t)1 << ND_SLAB_UNIT_SHIFT) - 1)), "a map unit starts 16 KiB-aligned");
+	uintptr_t i = ((uintptr_t)unit >> ND_SLAB_UNIT_SHIFT) & m->mask;
 	__atomic_store_n(&m->ent[i], s ? (intptr_t)s - (intptr_t)m : 0, __ATOMIC_RELEASE);
 }

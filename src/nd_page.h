@@ -59,7 +59,8 @@ typedef struct _nd_buddy {
 	uint64_t nblocks;      /* free blocks */
 	unsigned order_max;    /* the slot holds 2^order_max pages */
 	unsigned purge_order;  /* free blocks of this order or more are clean (invariant I) */
-	uint32_t head[ND_BUDDY_MAX_ORDER + 1]; /* free lists by order (ND_BUDDY_NIL: empty) */
+	uint32_t head[ND_BUDDY_MAX_ORDER + 1];  /* clean free blocks by order (ND_BUDDY_NIL: empty) */
+	uint32_t dhead[ND_BUDDY_MAX_ORDER + 1]; /* dirty free blocks by order (all below purge_order) */
 } _nd_buddy_t;
 /* An empty slot (no free block: the caller gives the usable range). */
 void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, unsigned purge_order);
@@ -67,8 +68,13 @@ void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, un
  * (its head becomes a TAIL). */
 void _nd_buddy_push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty);
 void _nd_buddy_del(_nd_buddy_t *b, uint32_t i);
+/* Free block i (dirty, its pages purged by the caller) becomes clean: its
+ * dirty flags cleared, moved to the clean list. Returns its pages. */
+uint64_t _nd_buddy_mark_clean(_nd_buddy_t *b, uint32_t i);
 /* Takes a free block of order >= k split down to k: its index (NIL if
- * none) and its dirty page count in *dirty. */
+ * none) and its dirty page count in *dirty. A dirty block of the smallest
+ * order >= k comes first (no page fault, no purge of it later); else the
+ * clean block of the smallest order >= k. */
 uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty);
 /* Tail of a taken block (index i, 2^k pages, d dirty) after a run of n
  * pages back to the free lists, unmerged. Returns the tail's dirty pages. */
@@ -175,6 +181,8 @@ void _nd_room_give(_nd_arena_t *na, uint64_t n);
 /* Fresh pages na may commit now by its headroom (UINT64_MAX: no check;
  * 0: none), re-reading the kernel's figures when need does not fit. */
 uint64_t _nd_room_spare(_nd_arena_t *na, uint64_t need);
+/* Reads of the kernel's headroom figures so far (tests). */
+uint64_t _nd_room_wm_reads(void);
 /* A newly mapped range [i, i+n) of slot a's pages: bound to its node,
  * huge page advice (NODALLOC_THP=always/never). */
 void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n);

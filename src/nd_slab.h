@@ -53,9 +53,11 @@ int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
 
 /* ---- the malloc/free fast paths (docs/malloc.md). The one pop and push
  * live here, used by malloc.c's inlined paths and slab.c's and heap.c's
- * alike; the hot fields they touch (ND_SLAB_HOT_FIELDS, _nd_slab_hot_t)
- * are defined in nd_thread.h, whose record embeds the borrowed lists
- * bw[] that the fast path pops like a slab. slab.c owns every field.
+ * alike; the hot fields they touch (_nd_slab_hot_t: a line that every
+ * free reads, then a line with free and used) are defined in nd_thread.h,
+ * whose record embeds the borrowed lists bw[] that the fast path pops
+ * like a slab (only their free and used mean anything). slab.c owns
+ * every field.
  *
  * Owner and synchronisation of the hot fields: free, used: the owner
  * thread of the slab's heap (or whoever took a parked heap out of its
@@ -73,14 +75,20 @@ typedef struct _nd_heap_hot {
 /* Size -> class: _nd_slab_cls_tab[(size + 15) >> 4] for size <= ND_SLAB_MAX. */
 extern uint8_t _nd_slab_cls_tab[ND_SLAB_MAX / 16 + 1] __attribute__((visibility("hidden")));
 
-/* Page number -> slab header, for the reservation of the page level.
- * Entry 0 (any page that is not a slab's) decodes to `none`, whose lim 0
+/* Unit number -> slab header, for the reservation of the page level. A
+ * unit is 16 KiB, the smallest slab run: every slab is a power-of-two run
+ * of at least 4 pages aligned to its size (_nd_slab_new), so each unit is
+ * wholly one slab's or none's, and the map has a quarter of the entries a
+ * per-page one would (larson, 8 MiB live: its free missed L1 on the entry
+ * 0.65 times per pair with per-page entries).
+ * Entry 0 (a unit that is not a slab's) decodes to `none`, whose lim 0
  * fails every check, so a lookup never needs a range or NULL test: the
  * index check below then proves p is an object start of that slab. */
+#define ND_SLAB_UNIT_SHIFT 14
 typedef struct _nd_slab_map {
 	_nd_slab_hot_t none;
 	uintptr_t mask;     /* entries - 1: a power of two >= the reservation's
-			     * pages, so page number & mask is one-to-one on it */
+			     * units, so unit number & mask is one-to-one on it */
 	intptr_t ent[];     /* header address - map address; 0 = none */
 } _nd_slab_map_t;
 extern _nd_slab_map_t *_nd_slab_map __attribute__((visibility("hidden")));
@@ -88,7 +96,7 @@ extern _nd_slab_map_t *_nd_slab_map __attribute__((visibility("hidden")));
 static inline _nd_slab_hot_t *_nd_slab_of(const void *p)
 {
 	_nd_slab_map_t *m = _nd_slab_map;
-	uintptr_t i = ((uintptr_t)p >> ND_PAGE_SHIFT) & m->mask;
+	uintptr_t i = ((uintptr_t)p >> ND_SLAB_UNIT_SHIFT) & m->mask;
 	return (_nd_slab_hot_t *)((char *)m + ND_LOAD_RELAXED(m->ent[i]));
 }
 /* Index of p in s if p is an object start, else a number >= s->lim.
@@ -197,7 +205,13 @@ bool _nd_slab_freed(const void *p, const _nd_pagedesc_t *d);
 #define ND_TF_CNT_SHIFT 48                              /* objects on the list */
 
 struct nd_heap;
-/* A slab: one page run of one size class, its header out of line.
+/* A slab: one page run of one size class, its header out of line, three
+ * lines by writer: line 1 is read by every free and written only when
+ * carving, parking or adopting, line 2 by the owner's every malloc and
+ * free, line 3 by other threads (splices). A remote free reads line 1
+ * only, so it does not pull line 2 away from the owner's core (the owner's
+ * free touches both lines; cachegrind counts that as +0.2 D1 misses per
+ * pair on wl_larson's single simulated cache).
  * Owner and synchronisation, per field: see the hot fields above (free,
  * used: owner; lim, tp: atomic, written by the owner). Below: cls, cap,
  * size, node, npages: fixed while the slab lives. carved, next/prev,
@@ -209,30 +223,40 @@ struct nd_heap;
  * Counters: used + fbias = objects out (handed out, or freed by another
  * thread and not collected yet) <= carved <= cap. */
 typedef struct _nd_slab {
-	/* line 1: the fast paths' fields, then the owner's */
-	ND_SLAB_HOT_FIELDS
+	/* line 1: what every free reads (any thread), rarely written */
+	char *start;           /* _nd_slab_hot_t's */
+	uint64_t mul;
+	uint64_t lim;
+	uintptr_t tp;
 	uint8_t cls;
 	uint16_t cap;          /* objects in the slab */
-	uint16_t carved;       /* atomic: objects ever put on a free list (lazy carving) */
 	uint16_t node1;        /* node + 1, ND_SLAB_NODE1_NONE if unknown: line 1's copy for free_remote */
 	uint32_t size;
 	struct nd_heap *heap;  /* atomic: owner heap */
-	/* line 2: written by other threads */
-	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
 	int32_t node;          /* serving node of the run */
 	uint32_t npages;
-	struct _nd_slab *hnext;    /* free header list (node lock) */
-	struct _nd_slab *all_next; /* every header of its node, append only (meta.c) */
-	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
-	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
+	/* line 2: the owner's (every malloc and free of the owner writes it) */
+	_Alignas(ND_CACHE_LINE) void *free; /* _nd_slab_hot_t's */
+	uint32_t used;
+	uint16_t carved;       /* atomic: objects ever put on a free list (lazy carving) */
 	uint16_t pfree;        /* slab_purge.c (owner): carved - used after its last pass */
+	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
+	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
 	uint64_t purged;       /* slab_purge.c (owner): bit p: page p was given back, the
 				* free objects starting in it are off the free list */
+	/* line 3: written by other threads */
+	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
+	struct _nd_slab *hnext;    /* free header list (node lock) */
+	struct _nd_slab *all_next; /* every header of its node, append only (meta.c) */
 } _nd_slab_t;
 #define ND_SLAB_NODE1_NONE UINT16_MAX /* never a thread's bw_node1 (0 or node + 1) */
-_Static_assert(offsetof(_nd_slab_t, heap) + sizeof(void *) <= ND_CACHE_LINE, "free's fields (node1 too) share line 1");
-_Static_assert(offsetof(_nd_slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
-	       offsetof(_nd_slab_t, used) == offsetof(_nd_slab_hot_t, used), "_nd_slab_t starts with the hot fields");
+_Static_assert(offsetof(_nd_slab_t, npages) + sizeof(uint32_t) <= ND_CACHE_LINE, "free's fields (node1 too) share line 1");
+_Static_assert(offsetof(_nd_slab_t, start) == offsetof(_nd_slab_hot_t, start) &&
+	       offsetof(_nd_slab_t, mul) == offsetof(_nd_slab_hot_t, mul) &&
+	       offsetof(_nd_slab_t, lim) == offsetof(_nd_slab_hot_t, lim) &&
+	       offsetof(_nd_slab_t, tp) == offsetof(_nd_slab_hot_t, tp) &&
+	       offsetof(_nd_slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
+	       offsetof(_nd_slab_t, used) == offsetof(_nd_slab_hot_t, used), "_nd_slab_t has the hot fields where _nd_slab_hot_t has them");
 
 /* A heap serves the allocations of one key: a node (node heaps, pol NULL:
  * local, preferred, preferred-many, nd_malloc_onnode, whose slabs are on
@@ -256,7 +280,7 @@ typedef struct nd_heap {
 _Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur), "_nd_heap_t starts with cur[]");
 
 /* ---- src/meta.c: the slab layer's metadata: per-node bump allocator,
- * slab header pool, the slab map (page -> header) ---- */
+ * slab header pool, the slab map (16 KiB unit -> header) ---- */
 
 /* Per node: the pool of parked node heaps (heap.c), the metadata bump area
  * and the free slab headers (meta.c), all under one lock. Lock order:
@@ -287,9 +311,9 @@ void _nd_meta_hdr_put(int node, _nd_slab_t *s);
  * header's all_next never changes (statistics). */
 void _nd_meta_hdr_each(void (*fn)(const _nd_slab_t *s, void *arg), void *arg);
 /* Makes the slab map (once; the first slab calls it), and sets the map
- * entry of page to s (NULL: none). */
+ * entry of the unit (ND_SLAB_UNIT_SHIFT) at unit to s (NULL: none). */
 void _nd_meta_map_ensure(void);
-void _nd_meta_map_set(const void *page, const _nd_slab_t *s);
+void _nd_meta_map_set(const void *unit, const _nd_slab_t *s);
 /* At the slab init: the map for the largest reservation, if it can be had. */
 void _nd_meta_map_init(void);
 /* The flag a remote free into a parked heap of h's pool sets. */

@@ -15,26 +15,32 @@ struct nd_heap;
 /* The slab layer's key that no CPU pair ever equals (rseq's cpu_id_start
  * always holds a real CPU number). */
 #define ND_KEY_NONE UINT64_MAX
-#define ND_SLAB_DIRECT 256 /* malloc sizes 0..ND_SLAB_DIRECT index dir[] */
-/* dir[] is offset so that every class's sizes (16k+1 .. 16m) start at an
- * index that is a multiple of 16: changing a class's slab is a few aligned
- * 16-byte stores. */
-#define ND_SLAB_DIR0 15
+/* place.c's fast paths index a class table by size up to here. */
+#define ND_SLAB_DIRECT 256
+/* malloc sizes 0..ND_SLAB_DIR_MAX index dir[] by (size + 15) >> 4 (every
+ * class up to there is a multiple of 16): 65 entries, 9 lines, and one
+ * predictable test for programs whose sizes mix small and up to 1 KiB
+ * (a bound at 256 mispredicted 0.30 times per pair on wl_larson). */
+#define ND_SLAB_DIR_MAX 1024
 #define ND_PCACHE 4 /* nd_malloc_policy's cache: policy objects remembered */
 /* Size classes (docs/malloc.md): 16..128 by 16, then 4 per power of two. */
 #define ND_SLAB_CLASSES 40
 
-/* slab.c's hot slab fields (nd_slab.h describes them: the fast paths'
- * part of a slab header, and of the record's borrowed lists bw[]). */
-#define ND_SLAB_HOT_FIELDS                                                         \
-	void *free;      /* private free list (owner only) */                         \
-	char *start;     /* first object (page-aligned run) */                        \
-	uint64_t mul;    /* (size's odd part)^-1 << (15 - tz) mod 2^64: see below */  \
-	uint64_t lim;    /* atomic: objects carved; 0 in check mode: frees validate */ \
-	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0); 0 while parked */ \
-	uint32_t used;   /* objects out; while on the full list, lowered by fbias */
+/* slab.c's hot slab fields (nd_slab.h describes them): the fast paths'
+ * part of a slab header, and of the record's borrowed lists bw[]. Two
+ * lines: the first is read by every free, from any thread, and written
+ * only rarely (carving, parking); the second, free and used, is written
+ * by every malloc and free of the owner. Apart, a remote free does not
+ * pull in a line the owner keeps dirty (wl_xfree). _nd_slab_t repeats the
+ * first four fields and keeps its own read-mostly fields in the rest of
+ * the first line. */
 typedef struct _nd_slab_hot {
-	ND_SLAB_HOT_FIELDS
+	char *start;     /* first object (page-aligned run) */
+	uint64_t mul;    /* (size's odd part)^-1 << (15 - tz) mod 2^64: see nd_slab.h */
+	uint64_t lim;    /* atomic: objects carved; 0 in check mode: frees validate */
+	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0); 0 while parked */
+	_Alignas(ND_CACHE_LINE) void *free; /* private free list (owner only) */
+	uint32_t used;   /* objects out; while on the full list, lowered by fbias */
 } _nd_slab_hot_t;
 
 /* slab.c's remote-free buffer, one entry per size class: objects freed by
@@ -57,12 +63,15 @@ typedef struct _nd_rfree {
  * and re-checks after it stores a fresh one (_nd_thread_key_store). */
 typedef struct _nd_thread {
 	/* ---- slab.c: the malloc fast path (docs/malloc.md) ---- */
-	/* dir[ND_SLAB_DIR0 + size]: the resolved heap's current slab of
-	 * size's class (meaningful only while key matches) */
-	struct _nd_slab_hot *dir[ND_SLAB_DIR0 + ND_SLAB_DIRECT + 1];
+	/* dir[(size + 15) >> 4]: the resolved heap's current slab of size's
+	 * class (meaningful only while key matches) */
+	struct _nd_slab_hot *dir[ND_SLAB_DIR_MAX / 16 + 1];
 	const uint64_t *cpu64;  /* the CPU twice (rseq cpu_id_start:cpu_id, or cpu_pair) */
 	uint64_t key;           /* atomic: *cpu64 when heap was resolved, else NONE */
 	uint64_t lkey;          /* atomic: the same for lheap (nd_malloc_local) */
+	/* cdir[c]: what dir[] holds for class c's sizes, for every class (the
+	 * fast path of sizes above ND_SLAB_DIR_MAX, through the class table) */
+	struct _nd_slab_hot *cdir[ND_SLAB_CLASSES];
 	struct nd_heap *heap;   /* the thread policy's heap (dir mirrors it) */
 	struct nd_heap *lheap;  /* the CPU's memory node's heap */
 	struct nd_heap **heaps; /* [nheaps]: node heaps by wanted node */

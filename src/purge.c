@@ -65,7 +65,8 @@ typedef struct piece {
 } piece_t;
 
 /* Sorts pieces by index, purges each stretch of adjacent ones with one
- * call, marks them clean. Returns pages purged. */
+ * call, marks them clean (they move to the clean lists). Returns pages
+ * purged. */
 static uint64_t purge_batch(_nd_arena_t *a, piece_t *pc, int n)
 {
 	for (int k = 1; k < n; k++) { /* insertion sort: n <= PASS_MAX */
@@ -83,14 +84,8 @@ static uint64_t purge_batch(_nd_arena_t *a, piece_t *pc, int n)
 		for (; j < n && pc[j].i == e; j++)
 			e += 1ull << pc[j].o;
 		_nd_purge_range(a, a->base + (s << ND_PAGE_SHIFT), (size_t)(e - s) << ND_PAGE_SHIFT, g.advice);
-		for (; k < j; k++) {
-			_nd_pagedesc_t *d = &b->desc[pc[k].i];
-			_nd_buddy_clear_dirty(b, pc[k].i, 1ull << pc[k].o);
-			purged += d->npages;
-			ND_ASSERT(b->dirty_free >= d->npages, "dirty free pages never go negative");
-			__atomic_store_n(&b->dirty_free, b->dirty_free - d->npages, __ATOMIC_RELAXED);
-			d->npages = 0;
-		}
+		for (; k < j; k++)
+			purged += _nd_buddy_mark_clean(b, pc[k].i);
 	}
 	return purged;
 }
@@ -101,19 +96,14 @@ uint64_t _nd_purge_slot(_nd_arena_t *a)
 	uint64_t purged = 0;
 	unsigned top = g.purge_order <= b->order_max ? g.purge_order : b->order_max + 1;
 	piece_t pc[PASS_MAX];
-	int n = 0;
-	for (unsigned o = 0; o < top; o++) {
-		for (uint32_t i = b->head[o]; i != ND_BUDDY_NIL; i = b->desc[i].next) {
-			if (!b->desc[i].npages)
-				continue;
-			pc[n++] = (piece_t){ i, o };
-			if (n == PASS_MAX) { /* marking clean keeps the lists: the walk goes on */
-				purged += purge_batch(a, pc, n);
-				n = 0;
-			}
-		}
-	}
-	purged += purge_batch(a, pc, n);
+	int n;
+	do { /* a batch leaves the dirty lists: the next starts at their heads */
+		n = 0;
+		for (unsigned o = 0; o < top && n < PASS_MAX; o++)
+			for (uint32_t i = b->dhead[o]; i != ND_BUDDY_NIL && n < PASS_MAX; i = b->desc[i].next)
+				pc[n++] = (piece_t){ i, o };
+		purged += purge_batch(a, pc, n);
+	} while (n == PASS_MAX);
 	__atomic_store_n(&a->dirty_since, 0, __ATOMIC_RELAXED);
 	if (!purged)
 		return 0;

@@ -59,7 +59,11 @@ int _nd_room_bind(void *p, size_t len, int node)
  * The older baseline makes the estimate also pay for runs handed out just
  * before the last read and not yet touched then (a read does not see
  * them). The estimate only errs low for this process's own pages, so a
- * read is redone when 10 ms have passed (other processes), and when the
+ * read is redone when 10 ms have passed (other processes) for each 256
+ * MiB of estimated headroom (at most 1 s: other processes would have to
+ * take 25 GB/s to get through the margin unseen; a read costs 125 us of
+ * kernel time plus 40 us of parsing, and every 10 ms it was 1% of bench
+ * wl_footprint's time, 37 reads in wl_large 200), and when the
  * estimate says no while the node's committed count moved since the read
  * before (up to twice: the second without the double count); a node that
  * stays full costs no read per refused run until the next 10 ms. A run
@@ -68,12 +72,15 @@ int _nd_room_bind(void *p, size_t len, int node)
  * against max(MemTotal/64, 32 MiB), the earlier rule.
  */
 #define WM_SLACK_PAGES ((uint64_t)4 << (20 - ND_PAGE_SHIFT))  /* 4 MiB */
-#define WM_REREAD_NS 10000000ull
+#define WM_REREAD_NS 10000000ull                                        /* 10 ms per ... */
+#define WM_REREAD_PAGES ((uint64_t)256 << (20 - ND_PAGE_SHIFT))        /* ... 256 MiB of headroom */
+#define WM_REREAD_MAX 100                                                /* at most 1 s */
 
 static struct {
 	_nd_lock_t lock; /* one reader at a time; a periodic re-read skips when busy */
 	uint64_t stamp;  /* ns of the last read (atomic) */
 	int mode;        /* 0 not tried, 1 zoneinfo, -1 MemFree rule */
+	uint64_t reads;  /* reads done (lock; tests read it, atomic) */
 } wm = { .lock = ND_LOCK_INIT };
 ND_LOCK_FIELD(wm_lock_class, wm.lock, ND_RANK_PAGE_WMARK);
 
@@ -82,6 +89,17 @@ static int64_t wm_estimate(const _nd_arena_t *na)
 	int64_t c = (int64_t)__atomic_load_n(&na->committed, __ATOMIC_RELAXED);
 	int64_t base = (int64_t)__atomic_load_n(&na->wm_c_prev, __ATOMIC_RELAXED);
 	return (int64_t)__atomic_load_n(&na->wm_avail, __ATOMIC_RELAXED) - (c - base);
+}
+
+/* Periods of 10 ms between periodic reads for na: 1 per 256 MiB of its
+ * estimated headroom (see the top), 1..WM_REREAD_MAX. */
+static uint64_t wm_periods(const _nd_arena_t *na)
+{
+	if (__atomic_load_n(&wm.mode, __ATOMIC_RELAXED) < 0)
+		return 1; /* the MemFree rule: its own cache */
+	int64_t est = wm_estimate(na);
+	uint64_t p = est > 0 ? (uint64_t)est / WM_REREAD_PAGES : 0;
+	return p < 1 ? 1 : p > WM_REREAD_MAX ? WM_REREAD_MAX : p;
 }
 
 /* Re-reads every node's headroom. wait: after another thread's read if
@@ -97,6 +115,7 @@ static void wm_read(uint64_t now, bool wait)
 		return;
 	}
 	uint64_t avail[g.node_limit];
+	__atomic_store_n(&wm.reads, wm.reads + 1, __ATOMIC_RELAXED);
 	if (_nd_topo_node_avail(avail, g.node_limit) < 0) {
 		__atomic_store_n(&wm.mode, -1, __ATOMIC_RELAXED);
 	} else {
@@ -120,10 +139,13 @@ static uint64_t room_spare(_nd_arena_t *na, uint64_t need)
 {
 	uint64_t now = _nd_os_now_ns();
 	/* mode: written under wm.lock, read here without it */
-	if (__atomic_load_n(&wm.mode, __ATOMIC_ACQUIRE) == 0)
+	if (__atomic_load_n(&wm.mode, __ATOMIC_ACQUIRE) == 0) {
 		wm_read(now, true);
-	else if (now - __atomic_load_n(&wm.stamp, __ATOMIC_ACQUIRE) >= WM_REREAD_NS)
-		wm_read(now, false);
+	} else {
+		uint64_t age = now - __atomic_load_n(&wm.stamp, __ATOMIC_ACQUIRE);
+		if (age >= WM_REREAD_NS && age >= WM_REREAD_NS * wm_periods(na))
+			wm_read(now, false);
+	}
 	if (__atomic_load_n(&wm.mode, __ATOMIC_RELAXED) < 0) {
 		uint64_t f = _nd_topo_node_free(na->node), keep = na->floor;
 		if (f == UINT64_MAX)
@@ -152,6 +174,11 @@ static uint64_t room_spare(_nd_arena_t *na, uint64_t need)
 			     (long long)(__atomic_load_n(&na->committed, __ATOMIC_RELAXED) -
 					 __atomic_load_n(&na->wm_c_prev, __ATOMIC_RELAXED)));
 	return est > (int64_t)WM_SLACK_PAGES ? (uint64_t)(est - (int64_t)WM_SLACK_PAGES) : 0;
+}
+
+uint64_t _nd_room_wm_reads(void)
+{
+	return __atomic_load_n(&wm.reads, __ATOMIC_RELAXED);
 }
 
 /* May node na commit need more fresh pages? */

@@ -50,6 +50,8 @@ static uint8_t cls_pages[ND_SLAB_CLASSES];  /* slab run length (power of two) */
 static uint16_t cls_cap[ND_SLAB_CLASSES];   /* objects per slab */
 static uint64_t cls_mul[ND_SLAB_CLASSES];   /* inverse of the odd part << (15 - tz) */
 static uint32_t cls_bw[ND_SLAB_CLASSES];    /* objects a borrowed list keeps (free_remote) */
+static uint8_t cls_dlo[ND_SLAB_CLASSES];    /* first dir[] entry of the class (_nd_slab_dir_class) */
+static uint8_t cls_dn[ND_SLAB_CLASSES];     /* its dir[] entries: 0 (above ND_SLAB_DIR_MAX), 1, 2, 4, 8 */
 
 static inline unsigned class_of(size_t size)
 {
@@ -78,34 +80,34 @@ bool _nd_slab_check;       /* NODALLOC_CHECK=1 */
 
 /* ---- the direct table ---------------------------------------------------- */
 
-/* t->dir mirrors t->heap's current slab of every class up to
- * ND_SLAB_DIRECT: every write of a heap's cur[] goes through set_cur.
- * Owner only. */
+/* t->dir (sizes up to ND_SLAB_DIR_MAX) and t->cdir (every class) mirror
+ * t->heap's current slab, or the class's borrowed list while it holds
+ * objects: every write of a heap's cur[] goes through set_cur. Owner
+ * only. */
 void _nd_slab_dir_class(_nd_thread_t *t, unsigned c, void *s)
 {
-	unsigned lo = c ? cls_size[c - 1] + 1 : 0, hi = cls_size[c];
-	if (lo > ND_SLAB_DIRECT)
-		return;
-	if (hi > ND_SLAB_DIRECT)
-		hi = ND_SLAB_DIRECT;
-	_nd_slab_hot_t *v = (_nd_slab_hot_t *)s, **d = &t->dir[ND_SLAB_DIR0 + lo];
-	unsigned n = hi - lo + 1;
-	if (n & 15) { /* class 0 (sizes 0..16): one entry in front */
-		*d++ = v;
-		n--;
+	_nd_slab_hot_t *v = (_nd_slab_hot_t *)s;
+	t->cdir[c] = v;
+	/* sizes cls_size[c - 1] + 1 .. cls_size[c]: entries from cls_dlo[c],
+	 * 1, 2, 4 or 8 of them (straight stores: the borrowed lists switch a
+	 * class's entries often) */
+	_nd_slab_hot_t **d = &t->dir[cls_dlo[c]];
+	switch (cls_dn[c]) {
+	case 8:
+		d[7] = v, d[6] = v, d[5] = v, d[4] = v;
+		/* fall through */
+	case 4:
+		d[3] = v, d[2] = v;
+		/* fall through */
+	case 2:
+		d[1] = v;
+		/* fall through */
+	case 1:
+		d[0] = v;
+		/* fall through */
+	default: /* 0: a class above ND_SLAB_DIR_MAX */
+		break;
 	}
-	/* n is 16 or 32 here: runs of 8 entries */
-	typedef uintptr_t pair_t __attribute__((vector_size(16)));
-	pair_t w = { (uintptr_t)v, (uintptr_t)v };
-	unsigned i = 0;
-	for (; i + 8 <= n; i += 8) {
-		memcpy(d + i, &w, sizeof w);
-		memcpy(d + i + 2, &w, sizeof w);
-		memcpy(d + i + 4, &w, sizeof w);
-		memcpy(d + i + 6, &w, sizeof w);
-	}
-	for (; i < n; i++) /* none with the classes of docs/malloc.md */
-		d[i] = v;
 }
 
 static inline void set_cur(heap_t *h, unsigned c, slab_t *s)
@@ -164,6 +166,8 @@ static inline bool is_owner(const slab_t *s)
 	return __atomic_load_n(&s->tp, __ATOMIC_RELAXED) == my_tp();
 }
 
+#define UNIT_PAGES ((uint32_t)1 << (ND_SLAB_UNIT_SHIFT - ND_PAGE_SHIFT))
+
 static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
 {
 	for (uint32_t i = 0; i < s->npages; i++) {
@@ -172,7 +176,8 @@ static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
 			d->use = use;
 			d->user = user;
 		}
-		_nd_meta_map_set(s->start + ((size_t)i << ND_PAGE_SHIFT), use == ND_USE_SLAB ? s : NULL);
+		if (i % UNIT_PAGES == 0)
+			_nd_meta_map_set(s->start + ((size_t)i << ND_PAGE_SHIFT), use == ND_USE_SLAB ? s : NULL);
 	}
 }
 
@@ -180,9 +185,11 @@ static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
 slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 {
 	int got = -1;
-	char *p = _nd_page_alloc(cls_pages[c], 1, pol, h->node, &got);
+	/* aligned to its size (the buddy's blocks are anyway): whole map units */
+	char *p = _nd_page_alloc(cls_pages[c], cls_pages[c], pol, h->node, &got);
 	if (!p)
 		return NULL;
+	ND_ASSERT(!((uintptr_t)p & (((uintptr_t)cls_pages[c] << ND_PAGE_SHIFT) - 1)), "a slab run is aligned to its size");
 	if (got < 0)
 		got = _nd_page_node_of(p);
 	_nd_meta_map_ensure();
@@ -580,10 +587,11 @@ int _nd_slab_init(void)
 		cls_tab[i] = (uint8_t)c;
 	}
 	for (c = 0; c < ND_SLAB_CLASSES; c++) {
-		/* at least 16 KiB and 8 objects, in a power of two of pages */
+		/* at least 16 KiB (one slab map unit) and 8 objects, in a power
+		 * of two of pages */
 		size_t want = 8 * (size_t)cls_size[c];
-		if (want < 16384)
-			want = 16384;
+		if (want < ((size_t)1 << ND_SLAB_UNIT_SHIFT))
+			want = (size_t)1 << ND_SLAB_UNIT_SHIFT;
 		size_t np = 1;
 		while ((np << ND_PAGE_SHIFT) < want)
 			np <<= 1;
@@ -596,6 +604,10 @@ int _nd_slab_init(void)
 		/* borrowed: up to 64 objects and 16 KiB, at least 2 */
 		uint32_t nb = 16384 / cls_size[c];
 		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;
+		unsigned lo = c ? cls_size[c - 1] / 16 + 1 : 0, hi = cls_size[c] / 16;
+		cls_dlo[c] = (uint8_t)(cls_size[c] <= ND_SLAB_DIR_MAX ? lo : 0);
+		cls_dn[c] = (uint8_t)(cls_size[c] <= ND_SLAB_DIR_MAX ? hi - lo + 1 : 0);
+		ND_ASSERT(cls_dn[c] <= 8 && (cls_dn[c] & (cls_dn[c] - 1)) == 0, "a class has 0, 1, 2, 4 or 8 dir[] entries");
 	}
 	_nd_slab_check = _nd_opt_int(ND_OPT_CHECK) != 0;
 	_nd_meta_map_init();

@@ -133,12 +133,6 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
  * held it, so its slab is never released under the list. At most
  * cls_bw[c] wait; beyond, frees go through rf[] as before. */
 
-/* The malloc fast path's dir[] entries of class c, if it has any. */
-static inline bool class_direct(unsigned c)
-{
-	return c == 0 || _nd_slab_class_size(c - 1) + 1 <= ND_SLAB_DIRECT;
-}
-
 /* Sends a borrowed list home: runs of one slab (the marker, word 1,
  * names it) go in one splice each. */
 static void bw_send(void **o)
@@ -164,7 +158,7 @@ void _nd_slab_bw_flush_all(_nd_thread_t *t)
 			continue;
 		b->free = NULL;
 		b->used = 0;
-		if (t->heap && class_direct(c))
+		if (t->heap)
 			_nd_slab_dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
 		bw_send(o);
 	}
@@ -173,19 +167,17 @@ void _nd_slab_bw_flush_all(_nd_thread_t *t)
 /* The list of class c was empty: the fast path pops from it now. */
 void _nd_slab_bw_started(_nd_thread_t *t, unsigned c)
 {
-	if (class_direct(c))
-		_nd_slab_dir_class(t, c, &t->bw[c]);
+	_nd_slab_dir_class(t, c, &t->bw[c]);
 }
 
 void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 {
 	_nd_slab_hot_t *b = &t->bw[c];
 	if (b->free) {
-		if (class_direct(c))
-			_nd_slab_dir_class(t, c, b);
+		_nd_slab_dir_class(t, c, b);
 		return _nd_slab_pop(b);
 	}
-	if (class_direct(c) && t->dir[ND_SLAB_DIR0 + _nd_slab_class_size(c)] == b)
+	if (t->cdir[c] == b)
 		_nd_slab_dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
 	return NULL;
 }

@@ -4,7 +4,8 @@
  * array: no mapping, no lock, no page level (issue 15). Split and merge,
  * natural alignment of every block, exact runs (tails given back),
  * exhaustion, clean and dirty blocks kept apart and dirty ones kept below
- * purge_order (invariant I), merge after a purge, and the checker's
+ * purge_order (invariant I), dirty blocks taken before clean ones
+ * (issue 11), merge after a purge, and the checker's
  * verdict on a good and on a corrupted slot.
  */
 #include "check.h"
@@ -92,15 +93,30 @@ int main(void)
 	CHECK_EQ(b.free_pages, 0);
 	check_ok("exhausted");
 
-	/* dirty and clean: even pages back dirty, odd clean; no mixed merge */
+	/* dirty and clean: even pages back dirty, odd clean; they merge (issue
+	 * 11: a freed run's dirty pieces beside the clean tail it gave back
+	 * were stranded), up to purge_order - 1 only, counts exact */
 	for (unsigned t = 0; t < PAGES; t += 2)
 		unrun(pg[t], true);
 	for (unsigned t = 1; t < PAGES; t += 2)
 		unrun(pg[t], false);
 	check_ok("mixed dirty");
 	CHECK_EQ(b.dirty_free, PAGES / 2);
-	CHECK_EQ(b.nblocks, PAGES);
-	CHECK(_nd_buddy_take(&b, 1, &d) == ND_BUDDY_NIL); /* no two buddies merged */
+	CHECK_EQ(b.nblocks, PAGES / 8);
+	CHECK_EQ(_nd_buddy_largest(&b), 3);
+	CHECK(b.dhead[3] != ND_BUDDY_NIL && b.head[3] == ND_BUDDY_NIL, "half-dirty blocks are on the dirty list");
+	uint32_t p2 = _nd_buddy_take(&b, 1, &d);
+	CHECK(p2 != ND_BUDDY_NIL && d == 1, "2 pages cut from a half-dirty block hold 1 dirty page, not %llu",
+	      (unsigned long long)d);
+	_nd_buddy_mark_run(&b, p2, 2, 0);
+	check_ok("split");
+	CHECK_EQ(b.dirty_free, PAGES / 2 - 1);
+	desc[p2].flags = ND_PGF_DIRTY; /* the page level marks a small run dirty */
+	desc[p2 + 1].flags = ND_PGF_DIRTY;
+	_nd_buddy_give(&b, p2, 2, true, true);
+	check_ok("merged back");
+	CHECK_EQ(b.nblocks, PAGES / 8);
+	CHECK_EQ(b.dirty_free, PAGES / 2 + 1);
 
 	/* invariant I: dirty pages merge only up to purge_order - 1 */
 	for (unsigned t = 0; t < PAGES; t++)
@@ -112,17 +128,73 @@ int main(void)
 	CHECK_EQ(b.nblocks, PAGES / 8);
 
 	/* a purge pass (purge.c) marks them clean; then they merge whole */
-	for (int o = 0; o <= ORDER; o++)
-		for (uint32_t i = b.head[o]; i != ND_BUDDY_NIL; i = desc[i].next) {
-			_nd_buddy_clear_dirty(&b, i, 1ull << o);
-			b.dirty_free -= desc[i].npages;
-			desc[i].npages = 0;
-		}
+	for (int o = 0; o <= ORDER; o++) {
+		CHECK(b.head[o] == ND_BUDDY_NIL, "no clean block of order %d", o);
+		while (b.dhead[o] != ND_BUDDY_NIL)
+			CHECK_EQ(_nd_buddy_mark_clean(&b, b.dhead[o]), 1ull << o);
+	}
+	CHECK_EQ(b.dirty_free, 0);
 	for (int pass = 0; pass < ORDER; pass++)
 		_nd_buddy_merge_clean(&b);
 	check_ok("purged and merged");
 	CHECK_EQ(b.nblocks, 1);
 	CHECK_EQ(b.dirty_free, 0);
+
+	/* dirty first (issue 11): with a clean block of the exact order and a
+	 * dirty one of a bigger order free, a run is cut from the dirty one
+	 * (it was the clean one: a fresh fault while committed pages wait) */
+	uint32_t c4 = run(4, 2), d8 = run(8, 3);
+	uint32_t keep = run(4, 2); /* keeps d8's order-3 block from merging */
+	unrun(c4, false);
+	unrun(d8, true);
+	check_ok("one clean, one dirty");
+	uint32_t t4 = _nd_buddy_take(&b, 2, &d);
+	CHECK(t4 >= d8 && t4 < d8 + 8, "run at %u cut from the dirty block at %u (clean one at %u)", t4, d8, c4);
+	CHECK_EQ(d, 4);
+	if (d != 4)
+		return CHECK_DONE(); /* the rest assumes the dirty block served */
+	_nd_buddy_give(&b, t4, 4, true, true);
+	unrun(keep, false);
+	check_ok("dirty first");
+	/* a dirty block too small does not count: the clean block serves */
+	uint32_t t8 = _nd_buddy_take(&b, 4, &d);
+	CHECK(t8 != ND_BUDDY_NIL && d == 0, "order 4 from clean memory, dirty %llu", (unsigned long long)d);
+	_nd_buddy_give(&b, t8, 16, false, true);
+	check_ok("clean when no dirty fits");
+	while (b.dhead[3] != ND_BUDDY_NIL)
+		_nd_buddy_mark_clean(&b, b.dhead[3]);
+	for (int pass = 0; pass < ORDER; pass++)
+		_nd_buddy_merge_clean(&b);
+	CHECK_EQ(b.nblocks, 1);
+
+	/* one dirty page among clean ones merges while the block stays 1/4
+	 * dirty (order 2), not further (a 1-page pair would split it out of a
+	 * big block again each time); a 1-page run is cut from the dirty
+	 * page, not from the clean ones beside it */
+	uint32_t q[4];
+	for (int k = 0; k < 4; k++)
+		q[k] = run(1, 0);
+	CHECK(q[0] == 0 && q[3] == 3, "pages %u..%u", q[0], q[3]);
+	for (int k = 0; k < 3; k++)
+		unrun(q[k], false);
+	uint32_t one = q[3]; /* the upper page of its block: taking must choose it */
+	unrun(one, true);
+	check_ok("one dirty page back");
+	uint32_t blk = one & ~3u;
+	CHECK(desc[blk].state == ND_PG_FREE && desc[blk].order == 2 && desc[blk].npages == 1,
+	      "block at %u: state %u order %u dirty %llu", blk, desc[blk].state, desc[blk].order,
+	      (unsigned long long)desc[blk].npages);
+	uint32_t again1 = _nd_buddy_take(&b, 0, &d);
+	CHECK(again1 == one && d == 1, "1 page at %u (dirty %llu), the dirty page is %u", again1,
+	      (unsigned long long)d, one);
+	_nd_buddy_mark_run(&b, again1, 1, 0);
+	check_ok("dirty page taken again");
+	_nd_buddy_give(&b, again1, 1, true, true);
+	while (b.dhead[2] != ND_BUDDY_NIL)
+		_nd_buddy_mark_clean(&b, b.dhead[2]);
+	for (int pass = 0; pass < ORDER; pass++)
+		_nd_buddy_merge_clean(&b);
+	CHECK_EQ(b.nblocks, 1);
 
 	/* the checker sees a corrupted descriptor */
 	a = run(4, 2);

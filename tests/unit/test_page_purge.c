@@ -105,6 +105,30 @@ int main(void)
 	CHECK_EQ(in.dirty_pages, 0);
 	c0 = committed(TN);
 
+	/* A freed run that is not a power of two (13 pages: cut from a block
+	 * of 16, its clean tail of 3 given back) serves four runs of 4 pages
+	 * (a slab's) from its own pages: 13 dirty ones and 3 fresh, none left
+	 * over. Issue 11: its dirty pieces did not merge with the clean tail,
+	 * a dirty page stayed stranded and a clean block elsewhere served. */
+	char *odd = _nd_page_alloc_exact(TN, 13, 1);
+	CHECK(odd != NULL);
+	memset(odd, 2, 13 * 4096);
+	CHECK(_nd_page_free(odd) == 0);
+	CHECK_EQ(committed(TN) - c0, 13 * 4096);
+	char *four[4];
+	for (int k = 0; k < 4; k++) {
+		four[k] = _nd_page_alloc_exact(TN, 4, 1);
+		CHECK(four[k] >= odd && four[k] < odd + 16 * 4096, "run %d at %p, outside the freed 16 pages at %p", k,
+		      (void *)four[k], (void *)odd);
+	}
+	CHECK_EQ(committed(TN) - c0, 16 * 4096);
+	CHECK(_nd_page_info(TN, &in) == 0);
+	CHECK_EQ(in.dirty_pages, 0);
+	for (int k = 0; k < 4; k++)
+		CHECK(_nd_page_free(four[k]) == 0);
+	_nd_page_trim(TN);
+	c0 = committed(TN);
+
 	/* Past the dirty limit (4 << purge_order = 1024 pages, or 4x the
 	 * pages in use) a free purges every dirty block: never more than the
 	 * limit stays dirty. */
