@@ -441,6 +441,21 @@ static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
 	}
 }
 
+/* The borrowed list of class c is at its cap: borrow on (up to BW_IDLE
+ * times the cap) if s's owner left a quarter of s sent home and not
+ * collected: it does not allocate from s (a thread waiting in
+ * pthread_join), so objects sent home would only pile up there, while
+ * borrowed ones are reused (wl_larson). Reads tfree's line: only past
+ * the cap. */
+#define BW_IDLE 8
+static bool bw_owner_idle(const slab_t *s, const _nd_slab_hot_t *b, unsigned c)
+{
+	if ((int32_t)b->used <= -(int32_t)(cls_bw[c] * BW_IDLE))
+		return false;
+	uintptr_t v = __atomic_load_n(&s->tfree, __ATOMIC_RELAXED);
+	return (uint32_t)(v >> TF_CNT_SHIFT) >= (uint32_t)s->cap / 4u;
+}
+
 /* The free of o (marked) by a thread that does not own s: a leaf while
  * the object can be borrowed, or the entry of s's class holds s (the
  * boot record borrows nothing and its entries hold none). */
@@ -451,7 +466,8 @@ static inline void free_remote(slab_t *s, void **o)
 	_nd_slab_hot_t *b = &t->bw[c];
 	/* not a parked heap's object (tp 0): those go home, so that the heap
 	 * can be trimmed (borrowing them pinned dead threads' slabs) */
-	if (nd_likely((int32_t)s->node1 == t->bw_node1) && nd_likely((int32_t)b->used > -(int32_t)cls_bw[c]) &&
+	if (nd_likely((int32_t)s->node1 == t->bw_node1) &&
+	    nd_likely((int32_t)b->used > -(int32_t)cls_bw[c] || bw_owner_idle(s, b, c)) &&
 	    nd_likely(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) != 0)) {
 		void **f = b->free;
 		o[0] = f;
