@@ -447,7 +447,7 @@ static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
  * pthread_join), so objects sent home would only pile up there, while
  * borrowed ones are reused (wl_larson). Reads tfree's line: only past
  * the cap. */
-#define BW_IDLE 8
+#define BW_IDLE 2
 static bool bw_owner_idle(const slab_t *s, const _nd_slab_hot_t *b, unsigned c)
 {
 	if ((int32_t)b->used <= -(int32_t)(cls_bw[c] * BW_IDLE))

@@ -131,7 +131,7 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
  * changes node or kind (_nd_slab_set_heap). Slab accounting stays exact:
  * a borrowed object is out (used) for its slab, as if the program still
  * held it, so its slab is never released under the list. At most
- * cls_bw[c] wait (8 times that for slabs whose owner does not collect,
+ * cls_bw[c] wait (twice that for slabs whose owner does not collect,
  * slab.c's bw_owner_idle); beyond, frees go through rf[] as before. */
 
 /* Sends a borrowed list home: runs of one slab (the marker, word 1,
