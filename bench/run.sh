@@ -329,23 +329,24 @@ else
 fi
 
 # ---- targets of issue 4 -----------------------------------------------------
-# verdict <ratio> <limit> <strict: 1 = ratio must be < limit>
+# verdict <x> <y> <limit> <strict: 1 = x / y must be < limit>: judged on the
+# unrounded ratio (ratio() prints two decimals: 52.9 / 53.1 shows as 1.00)
 verdict() {
-	awk -v r="$1" -v l="$2" -v s="$3" 'BEGIN {if (r == "-") print "N/A "; else if ((s && r < l) || (!s && r <= l)) print "PASS"; else print "MISS"}'
+	awk -v x="$1" -v y="$2" -v l="$3" -v s="$4" 'BEGIN {if (x == "-" || y == "-" || y + 0 == 0) print "N/A "; else {r = x / y; if ((s && r < l) || (!s && r <= l)) print "PASS"; else print "MISS"}}'
 }
 if have nodalloc && have mimalloc; then
 	say ""
 	say "== Targets (issue 4), nodalloc against mimalloc$([ "$ND_STATE" = bootstrap ] && echo ' -- BOOTSTRAP: these judge glibc, not nodalloc')"
 	r=$(ratio "${INSN[nodalloc]:--}" "${INSN[mimalloc]:--}")
-	say "  $(verdict "$r" 1 1)  instructions per malloc/free pair < mimalloc: ${INSN[nodalloc]:--} vs ${INSN[mimalloc]:--} (ratio $r)"
+	say "  $(verdict "${INSN[nodalloc]:--}" "${INSN[mimalloc]:--}" 1 1)  instructions per malloc/free pair < mimalloc: ${INSN[nodalloc]:--} vs ${INSN[mimalloc]:--} (ratio $r)"
 	for w in small prodcons larson; do
 		inwl "$w" || continue
 		r=$(ratio "${TIME[$w,nodalloc]}" "${TIME[$w,mimalloc]}")
-		say "  $(verdict "$r" 1 0)  wall time $w <= mimalloc: ${TIME[$w,nodalloc]} s vs ${TIME[$w,mimalloc]} s (ratio $r; best-of ratio $(ratio "${BEST[$w,nodalloc]}" "${BEST[$w,mimalloc]}"))"
+		say "  $(verdict "${TIME[$w,nodalloc]}" "${TIME[$w,mimalloc]}" 1 0)  wall time $w <= mimalloc: ${TIME[$w,nodalloc]} s vs ${TIME[$w,mimalloc]} s (ratio $r; best-of ratio $(ratio "${BEST[$w,nodalloc]}" "${BEST[$w,mimalloc]}"))"
 	done
 	for w in "${WL_NAMES[@]}"; do
 		r=$(ratio "${RSS[$w,nodalloc]}" "${RSS[$w,mimalloc]}")
-		say "  $(verdict "$r" 1.1 0)  peak RSS $w <= 1.1 x mimalloc: ${RSS[$w,nodalloc]} KiB vs ${RSS[$w,mimalloc]} KiB (ratio $r)"
+		say "  $(verdict "${RSS[$w,nodalloc]}" "${RSS[$w,mimalloc]}" 1.1 0)  peak RSS $w <= 1.1 x mimalloc: ${RSS[$w,nodalloc]} KiB vs ${RSS[$w,mimalloc]} KiB (ratio $r)"
 	done
 fi
 # ---- targets of issue 11 ----------------------------------------------------
@@ -358,7 +359,7 @@ if have nodalloc && [ ${#PEERS[@]} -gt 0 ]; then
 		have "$2" && inwl "$1" || return 0
 		local r
 		r=$(ratio "${TIME[$1,nodalloc]}" "${TIME[$1,$2]}")
-		say "  $(verdict "$r" 1 0)  time $1 <= $2: ${TIME[$1,nodalloc]} s vs ${TIME[$1,$2]} s (ratio $r; cpu ratio $(ratio "${CPU[$1,nodalloc]}" "${CPU[$1,$2]}"))"
+		say "  $(verdict "${TIME[$1,nodalloc]}" "${TIME[$1,$2]}" 1 0)  time $1 <= $2: ${TIME[$1,nodalloc]} s vs ${TIME[$1,$2]} s (ratio $r; cpu ratio $(ratio "${CPU[$1,nodalloc]}" "${CPU[$1,$2]}"))"
 	}
 	target_time small mimalloc
 	target_time larson tcmalloc
@@ -382,7 +383,7 @@ if have nodalloc && [ ${#PEERS[@]} -gt 0 ]; then
 			if [ "$best" = - ] || [ "$v" -lt "$best" ]; then best=$v bp=$p; fi
 		done
 		r=$(ratio "${RSS[$w,nodalloc]}" "$best")
-		say "  $(verdict "$r" 1.1 0)  peak RSS $w <= 1.1 x the best peer ($bp): ${RSS[$w,nodalloc]} KiB vs $best KiB (ratio $r)"
+		say "  $(verdict "${RSS[$w,nodalloc]}" "$best" 1.1 0)  peak RSS $w <= 1.1 x the best peer ($bp): ${RSS[$w,nodalloc]} KiB vs $best KiB (ratio $r)"
 	done
 fi
 nfail=$(grep -c ' FAIL' "$RAW")
