@@ -72,18 +72,6 @@ static void zero_block(void *p, size_t size)
 		memset(p, 0, size); /* slab objects are reused; bootstrap too */
 }
 
-/* The aligned size whose class serves the alignment: every class that
- * holds a multiple m of a power of two a <= 4 KiB is a multiple of a
- * (classes between 2^k and 2^(k+1) step by 2^(k-2); m in (2^k, 2^(k+1)]
- * with a > 2^(k-2) is 3 * 2^(k-1) or 2^(k+1), both classes), and slabs
- * start on a page: rounding up is the whole alignment. x_fast(size,
- * flags) holds (size >= 1: size 0 takes the slow path). */
-static const uint16_t align_mask[ND_PAGE_SHIFT + 1] = { 0, 1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2047, 4095 };
-static inline size_t aligned_size(size_t size, unsigned flags)
-{
-	return ((size - 1) | align_mask[flags & ~ND_MALLOCX_ZERO]) + 1;
-}
-
 /* Served by a class (alignment at most a page, no other flag): the
  * aligned size stays <= ND_SLAB_MAX, a multiple of every such alignment. */
 static inline bool x_fast(size_t size, unsigned flags)
@@ -101,6 +89,17 @@ static inline bool x_fast(size_t size, unsigned flags)
 #define XM64(f) XM16(f), XM16((f) + 16), XM16((f) + 32), XM16((f) + 48)
 static const uint32_t x_mask[LG_MASK + ND_MALLOCX_ZERO + 1] = { XM64(0), XM64(64) };
 _Static_assert((LG_MASK | ND_MALLOCX_ZERO) == 0x7f, "x_mask covers the flags of the fast path");
+
+/* The aligned size whose class serves the alignment: every class that
+ * holds a multiple m of a power of two a <= 4 KiB is a multiple of a
+ * (classes between 2^k and 2^(k+1) step by 2^(k-2); m in (2^k, 2^(k+1)]
+ * with a > 2^(k-2) is 3 * 2^(k-1) or 2^(k+1), both classes), and slabs
+ * start on a page: rounding up is the whole alignment. x_fast(size,
+ * flags) holds (size >= 1: size 0 takes the slow path; flags <= 0x7f). */
+static inline size_t aligned_size(size_t size, unsigned flags)
+{
+	return ((size - 1) | x_mask[flags]) + 1;
+}
 
 /* The class of size rounded to the alignment flags ask (x_fast's sizes,
  * with fast_cls's *max); false: the slow path (size 0, too big, other
@@ -171,15 +170,16 @@ static inline __attribute__((always_inline)) void *node_pop(_nd_thread_t *t, int
 	return h ? heap_pop(h, c) : NULL;
 }
 
-/* A miss of the node calls' fast path: a valid heap whose list of class
- * c was empty goes straight to its refill (heap.c), not through the
- * call's whole slow path; NULL with errno untouched: take that path. */
-static inline __attribute__((always_inline)) bool node_refill(size_t size, int node, bool local, void **o)
+/* A miss of the node calls' fast path: a valid heap whose list of the
+ * class of size (rounded as flags ask, x_cls) was empty goes straight to
+ * its refill (heap.c), not through the call's whole slow path; false:
+ * take that path. */
+static inline __attribute__((always_inline)) bool node_refill(size_t size, int node, bool local, unsigned flags, void **o)
 {
 	_nd_thread_t *t = _nd_tls;
 	unsigned c;
 	struct nd_heap *h;
-	if (!fast_cls(size, NULL, &c) || !(h = node_heap(t, node, local)))
+	if (!(flags ? x_cls(size, flags, NULL, &c) : fast_cls(size, NULL, &c)) || !(h = node_heap(t, node, local)))
 		return false;
 	*o = _nd_heap_refill_of(h, c, &_nd_policy_local, node);
 	return true;
@@ -188,7 +188,7 @@ static inline __attribute__((always_inline)) bool node_refill(size_t size, int n
 static __attribute__((noinline)) void *onnode_miss(size_t size, int node)
 {
 	void *o;
-	if (node_refill(size, node, false, &o))
+	if (node_refill(size, node, false, 0, &o))
 		return o;
 	return onnode_slow(size, node);
 }
@@ -218,7 +218,7 @@ static __attribute__((noinline)) void *local_slow(size_t size)
 static __attribute__((noinline)) void *local_miss(size_t size)
 {
 	void *o;
-	if (node_refill(size, ND_NODE_LOCAL, true, &o))
+	if (node_refill(size, ND_NODE_LOCAL, true, 0, &o))
 		return o;
 	return local_slow(size);
 }
@@ -449,13 +449,9 @@ static __attribute__((noinline)) void *onnodex_slow(size_t size, int node, unsig
  * anything else takes the slow path. */
 static __attribute__((noinline)) void *onnodex_miss(size_t size, int node, unsigned flags)
 {
-	_nd_thread_t *t = _nd_tls;
-	unsigned c;
-	struct nd_heap *h;
-	if ((flags ? x_cls(size, flags, NULL, &c) : fast_cls(size, NULL, &c)) && (h = node_heap(t, node, true))) {
-		void *o = _nd_heap_refill_of(h, c, &_nd_policy_local, node);
+	void *o;
+	if (node_refill(size, node, true, flags, &o))
 		return o ? x_done(o, size, flags) : NULL;
-	}
 	return onnodex_slow(size, node, flags);
 }
 
