@@ -5,8 +5,10 @@
  * its own node only, by the next allocation that wants that node; it is
  * returned to the OS when it stays free past NODALLOC_LARGE_DECAY_MS, when
  * the cache is over its bound, or when its node is full; statistics count
- * it as committed but not in use; a cached run is cut for a block of
- * half its size or less and adjacent cached runs are joined, with no purge; calloc clears a reused (dirty) run;
+ * it as committed but not in use; a cached run is cut for a smaller
+ * block (its rest stays cached when at least the purge threshold) and
+ * adjacent cached runs are joined, with no purge; a miss gives back as
+ * many cached pages as it takes fresh ones; calloc clears a reused run;
  * freeing a cached run again is a double free; spread runs are never
  * cached; NODALLOC_LARGE_DECAY_MS=0 turns the cache off.
  *
@@ -202,10 +204,11 @@ static void flushed_clean(uint64_t c0)
 	CHECK(_nd_page_check(TN, err, sizeof err) == 0, "%s", err);
 }
 
-/* Split and join: a cached run serves a block half its size or less by
- * its first pages, the rest stays cached and committed; adjacent freed
- * runs are one run again, which serves a block larger than either, with
- * no page purged (old bytes still there). */
+/* Split and join: a cached run serves a block by its first pages, the
+ * rest, when at least the purge threshold (1 MiB here), stays cached and
+ * committed, a smaller rest stays with the block; adjacent freed runs are
+ * one run again, which serves a block larger than either, with no page
+ * purged (old bytes still there). */
 static void split_join(void)
 {
 	_nd_large_flush(-1);
@@ -220,21 +223,61 @@ static void split_join(void)
 	CHECK_EQ(_nd_large_cached(TN), 7 * MiB);
 	CHECK_EQ(COMMITTED(TN) - c0, 12 * MiB);
 	CHECK_EQ(IN_USE(TN) - u0, 5 * MiB); /* the rest is not in use */
-	/* 4 of the 7 left: not cut (the rest, 3, is smaller than 4) */
+	/* 4 of the 7 left: cut, the 3 after it stay cached (kept with the
+	 * block they were resident and unused: wl_large's peak RSS) */
 	unsigned char *b = nd_malloc_onnode(4 * MiB, TN);
 	CHECK(b == p + 5 * MiB, "the rest: %p", (void *)b);
-	CHECK_EQ(nd_usable_size(b), 7 * MiB);
+	CHECK_EQ(nd_usable_size(b), 4 * MiB);
+	CHECK_EQ(_nd_large_cached(TN), 3 * MiB);
+	/* 2.5 of the 3 left: the half MiB after it is below the threshold and
+	 * stays with the block */
+	unsigned char *d = nd_malloc_onnode(5 * MiB / 2, TN);
+	CHECK(d == p + 9 * MiB, "the last rest: %p", (void *)d);
+	CHECK_EQ(nd_usable_size(d), 3 * MiB);
 	CHECK_EQ(_nd_large_cached(TN), 0);
 	fill(a, 0x22, 5 * MiB);
-	fill(b, 0x33, 7 * MiB);
+	fill(b, 0x33, 4 * MiB);
+	fill(d, 0x33, 3 * MiB);
 	nd_free(a);
 	nd_free(b);
+	nd_free(d);
 	CHECK_EQ(_nd_large_cached(TN), 12 * MiB);
 	unsigned char *w = nd_malloc_onnode(11 * MiB, TN);
 	CHECK(w == p, "the joined run: %p, expected %p", (void *)w, (void *)p);
 	CHECK(w && w[0] == 0x22 && w[5 * MiB] == 0x33 && w[12 * MiB - 1] == 0x33, "a joined run was purged");
 	CHECK_EQ(COMMITTED(TN) - c0, 12 * MiB);
 	nd_free(w);
+	flushed_clean(c0);
+}
+
+/* A miss gives back as many cached pages as it takes fresh ones, oldest
+ * first, the last run cut: the cache does not add to a miss's pages. */
+static void miss_sheds(void)
+{
+	_nd_large_flush(-1);
+	uint64_t c0 = COMMITTED(TN);
+	/* a and b with held blocks after them, so that neither is joined with
+	 * the other nor grown in place */
+	char *a = nd_malloc_onnode(4 * MiB, TN), *h1 = nd_malloc_onnode(2 * MiB, TN);
+	char *b = nd_malloc_onnode(4 * MiB, TN), *h2 = nd_malloc_onnode(2 * MiB, TN);
+	CHECK(a && h1 && b && h2);
+	nd_free(a);
+	nd_free(b);
+	CHECK_EQ(_nd_large_cached(TN), 8 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 12 * MiB);
+	/* no cached run fits 6 MiB: a (oldest, 4) goes whole, b is cut to its
+	 * last 2 MiB, and the 6 fresh MiB leave the committed bytes where they
+	 * were (the old code: 18 MiB committed, 8 cached) */
+	char *m = nd_malloc_onnode(6 * MiB, TN);
+	CHECK(m != NULL);
+	CHECK_EQ(_nd_large_cached(TN), 2 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 12 * MiB);
+	char *e = nd_malloc_onnode(2 * MiB, TN);
+	CHECK(e == b + 2 * MiB, "b's end stays cached: %p, b %p", (void *)e, (void *)b);
+	nd_free(e);
+	nd_free(m);
+	nd_free(h1);
+	nd_free(h2);
 	flushed_clean(c0);
 }
 
@@ -448,6 +491,7 @@ int main(int argc, char **argv)
 	calloc_reused();
 	bounded();
 	split_join();
+	miss_sheds();
 	realloc_cached();
 	decay();
 	pressure();
