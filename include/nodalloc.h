@@ -205,12 +205,13 @@ ND_API long nd_where(const void *p, size_t size, uint64_t *counts, int max);
  * failing page's (EBUSY, ENOMEM, EACCES). */
 ND_API int nd_move(void *p, size_t size, int node);
 
-/* ---- heaps (src/heap.c, docs/malloc.md) --------------------------------
+/* ---- heaps (src/heap_api.c, docs/malloc.md) ----------------------------
  * Memory of one node or one policy that a program allocates from and then
  * destroys as a whole (like mimalloc's mi_heap). Objects obey the heap's
  * placement (a node heap falls back along the node's list when it is
- * full; an interleave policy heap rotates per 64 KiB chunk) and are
- * ordinary blocks for free, realloc, nd_usable_size and nd_node_of.
+ * full; an interleave policy heap chooses each slab's node, as malloc
+ * does) and are ordinary blocks for free, realloc, nd_usable_size and
+ * nd_node_of.
  * Thread safety: the thread that created a heap allocates from it (and
  * reallocs into it); any thread may free its objects, also while the
  * owner allocates. nd_heap_destroy frees every object still live: call it

@@ -281,7 +281,7 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 		}
 		if (unpark(h, c) || unpark_local(h, c))
 			continue;
-		if (__atomic_load_n(_nd_meta_pool_dirty(h), __ATOMIC_RELAXED)) {
+		if (!h->user && __atomic_load_n(_nd_meta_pool_dirty(h), __ATOMIC_RELAXED)) {
 			sweep_pool(h, false);
 			continue;
 		}
@@ -293,17 +293,19 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 			if (me != &_nd_thread_boot && _nd_slab_rf_flush_all(me))
 				continue;
 		}
-		if (steal(h, c))
+		if (!h->user && steal(h, c))
 			continue;
 		s = _nd_slab_new(h, c, pol);
 		if (!s) {
-			if (swept)
+			if (swept || h->user)
 				return NULL;
 			/* full: memory parked heaps got back may still serve */
 			sweep_pool(h, true);
 			swept = true;
 			continue;
 		}
+		if (h->user)
+			s->node1 = ND_SLAB_NODE1_UHEAP; /* before any free can see s */
 		_nd_slab_purge_taken(h, s);
 		_nd_slab_part_push_front(h, s);
 	}
@@ -865,6 +867,57 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 	return o;
 }
 
+/* ---- public heaps (heap_api.c's nd_heap_t) ---------------------------------
+ * A public heap's small objects are slabs of a heap that no thread's
+ * heaps[] or ph[] holds and no pool sees: its creator allocates
+ * (heap_alloc, as owner), so the creator's free is malloc's own push, and
+ * it is never parked, trimmed or adopted. It takes no other heap's slabs
+ * (steal, absorb): those hold other threads' live objects, which destroy
+ * would free. Its slabs are marked ND_SLAB_NODE1_UHEAP (no borrowing, no
+ * buffering of other threads' frees), so destroy, called once no thread
+ * uses the heap's objects, finds no free in flight. */
+bool _nd_heap_user_init(heap_t *h, int node, const nd_policy_t *pol)
+{
+	_nd_thread_t *t = _nd_thread_self();
+	if (!t) {
+		errno = ENOMEM;
+		return false;
+	}
+	memset(h, 0, sizeof *h);
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+		h->cur[c] = &_nd_slab_empty;
+	h->node = node;
+	h->pol = pol;
+	h->user = 1;
+	__atomic_store_n(&h->owner, t, __ATOMIC_RELEASE);
+	return true;
+}
+
+void *_nd_heap_user_alloc(heap_t *h, unsigned c)
+{
+	void *o = heap_alloc(h, c, h->pol ? h->pol : &_nd_policy_local);
+	if (!o)
+		errno = ENOMEM;
+	return o;
+}
+
+void _nd_heap_user_destroy(heap_t *h)
+{
+	/* no owner from here: any thread may destroy (set_cur then leaves
+	 * every thread's dir[] alone: none mirrors a public heap) */
+	__atomic_store_n(&h->owner, NULL, __ATOMIC_RELAXED);
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		slab_t *s;
+		while ((s = h->fullh[c]) != NULL) {
+			_nd_slab_full_unlink(h, s);
+			_nd_slab_drop(s);
+		}
+		while ((s = h->cur[c]) != &_nd_slab_empty) {
+			_nd_slab_part_unlink(h, s);
+			_nd_slab_drop(s);
+		}
+	}
+}
 
 void *_nd_heap_alloc(size_t size, size_t align, const nd_policy_t *pol, int node)
 {

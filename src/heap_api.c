@@ -117,45 +117,45 @@ int nd_move(void *p, size_t size, int node)
 }
 
 /* ---- heaps (nd_heap_*) ---------------------------------------------------
- * A heap owns page runs ("chunks") on its node, or placed by its policy
- * (an interleave policy rotates per chunk), taken from the page level with
- * _nd_page_alloc; every page of a chunk is marked ND_USE_HEAP with
- * user = the chunk's header, so free() finds it by page descriptor
- * (malloc.c's slow path: the slab map has no entry for these pages).
- * A small chunk holds objects of one size class from its first page on
- * (power-of-two classes aligned to their size, as in slabs); its header
- * is at its end. A large object (above ND_SLAB_MAX or aligned above a
- * page) is a chunk of its own.
+ * A heap's small objects (up to ND_SLAB_MAX, aligned up to a page) come
+ * from the slabs of its own slab-layer heap (heap.c, _nd_heap_user_*),
+ * placed as the heap says (an interleave policy chooses each slab's
+ * node): they are ordinary slab objects for free, realloc and usable size,
+ * and the creator's free is malloc's own push. A large object (above
+ * ND_SLAB_MAX or aligned above a page) is a page run of its own (a
+ * "chunk") placed the same way; every page of a chunk is marked
+ * ND_USE_HEAP with user = the chunk's header (at its end), so free()
+ * finds it by page descriptor (malloc.c's slow path: the slab map has no
+ * entry for these pages).
  *
- * Synchronisation: the owner (the creating thread) allocates: free lists,
- * carving and the chunk list are its alone. Other threads' frees push the
- * object on the heap's remote stack (one CAS); the owner takes the stack
- * whole when a free list runs dry. Destroy: no other thread may free into
- * the heap meanwhile (the caller's contract). */
+ * Synchronisation: the owner (the creating thread) allocates: the slab
+ * heap and the chunk list are its alone. Another thread's free of a small
+ * object goes home to its slab at once (one CAS; nd_slab.h,
+ * ND_SLAB_NODE1_UHEAP), of a chunk onto the heap's remote stack (one CAS),
+ * which the owner takes whole when an allocation misses. Destroy: no other
+ * thread may free into the heap meanwhile (the caller's contract); no free
+ * is in flight then. */
 
-#define HEAP_MAGIC 0x6e64686561700001ULL
-#define CHUNK_MIN_PAGES 16 /* 64 KiB: at least 8 objects of every class */
+#define HEAP_MAGIC 0x6e64686561700002ULL
+/* Check mode (NODALLOC_CHECK): the fast path's test fails, so every
+ * allocation takes heap.c's path, which checks the free lists' links. */
+#define HEAP_MAGIC_CHECK 0x6e64686561700003ULL
 
 typedef struct hchunk {
 	struct hchunk *next, *prev; /* the heap's chunk list (owner) */
 	struct nd_heap_api *heap;
-	char *start;                /* first object = the run's start */
+	char *start;                /* the object: the run's start */
 	size_t npages;
-	uint32_t size;              /* object size; 0 = a large chunk */
-	uint32_t cls;
-	uint32_t cap;               /* objects that fit */
-	uint32_t carved;            /* atomic (read by remote frees): objects handed out so far */
-	int freed;                  /* large: atomic, set by its free */
+	int freed;                  /* atomic, set by its free */
 } __attribute__((aligned(ND_CACHE_LINE))) hchunk_t;
 
 struct nd_heap_api {
 	uint64_t magic;
+	_nd_heap_t sh;              /* owner: the small objects' slabs (heap.c) */
 	int node;                   /* >= 0: node heap; -1: policy heap */
 	const nd_policy_t *pol;     /* interned policy, or local for a node heap */
 	uintptr_t owner;            /* thread pointer of the creator */
-	void *free[ND_SLAB_CLASSES];     /* owner: free objects (word 0 next, word 1 marker) */
-	hchunk_t *cur[ND_SLAB_CLASSES];  /* owner: the chunk being carved */
-	void *remote;               /* atomic: objects freed by other threads */
+	void *remote;               /* atomic: chunks freed by other threads */
 	hchunk_t *chunks;           /* owner: every chunk */
 };
 
@@ -213,10 +213,15 @@ static nd_heap_t *heap_make(int node, const nd_policy_t *pol)
 		return NULL; /* errno ENOMEM */
 	_nd_page_desc(h)->use = ND_USE_META;
 	memset(h, 0, sizeof *h);
+	if (!_nd_heap_user_init(&h->sh, node, node >= 0 ? NULL : pol)) {
+		_nd_page_desc(h)->use = ND_USE_NONE;
+		_nd_page_free(h);
+		return NULL; /* errno ENOMEM */
+	}
 	h->node = node;
 	h->pol = pol;
 	h->owner = my_tp();
-	h->magic = HEAP_MAGIC;
+	h->magic = _nd_slab_check ? HEAP_MAGIC_CHECK : HEAP_MAGIC;
 	return h;
 }
 
@@ -252,57 +257,21 @@ nd_heap_t *nd_heap_new_policy(const nd_policy_t *p)
 
 static bool heap_ok(const nd_heap_t *h)
 {
-	if (h && h->magic == HEAP_MAGIC)
+	if (h && (h->magic == HEAP_MAGIC || h->magic == HEAP_MAGIC_CHECK))
 		return true;
 	errno = EINVAL;
 	return false;
 }
 
-/* Owner: objects freed by other threads go to their lists (a large one
- * gives its chunk back). */
+/* Owner: chunks freed by other threads go back to the page level. */
 static void collect(nd_heap_t *h)
 {
 	void **o = __atomic_exchange_n(&h->remote, NULL, __ATOMIC_ACQUIRE);
 	while (o) {
 		void **nx = o[0];
-		hchunk_t *k = (hchunk_t *)_nd_page_desc(o)->user;
-		if (k->size == 0) {
-			chunk_free(h, k);
-		} else {
-			o[0] = h->free[k->cls];
-			h->free[k->cls] = o;
-		}
+		chunk_free(h, (hchunk_t *)_nd_page_desc(o)->user);
 		o = nx;
 	}
-}
-
-static __attribute__((noinline)) void *small_slow(nd_heap_t *h, unsigned c)
-{
-	collect(h);
-	void **o = h->free[c];
-	if (o) {
-		h->free[c] = o[0];
-		o[1] = NULL;
-		return o;
-	}
-	hchunk_t *k = h->cur[c];
-	if (!k || k->carved == k->cap) {
-		size_t size = _nd_slab_class_size(c);
-		size_t np = ((8 * size + sizeof(hchunk_t) + ND_PAGE_SIZE - 1) >> ND_PAGE_SHIFT);
-		if (np < CHUNK_MIN_PAGES)
-			np = CHUNK_MIN_PAGES;
-		if (!(k = chunk_new(h, np, 1))) {
-			errno = ENOMEM;
-			return NULL;
-		}
-		k->size = (uint32_t)size;
-		k->cls = c;
-		k->cap = (uint32_t)(((np << ND_PAGE_SHIFT) - sizeof(hchunk_t)) / size);
-		h->cur[c] = k;
-	}
-	void *p = k->start + (size_t)k->carved * k->size;
-	__atomic_store_n(&k->carved, k->carved + 1, __ATOMIC_RELEASE);
-	return p;
 }
 
 static void *large_alloc(nd_heap_t *h, size_t size, size_t align)
@@ -318,34 +287,42 @@ static void *large_alloc(nd_heap_t *h, size_t size, size_t align)
 		errno = ENOMEM;
 		return NULL;
 	}
-	k->cap = k->carved = 1;
 	return k->start;
 }
 
-/* align: a power of two (<= 16: none). */
-static inline void *heap_alloc(nd_heap_t *h, size_t size, size_t align)
+/* Everything but a pop: a check-mode heap, not a heap, an empty list, an
+ * alignment, a large object. align: a power of two (<= 16: none). */
+static __attribute__((noinline)) void *heap_slow(nd_heap_t *h, size_t size, size_t align)
 {
+	if (!heap_ok(h))
+		return NULL;
 	ND_ASSERT(h->owner == my_tp(), "only the heap's owner allocates from it");
-	if (nd_likely(size <= ND_SLAB_MAX && align <= ND_PAGE_SIZE)) {
+	if (__atomic_load_n(&h->remote, __ATOMIC_RELAXED))
+		collect(h);
+	if (size <= ND_SLAB_MAX && align <= ND_PAGE_SIZE) {
 		if (align > 16) /* the class of the rounded size is aligned (malloc.c) */
 			size = ND_ALIGN_UP(size ? size : 1, align);
-		if (size <= ND_SLAB_MAX) {
-			unsigned c = _nd_slab_cls_tab[(size + 15) >> 4];
-			void **o = h->free[c];
-			if (nd_likely(o != NULL)) {
-				h->free[c] = o[0];
-				o[1] = NULL;
-				return o;
-			}
-			return small_slow(h, c);
-		}
+		if (size <= ND_SLAB_MAX)
+			return _nd_heap_user_alloc(&h->sh, _nd_slab_cls_tab[(size + 15) >> 4]);
 	}
 	return large_alloc(h, size, align);
 }
 
+/* Fast path: malloc's pop, from the heap's current slab of the class. */
+static inline __attribute__((always_inline)) void *heap_alloc(nd_heap_t *h, size_t size, size_t align)
+{
+	if (nd_likely(h != NULL) && nd_likely(h->magic == HEAP_MAGIC) && nd_likely(size <= ND_SLAB_MAX) && align <= 16) {
+		unsigned c = _nd_slab_cls_tab[(size + 15) >> 4];
+		void *o = _nd_slab_pop((_nd_slab_hot_t *)h->sh.cur[c]);
+		if (nd_likely(o != NULL))
+			return o;
+	}
+	return heap_slow(h, size, align);
+}
+
 void *nd_heap_malloc(nd_heap_t *h, size_t size)
 {
-	return heap_ok(h) ? heap_alloc(h, size, 0) : NULL;
+	return heap_alloc(h, size, 0);
 }
 
 void *nd_heap_calloc(nd_heap_t *h, size_t n, size_t size)
@@ -355,9 +332,9 @@ void *nd_heap_calloc(nd_heap_t *h, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	void *p = heap_ok(h) ? heap_alloc(h, total, 0) : NULL;
+	void *p = heap_alloc(h, total, 0);
 	if (p)
-		memset(p, 0, total); /* chunks are reused runs: never assume zero */
+		memset(p, 0, total); /* slabs and runs are reused: never assume zero */
 	return p;
 }
 
@@ -367,16 +344,17 @@ void *nd_heap_aligned_alloc(nd_heap_t *h, size_t align, size_t size)
 		errno = EINVAL;
 		return NULL;
 	}
-	return heap_ok(h) ? heap_alloc(h, size, align) : NULL;
+	return heap_alloc(h, size, align);
 }
 
 void nd_heap_destroy(nd_heap_t *h)
 {
 	if (!h)
 		return;
-	if (h->magic != HEAP_MAGIC)
+	if (h->magic != HEAP_MAGIC && h->magic != HEAP_MAGIC_CHECK)
 		_nd_msg_fatal("nd_heap_destroy(): %p is not a heap (or destroyed already)", (void *)h);
-	while (h->chunks)
+	_nd_heap_user_destroy(&h->sh);
+	while (h->chunks) /* those on the remote stack too */
 		chunk_free(h, h->chunks);
 	h->magic = 0;
 	_nd_page_desc(h)->use = ND_USE_NONE;
@@ -385,15 +363,12 @@ void nd_heap_destroy(nd_heap_t *h)
 
 /* ---- the heap objects in free, realloc, malloc_usable_size ------------- */
 
-/* The chunk of a heap object; fatal for an address inside one that is not
- * an object start. */
+/* The chunk of a large heap object; fatal for an address inside one that
+ * is not its start. */
 static hchunk_t *obj_chunk(const void *p, const _nd_pagedesc_t *d, const char *fn)
 {
 	hchunk_t *k = (hchunk_t *)d->user;
-	size_t off = (size_t)((const char *)p - k->start);
-	bool ok = k->size ? off % k->size == 0 && off / k->size < __atomic_load_n(&k->carved, __ATOMIC_ACQUIRE)
-			  : off == 0;
-	if (!ok)
+	if ((const char *)p != k->start)
 		_nd_msg_fatal("%s(): invalid pointer %p (inside a heap object, not its start)", fn, p);
 	return k;
 }
@@ -402,20 +377,13 @@ void _nd_uheap_free(void *p, const _nd_pagedesc_t *d)
 {
 	hchunk_t *k = obj_chunk(p, d, "free");
 	nd_heap_t *h = k->heap;
-	void **o = p;
-	if (k->size == 0 ? __atomic_exchange_n(&k->freed, 1, __ATOMIC_RELAXED) : o[1] == (void *)k)
+	if (__atomic_exchange_n(&k->freed, 1, __ATOMIC_RELAXED))
 		_nd_msg_fatal("free(): double free of %p (heap object)", p);
-	if (k->size)
-		o[1] = k;
 	if (h->owner == my_tp()) {
-		if (k->size == 0) {
-			chunk_free(h, k);
-		} else {
-			o[0] = h->free[k->cls];
-			h->free[k->cls] = o;
-		}
+		chunk_free(h, k);
 		return;
 	}
+	void **o = p;
 	void *top = __atomic_load_n(&h->remote, __ATOMIC_RELAXED);
 	do
 		o[0] = top;
@@ -425,21 +393,28 @@ void _nd_uheap_free(void *p, const _nd_pagedesc_t *d)
 size_t _nd_uheap_usable(const void *p, const _nd_pagedesc_t *d)
 {
 	hchunk_t *k = obj_chunk(p, d, "malloc_usable_size");
-	return k->size ? k->size : (size_t)((char *)k - k->start);
+	return (size_t)((char *)k - k->start);
 }
 
 bool _nd_uheap_freed(const void *p, const _nd_pagedesc_t *d)
 {
-	hchunk_t *k = obj_chunk(p, d, "realloc");
-	return k->size ? ((void *const *)p)[1] == (void *)k : __atomic_load_n(&k->freed, __ATOMIC_RELAXED) != 0;
+	return __atomic_load_n(&obj_chunk(p, d, "realloc")->freed, __ATOMIC_RELAXED) != 0;
 }
 
-void *_nd_uheap_realloc_alloc(const _nd_pagedesc_t *d, size_t size)
+nd_heap_t *_nd_uheap_of(const _nd_pagedesc_t *d)
 {
-	hchunk_t *k = (hchunk_t *)d->user;
-	nd_heap_t *h = k->heap;
+	if (d->use == ND_USE_HEAP)
+		return ((const hchunk_t *)d->user)->heap;
+	const _nd_slab_t *s = (const _nd_slab_t *)d->user;
+	if (d->use != ND_USE_SLAB || s->node1 != ND_SLAB_NODE1_UHEAP)
+		return NULL;
+	return (nd_heap_t *)(void *)((char *)s->heap - offsetof(nd_heap_t, sh));
+}
+
+void *_nd_uheap_realloc_alloc(nd_heap_t *h, const _nd_pagedesc_t *d, size_t size)
+{
 	if (h->owner == my_tp())
 		return heap_alloc(h, size, 0);
-	int node = _nd_page_node_of(k->start);
+	int node = d->use == ND_USE_SLAB ? _nd_slab_node(d) : _nd_page_node_of(((const hchunk_t *)d->user)->start);
 	return node >= 0 ? nd_malloc_onnode(size, node) : nd_malloc(size);
 }

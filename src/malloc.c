@@ -333,7 +333,8 @@ void *nd_realloc(void *p, size_t size)
 		node = _nd_slab_node(d);
 	else if (d && d->use == ND_USE_LARGE && !(d->flags & ND_PGF_PLACED))
 		node = d->node;
-	void *q = d && d->use == ND_USE_HEAP ? _nd_uheap_realloc_alloc(d, size) : realloc_alloc(size, node);
+	struct nd_heap_api *uh = d ? _nd_uheap_of(d) : NULL;
+	void *q = uh ? _nd_uheap_realloc_alloc(uh, d, size) : realloc_alloc(size, node);
 	if (!q)
 		return NULL; /* p untouched, errno ENOMEM */
 	memcpy(q, p, have < size ? have : size);

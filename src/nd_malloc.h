@@ -38,13 +38,17 @@ void *_nd_place_onnode(size_t size, int node);
 /* ======================================================================
  * src/heap_api.c: nd_where, nd_move and the public heaps (nd_heap_t);
  * beside malloc.c. The heaps' objects for malloc.c's free, realloc and
- * usable size (d: a page of use ND_USE_HEAP; an address that is not an
+ * usable size (d: a page of use ND_USE_HEAP, a large object; an address that is not an
  * object start is reported, fatal).
  * ====================================================================== */
 void _nd_uheap_free(void *p, const _nd_pagedesc_t *d);
 size_t _nd_uheap_usable(const void *p, const _nd_pagedesc_t *d);
 bool _nd_uheap_freed(const void *p, const _nd_pagedesc_t *d);
-/* realloc's new block: from the heap for its owner, else on its node. */
-void *_nd_uheap_realloc_alloc(const _nd_pagedesc_t *d, size_t size);
+/* The public heap of a block (d: its page descriptor; a heap's small
+ * objects are slab objects), or NULL. */
+struct nd_heap_api *_nd_uheap_of(const _nd_pagedesc_t *d);
+/* realloc's new block for an object of h: from the heap for its owner,
+ * else on the object's node. */
+void *_nd_uheap_realloc_alloc(struct nd_heap_api *h, const _nd_pagedesc_t *d, size_t size);
 
 #endif /* ND_MALLOC_H */

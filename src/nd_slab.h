@@ -250,6 +250,11 @@ typedef struct _nd_slab {
 	struct _nd_slab *all_next; /* every header of its node, append only (meta.c) */
 } _nd_slab_t;
 #define ND_SLAB_NODE1_NONE UINT16_MAX /* never a thread's bw_node1 (0 or node + 1) */
+/* A public heap's slab (heap.c, _nd_heap_user_*): never a bw_node1 either,
+ * so other threads' frees are not borrowed, and not buffered (sent home at
+ * once): none is in flight once no thread uses the heap's objects, and
+ * destroy can give the slab back with objects out. */
+#define ND_SLAB_NODE1_UHEAP (UINT16_MAX - 1)
 _Static_assert(offsetof(_nd_slab_t, npages) + sizeof(uint32_t) <= ND_CACHE_LINE, "free's fields (node1 too) share line 1");
 _Static_assert(offsetof(_nd_slab_t, start) == offsetof(_nd_slab_hot_t, start) &&
 	       offsetof(_nd_slab_t, mul) == offsetof(_nd_slab_hot_t, mul) &&
@@ -272,6 +277,7 @@ typedef struct nd_heap {
 	_nd_thread_t *owner;            /* atomic: the owner's record; NULL while parked */
 	uint64_t notify;                /* atomic: class bits, a full slab got a remote free */
 	int node;                       /* the node its allocations want; -1: the policy's */
+	int user;                       /* a public heap's (heap_api.c): in no pool, never parked */
 	const nd_policy_t *pol;         /* NULL: a node heap; else bind/interleave/weighted */
 	struct nd_heap *pool_next;      /* pool of the node, or the policy pool (their lock) */
 	uint64_t pnext;                 /* slab_purge.c (owner): its next pass comes when a new
@@ -342,6 +348,8 @@ static inline void _nd_slab_check_link(const _nd_slab_t *s, void *const *o, cons
  * == 0 or every object out is on the remote list. */
 _nd_slab_t *_nd_slab_new(_nd_heap_t *h, unsigned c, const nd_policy_t *pol);
 void _nd_slab_release(_nd_slab_t *s);
+/* The same with objects out (a public heap's destroy frees them all). */
+void _nd_slab_drop(_nd_slab_t *s);
 /* Up to a page of never-used objects onto the (empty) free list. */
 void _nd_slab_carve(_nd_slab_t *s);
 /* Remote frees into the private list; returns how many. */
@@ -430,5 +438,13 @@ void *_nd_heap_local(size_t size);
 void *_nd_heap_refill_of(struct nd_heap *h, unsigned c, const nd_policy_t *pol, int node);
 /* nd_malloc_policy's, for a size the class path serves (see docs/malloc.md). */
 void *_nd_heap_policy(size_t size, const nd_policy_t *p);
+/* Public heaps (heap_api.c's nd_heap_t): h (its memory the caller's) for
+ * node (pol NULL) or an interned policy (node -1), owned by the calling
+ * thread; false (ENOMEM) without a thread record. An object of class c
+ * from h (its owner only; NULL + ENOMEM). Every slab of h back to the
+ * page level, objects still out too (any thread, once none uses them). */
+bool _nd_heap_user_init(_nd_heap_t *h, int node, const nd_policy_t *pol);
+void *_nd_heap_user_alloc(_nd_heap_t *h, unsigned c);
+void _nd_heap_user_destroy(_nd_heap_t *h);
 
 #endif /* ND_SLAB_H */

@@ -503,25 +503,36 @@ static inline int lg_of(size_t align)
 	return __builtin_ctzll(align);
 }
 
+/* The fast path's test: align is a power of two (or 0) and the size
+ * rounded to it, minus 1, is below ND_SLAB_DIRECT: that bounds align - 1
+ * too (at most a page: aligned_size's rule), and size 0 and align 0 wrap
+ * to huge values. align - 1 is the rounding mask itself: no lg, no flags. */
+static inline __attribute__((always_inline)) bool aligned_direct(size_t align, size_t size, size_t *a)
+{
+	*a = (size - 1) | (align - 1); /* the rounded size - 1 (aligned_size) */
+	return !(align & (align - 1)) && *a < ND_SLAB_DIRECT;
+}
+
+/* A miss of the fast path: a valid heap's empty list is refilled
+ * (node_refill's, with the class the fast path had); anything else goes
+ * through nd_mallocx_onnode's path. */
 static __attribute__((noinline)) void *aligned_onnode_slow(size_t align, size_t size, int node)
 {
+	size_t a;
+	struct nd_heap *h;
+	if (aligned_direct(align, size, &a) && (h = node_heap(_nd_tls, node, true)))
+		return _nd_heap_refill_of(h, small_cls[a + 1], &_nd_policy_local, node);
 	int lg = lg_of(align);
 	return lg < 0 ? NULL : onnodex(size, node, ND_MALLOCX_LG_ALIGN(lg));
 }
 
-/* Fast path: a power of two up to a page (align - 1 is the rounding mask
- * itself: no lg, no flags) and a rounded size up to ND_SLAB_DIRECT; size
- * 0 and align 0 wrap to huge values and take the slow path. */
 void *nd_aligned_alloc_onnode(size_t align, size_t size, int node)
 {
-	size_t m = align - 1;
-	if (nd_likely(m < ND_PAGE_SIZE && !(align & m))) {
-		size_t a = (size - 1) | m; /* the rounded size - 1 (aligned_size) */
-		if (nd_likely(a < ND_SLAB_DIRECT)) {
-			void *o = node_pop(_nd_tls, node, true, small_cls[a + 1]);
-			if (nd_likely(o != NULL))
-				return o;
-		}
+	size_t a;
+	if (nd_likely(aligned_direct(align, size, &a))) {
+		void *o = node_pop(_nd_tls, node, true, small_cls[a + 1]);
+		if (nd_likely(o != NULL))
+			return o;
 	}
 	return aligned_onnode_slow(align, size, node);
 }

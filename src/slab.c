@@ -223,6 +223,11 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 void _nd_slab_release(slab_t *s)
 {
 	ND_ASSERT(s->used + s->fbias == 0 || _nd_slab_all_remote(s), "a released slab has nothing live");
+	_nd_slab_drop(s);
+}
+
+void _nd_slab_drop(slab_t *s)
+{
 	set_slab_pages(s, ND_USE_NONE, 0);
 	_nd_page_free(s->start);
 	int mnode = s->node >= 0 && s->node < ND_MAX_NODES ? s->node : 0;

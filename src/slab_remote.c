@@ -101,11 +101,13 @@ unsigned _nd_slab_rf_flush_all(_nd_thread_t *t)
 }
 
 /* free_remote's entry did not hold s: a thread without a record sends o
- * at once; else the entry goes home and starts a chain of s with o. */
+ * at once, and so does anyone for a public heap's slab (nd_slab.h,
+ * ND_SLAB_NODE1_UHEAP); else the entry goes home and starts a chain of s
+ * with o. */
 void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
 {
 	uint32_t m = rf_limit(s);
-	if (m < 2) {
+	if (m < 2 || s->node1 == ND_SLAB_NODE1_UHEAP) {
 		__atomic_store_n(&t->cls_remote[s->cls], t->cls_remote[s->cls] + 1, __ATOMIC_RELAXED);
 		remote_send(s, o, o, 1);
 		return;

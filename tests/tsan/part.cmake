@@ -2,7 +2,8 @@
 # make tsan (Makefile): the library without the malloc override
 # (NODALLOC_OVERRIDE=OFF; ThreadSanitizer's runtime owns malloc) and built
 # with -fsanitize=thread; multi-thread stress tests run on the nd_* API:
-# the unit stress tests listed below, compiled with the malloc family
+# the unit stress tests listed below (and test_api_heap: other threads free
+# a public heap's objects while its owner allocates), compiled with the malloc family
 # renamed to nd_* (they call malloc; tests/tsan/rename.h), and tests/tsan/tsan_*.c. Label tsan;
 # any report fails the test (TSAN_OPTIONS exitcode); label tsan_short: the
 # short set make test runs. Only in such a build:
@@ -10,7 +11,7 @@
 if(NOT NODALLOC_OVERRIDE)
   file(GLOB ND_TSAN_OWN CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/tsan/tsan_*.c)
   set(ND_TSAN_SOURCES ${ND_TSAN_OWN})
-  foreach(t test_slab_stress test_page_threads test_heap_churn test_heap_exit_trim test_slab_idle_owner)
+  foreach(t test_slab_stress test_page_threads test_heap_churn test_heap_exit_trim test_slab_idle_owner test_api_heap)
     if(EXISTS ${PROJECT_SOURCE_DIR}/tests/unit/${t}.c)
       list(APPEND ND_TSAN_SOURCES ${PROJECT_SOURCE_DIR}/tests/unit/${t}.c)
     endif()

@@ -174,6 +174,10 @@ int main(int argc, char **argv)
 	errno = 0;
 	CHECK(nd_aligned_alloc_onnode(48, 16, 0) == NULL && errno == EINVAL, "align 48: errno %d", errno);
 	errno = 0;
+	CHECK(nd_aligned_alloc_onnode(0, 16, 0) == NULL && errno == EINVAL, "onnode align 0: errno %d", errno);
+	errno = 0;
+	CHECK(nd_aligned_alloc_onnode(48, 0, 0) == NULL && errno == EINVAL, "align 48, size 0: errno %d", errno);
+	errno = 0;
 	CHECK(nd_aligned_alloc_policy(0, 16, NULL) == NULL && errno == EINVAL, "align 0: errno %d", errno);
 
 	/* prepared policies: interned, on the fast path, placed */

@@ -154,7 +154,7 @@ static void *heap_case(void *arg)
 	nd_policy_t p;
 	if (vm_policy(pol, &p) != 0 || !(h = nd_heap_new_policy(&p)))
 		return NULL;
-	enum { N = 64 * 64 }; /* 64 chunks of 64 KiB */
+	enum { N = 64 * 64 }; /* 4 MiB: 256 slabs of 16 KiB */
 	void **o = vm_buf(N * sizeof(void *));
 	for (int i = 0; i < N; i++)
 		vm_touch(o[i] = nd_heap_malloc(h, 1024), 1024);
