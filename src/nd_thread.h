@@ -23,8 +23,9 @@ struct nd_heap;
  * (a bound at 256 mispredicted 0.30 times per pair on wl_larson). */
 #define ND_SLAB_DIR_MAX 1024
 #define ND_PCACHE 4 /* nd_malloc_policy's cache: policy objects remembered */
-/* Size classes (docs/malloc.md): 16..128 by 16, then 4 per power of two. */
-#define ND_SLAB_CLASSES 40
+/* Size classes (docs/malloc.md): 16..128 by 16, ..512 by 32, ..1024 by 64,
+ * then 4 per power of two. */
+#define ND_SLAB_CLASSES 48
 
 /* slab.c's hot slab fields (nd_slab.h describes them): the fast paths'
  * part of a slab header, and of the record's borrowed lists bw[]. Two

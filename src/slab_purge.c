@@ -80,11 +80,48 @@ static bool give_back(slab_t *s, unsigned first, unsigned last)
 			      (size_t)(last - first + 1) << ND_PAGE_SHIFT, _nd_page_g.advice) == 0;
 }
 
+/* Pages of s below end that may hold no object out: those no object
+ * without its free marker overlaps (objects starting in marked pages are
+ * skipped: withheld, and reading them would fault in a zero page). A free
+ * object on the private list always carries the marker, so a page this
+ * drops is not purgeable; one it keeps may still hold an object out
+ * (marked: on a remote list or a borrowed one): purge_slab decides from
+ * the free list. A hint read without synchronisation: another thread may
+ * be writing an object out (its owner program, a remote free marking
+ * it); any value read only keeps or drops a page from the hint. */
+__attribute__((no_sanitize_thread)) static uint64_t maybe_free(const slab_t *s, unsigned below)
+{
+	uint64_t maybe = below >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << below) - 1;
+	uint32_t size = s->size;
+	for (uint32_t k = 0; k < s->carved; k++) {
+		size_t b = (size_t)k * size;
+		unsigned hp = (unsigned)(b >> ND_PAGE_SHIFT);
+		if (s->purged >> hp & 1)
+			continue;
+		if (((void *const *)(s->start + b))[1] == (const void *)s)
+			continue;
+		unsigned lp = (unsigned)((b + size - 1) >> ND_PAGE_SHIFT);
+		for (unsigned p = hp; p <= lp && p < 64; p++)
+			maybe &= ~((uint64_t)1 << p);
+	}
+	return maybe;
+}
+
 /* The pass over one slab (see the top). Returns pages purged. */
 static unsigned purge_slab(slab_t *s)
 {
 	ND_ASSERT(s->fbias == 0 && s->npages <= MAX_PAGES && s->cap <= MAX_CAP, "a partial slab within the pass's bounds");
 	uint32_t carved = s->carved, size = s->size;
+	size_t end = carved == s->cap ? (size_t)s->npages << ND_PAGE_SHIFT : (size_t)carved * size;
+	unsigned below = (unsigned)(end >> ND_PAGE_SHIFT);
+	/* Most slabs of small objects keep an object out in every page: an
+	 * address-order scan of the markers says so without walking the free
+	 * list, whose order after random frees costs a cache miss per object
+	 * (and when the walk follows, the scan brought its lines in). */
+	if (!(maybe_free(s, below) & ~s->purged)) {
+		s->pfree = (uint16_t)(carved - s->used);
+		return 0;
+	}
 	uint64_t fr[MAX_CAP / 64] = { 0 };
 	for (void **x = s->free; x; x = x[0]) {
 		_nd_slab_check_link(s, x, "malloc");
@@ -94,8 +131,6 @@ static unsigned purge_slab(slab_t *s)
 	/* pages below the carved end (the slab's end once all is carved),
 	 * minus those an object out overlaps (withheld objects count as
 	 * free: their pages are marked) */
-	size_t end = carved == s->cap ? (size_t)s->npages << ND_PAGE_SHIFT : (size_t)carved * size;
-	unsigned below = (unsigned)(end >> ND_PAGE_SHIFT);
 	uint64_t cand = below >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << below) - 1;
 	for (uint32_t k = 0; k < carved; k++) {
 		if (fr[k / 64] >> (k % 64) & 1)
