@@ -413,6 +413,8 @@ int _nd_page_grow(void *run, size_t new_npages)
 	}
 	_nd_room_committed(a, (int64_t)(add - rd));
 	_nd_room_stats(_nd_stats_in_use, a->node, (int64_t)add);
+	if (new_npages >= HUGE_PAGES && g.thp_runs)
+		huge_run(a, i, new_npages, true);
 	return 0;
 }
 
