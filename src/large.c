@@ -24,15 +24,20 @@
  *    with the run's expiry, else it stays with the block (usable size).
  *    A rest kept with the block is resident and unused: keeping rests up
  *    to the block's size cost wl_large 40 MiB of peak RSS. If none fits,
- *    the largest smaller run is grown in place when the pages after it
- *    are free (part warm, part fresh).
- *  - miss: when no cached run serves and fresh pages are taken, the
- *    oldest cached runs of as many pages go back first (the last one
- *    cut), so a miss swaps cached pages for fresh ones rather than adding
- *    to them: the cache never holds pages the program then doubles with
- *    fresh ones (wl_large 200: peak RSS 458 -> 408 MiB with the cut rests,
- *    page faults 15k -> 54k; jemalloc 388 MiB and 739k faults, glibc
- *    423 MiB and 183k).
+ *    the smaller runs, largest first, are grown in place: into the free
+ *    pages after the run, else before it (_nd_page_grow_down: the run's
+ *    warm pages end the block), part warm, part fresh. Trying only the
+ *    largest one, and only upward, missed where its next pages were
+ *    another block's.
+ *  - shed: when fresh pages are taken (a miss, or the grown part of a
+ *    cached run), the oldest cached runs, half as many pages, go back
+ *    first (the last one cut), so the cache does not simply add fresh
+ *    pages to the ones it holds. wl_large 200, peak RSS and 4 KiB page
+ *    faults under NODALLOC_THP=never (the pages the kernel zeroes):
+ *    shedding as many as a miss takes and growing the largest run only,
+ *    upward, 398 MiB and 194k; now 384 MiB and 163k (glibc 413 and 183k,
+ *    jemalloc 379 and 739k). All of both: 359 MiB but 193k; half of a
+ *    miss's and none of a growth's: 411 MiB and 120k.
  *  - join: a freed run is joined with the cached runs right before and
  *    after it (_nd_page_join: no purge) when the whole fits the bound, so
  *    the churn of blocks of many sizes finds runs large enough to cut.
@@ -377,17 +382,38 @@ static bool cache_put(int node, char *p, uint64_t np)
 	return true;
 }
 
+/* The cached run of node starting at p, taken out of the cache (p NULL
+ * if there is none). */
+static cached_t take_at(int node, char *p)
+{
+	lnode_t *ln = &lnodes[node];
+	cached_t r = { 0 };
+	if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+		return r;
+	_nd_lock(&ln->lock);
+	for (int k = 0; k < ln->n; k++)
+		if (ln->run[k].p == p) {
+			r = take_entry(ln, k);
+			break;
+		}
+	_nd_unlock(&ln->lock);
+	return r;
+}
+
 /* A cached run of node for np pages aligned to ap pages: the smallest that
  * fits, cut to np pages when the rest is a big run of its own (which stays
  * cached, committed, with its expiry), else whole; if none fits, the
- * largest smaller one grown in place. NULL if none serves. */
-static void *cache_take(int node, uint64_t np, uint64_t ap)
+ * largest smaller one that grows in place, its fresh pages in *fresh.
+ * NULL if none serves. */
+static void *cache_take(int node, uint64_t np, uint64_t ap, uint64_t *fresh)
 {
 	lnode_t *ln = &lnodes[node];
 	if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
 		return NULL;
+	char *below[CACHE_RUNS]; /* smaller runs, largest first */
+	uint64_t bsize[CACHE_RUNS];
+	int fit = -1, nb = 0;
 	_nd_lock(&ln->lock);
-	int fit = -1, below = -1;
 	for (int k = 0; k < ln->n; k++) {
 		const cached_t *r = &ln->run[k];
 		if (((uintptr_t)r->p >> ND_PAGE_SHIFT) & (ap - 1))
@@ -395,27 +421,44 @@ static void *cache_take(int node, uint64_t np, uint64_t ap)
 		if (r->npages >= np) {
 			if (fit < 0 || r->npages < ln->run[fit].npages)
 				fit = k;
-		} else if (below < 0 || r->npages > ln->run[below].npages) {
-			below = k;
+			continue;
 		}
+		int at = nb++;
+		for (; at > 0 && bsize[at - 1] < r->npages; at--) {
+			below[at] = below[at - 1];
+			bsize[at] = bsize[at - 1];
+		}
+		below[at] = r->p;
+		bsize[at] = r->npages;
 	}
-	int k = fit >= 0 ? fit : below;
-	if (k < 0) {
-		_nd_unlock(&ln->lock);
-		return NULL;
-	}
-	cached_t r = take_entry(ln, k);
+	cached_t r = { 0 };
+	if (fit >= 0)
+		r = take_entry(ln, fit);
 	_nd_unlock(&ln->lock);
-	if (r.npages < np && _nd_page_grow(r.p, np) != 0) {
+	/* No fit: the largest smaller run that can grow, after its end or
+	 * before its start (see the header). */
+	for (int k = 0; !r.p && k < nb; k++) {
+		r = take_at(node, below[k]); /* gone meanwhile: p NULL */
+		if (!r.p || r.npages >= np)
+			continue; /* joined meanwhile: it fits */
+		char *low = NULL;
+		bool down_aligned = !((((uintptr_t)r.p >> ND_PAGE_SHIFT) - (np - r.npages)) & (ap - 1));
+		if (_nd_page_grow(r.p, np) == 0 || (down_aligned && (low = _nd_page_grow_down(r.p, np)))) {
+			*fresh = np - r.npages;
+			r.p = low ? low : r.p;
+			continue;
+		}
 		put_back(node, r);
-		return NULL;
+		r.p = NULL;
 	}
+	if (!r.p)
+		return NULL;
 	ND_ASSERT(_nd_page_desc(r.p)->state == ND_PG_RUN && _nd_page_desc(r.p)->npages >= np,
 		  "a reused run covers the request");
 	/* The rest is cut off and stays cached (where frees next to it join
 	 * it) unless below the purge threshold: kept with the block it would
 	 * be resident and unused. */
-	char *tail = r.npages - np >= c.purge_pages ? _nd_page_split(r.p, np) : NULL;
+	char *tail = r.npages >= np + c.purge_pages ? _nd_page_split(r.p, np) : NULL;
 	if (tail) {
 		put_back(node, (cached_t){ .p = tail, .npages = r.npages - np, .due = r.due });
 		r.npages = np;
@@ -462,10 +505,10 @@ static void *node_run(size_t np, size_t ap, const nd_policy_t *pol, int want_nod
 	for (int n = _nd_policy_first_n(&it, pol, want_node, np); n >= 0; n = _nd_policy_next(&it)) {
 		void *p = NULL;
 		if (cacheable && n < ND_MAX_NODES) {
-			if ((p = cache_take(n, np, ap)))
+			uint64_t fresh = 0; /* pages a grown cached run took fresh */
+			if ((p = cache_take(n, np, ap, &fresh)))
 				*reused = true;
-			else
-				shed(n, np);
+			shed(n, (p ? fresh : np) / 2);
 		}
 		if (!p)
 			p = _nd_page_alloc_exact(n, np, ap);
@@ -571,24 +614,6 @@ static bool policy_keeps_node(const void *p)
 	int node = _nd_page_node_of(p);
 	_nd_policy_iter_t it;
 	return node >= 0 && _nd_policy_first(&it, pol, -1) == node;
-}
-
-/* The cached run of node starting at end, taken out of the cache (p NULL
- * if there is none). */
-static cached_t take_at(int node, char *end)
-{
-	lnode_t *ln = &lnodes[node];
-	cached_t r = { 0 };
-	if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
-		return r;
-	_nd_lock(&ln->lock);
-	for (int k = 0; k < ln->n; k++)
-		if (ln->run[k].p == end) {
-			r = take_entry(ln, k);
-			break;
-		}
-	_nd_unlock(&ln->lock);
-	return r;
 }
 
 /* Grows run p of node (old pages) to np through the cached run right after

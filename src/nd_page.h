@@ -238,6 +238,11 @@ int _nd_page_free(void *p);
  * a node-slot run head, neighbours in use, slot end, node full). */
 int _nd_page_grow(void *run, size_t new_npages);
 int _nd_page_shrink(void *run, size_t new_npages);
+/* Grow a big node-slot run (at least the purge threshold) into the free
+ * pages right before it, keeping its contents as its end: the new head,
+ * or NULL with nothing changed (as grow). The caller owns the run and
+ * sets its head's use and user again. */
+void *_nd_page_grow_down(void *run, size_t new_npages);
 /* Split a big node-slot run (both parts at least the purge threshold)
  * at npages without purging: returns the second part, a run of its own
  * (use NONE), or NULL (not such a run, a part too small). _nd_page_join

@@ -413,7 +413,93 @@ int _nd_page_grow(void *run, size_t new_npages)
 	}
 	_nd_room_committed(a, (int64_t)(add - rd));
 	_nd_room_stats(_nd_stats_in_use, a->node, (int64_t)add);
+	if (new_npages >= HUGE_PAGES && g.thp_runs)
+		huge_run(a, i, new_npages, true);
 	return 0;
+}
+
+/* The free block holding page j of a (lock held): its head, or NIL when
+ * j is in a run or a hole. Free blocks are aligned to their size, so the
+ * head is j rounded down to some order. */
+static uint32_t free_block_of(const _nd_arena_t *a, uint64_t j)
+{
+	for (unsigned o = 0; o <= a->bd.order_max; o++) {
+		uint64_t h = j & ~((1ull << o) - 1);
+		const _nd_pagedesc_t *d = &a->bd.desc[h];
+		if (d->state == ND_PG_FREE)
+			return d->order >= o ? (uint32_t)h : ND_BUDDY_NIL;
+		if (d->state != ND_PG_TAIL)
+			return ND_BUDDY_NIL; /* a run or hole head at or before j */
+	}
+	return ND_BUDDY_NIL;
+}
+
+/*
+ * Grow a big run downward, into the free blocks right before it: the run
+ * then starts new_npages - npages pages lower (its old pages, and their
+ * contents, are its end). Each block touched is taken whole and its part
+ * before the new head given back as aligned blocks. The large layer grows
+ * a cached run this way when the pages after it are another block's.
+ * Returns the new head, or NULL with nothing changed.
+ */
+void *_nd_page_grow_down(void *run, size_t new_npages)
+{
+	uint32_t i;
+	_nd_arena_t *a = node_run_slot(run, &i);
+	if (!a)
+		return NULL;
+	uint64_t n = a->bd.desc[i].npages; /* unlocked: only the owner changes it */
+	if (a->bd.desc[i].state != ND_PG_RUN || n < g.purge_pages || new_npages <= n || new_npages - n > i)
+		return NULL;
+	uint64_t add = new_npages - n, s = i - add;
+	bool maybe_fresh = __atomic_load_n(&a->bd.dirty_free, __ATOMIC_RELAXED) < add;
+	if (!_nd_room_take(a, add, maybe_fresh ? add : 0))
+		return NULL;
+	_nd_lock(&a->lock);
+	uint64_t j = i;
+	while (j > s) {
+		uint32_t h = free_block_of(a, j - 1);
+		if (h == ND_BUDDY_NIL) {
+			_nd_unlock(&a->lock);
+			_nd_room_give(a, add);
+			return NULL;
+		}
+		j = h;
+	}
+	uint64_t rd = 0; /* committed (dirty) pages taken */
+	for (j = i; j > s;) {
+		uint32_t h = free_block_of(a, j - 1);
+		unsigned o = a->bd.desc[h].order;
+		uint64_t d = a->bd.desc[h].npages;
+		_nd_buddy_del(&a->bd, h);
+		uint64_t from = h < s ? s : h; /* [h, from) goes back */
+		for (uint64_t k = h; k < from;) {
+			unsigned po = (unsigned)__builtin_ctzll(k | (1ull << 62));
+			while (k + (1ull << po) > from)
+				po--;
+			uint64_t pn = 1ull << po, pd = d ? _nd_buddy_count_dirty(&a->bd, k, pn) : 0;
+			_nd_buddy_push(&a->bd, (uint32_t)k, po, pd);
+			d -= pd;
+			k += pn;
+		}
+		ND_ASSERT(h + (1ull << o) == j, "free blocks and runs tile the slot");
+		rd += d;
+		j = h;
+	}
+	_nd_pagedesc_t *oh = &a->bd.desc[i];
+	_nd_buddy_mark_run(&a->bd, (uint32_t)s, new_npages, oh->node);
+	oh->state = ND_PG_TAIL;
+	oh->npages = 0;
+	oh->use = ND_USE_NONE;
+	oh->user = 0;
+	_nd_unlock(&a->lock);
+	if (rd)
+		_nd_buddy_clear_dirty(&a->bd, s, add); /* a big run's pages carry no DIRTY */
+	_nd_room_committed(a, (int64_t)(add - rd));
+	_nd_room_stats(_nd_stats_in_use, a->node, (int64_t)add);
+	if (new_npages >= HUGE_PAGES && g.thp_runs)
+		huge_run(a, s, new_npages, true);
+	return page_addr(a, s);
 }
 
 /*

@@ -7,8 +7,9 @@
  * the cache is over its bound, or when its node is full; statistics count
  * it as committed but not in use; a cached run is cut for a smaller
  * block (its rest stays cached when at least the purge threshold) and
- * adjacent cached runs are joined, with no purge; a miss gives back as
- * many cached pages as it takes fresh ones; calloc clears a reused run;
+ * adjacent cached runs are joined, with no purge; when none fits, the
+ * largest one that can grow in place, either way, serves; fresh pages
+ * taken shed half as many cached ones; calloc clears a reused run;
  * freeing a cached run again is a double free; spread runs are never
  * cached; NODALLOC_LARGE_DECAY_MS=0 turns the cache off.
  *
@@ -250,34 +251,107 @@ static void split_join(void)
 	flushed_clean(c0);
 }
 
-/* A miss gives back as many cached pages as it takes fresh ones, oldest
- * first, the last run cut: the cache does not add to a miss's pages. */
+/* n blocks of mib[i] MiB on TN, each right after the one before. */
+static void adjacent(char **out, const int *mib, int n)
+{
+	for (int i = 0; i < n; i++) {
+		out[i] = nd_malloc_onnode((size_t)mib[i] * MiB, TN);
+		CHECK(out[i] != NULL && (i == 0 || out[i] == out[i - 1] + (size_t)mib[i - 1] * MiB), "block %d at %p", i,
+		      (void *)out[i]);
+	}
+}
+
+/* Four adjacent 4 MiB blocks held around two freed ones (h0 a h1 b h2),
+ * so that neither cached run joins the other or grows either way. */
+static void held_around(char **h, char **a, char **b)
+{
+	adjacent(h, (const int[]){ 4, 4, 4, 4, 4 }, 5);
+	*a = h[1];
+	*b = h[3];
+	nd_free(*a);
+	nd_free(*b);
+	CHECK_EQ(_nd_large_cached(TN), 8 * MiB);
+}
+
+/* A miss gives back half as many cached pages as it takes fresh ones,
+ * oldest first, the last run cut: the cache does not simply add fresh
+ * pages to those it holds. */
 static void miss_sheds(void)
 {
 	_nd_large_flush(-1);
 	uint64_t c0 = COMMITTED(TN);
-	/* a and b with held blocks after them, so that neither is joined with
-	 * the other nor grown in place */
-	char *a = nd_malloc_onnode(4 * MiB, TN), *h1 = nd_malloc_onnode(2 * MiB, TN);
-	char *b = nd_malloc_onnode(4 * MiB, TN), *h2 = nd_malloc_onnode(2 * MiB, TN);
-	CHECK(a && h1 && b && h2);
-	nd_free(a);
-	nd_free(b);
-	CHECK_EQ(_nd_large_cached(TN), 8 * MiB);
-	CHECK_EQ(COMMITTED(TN) - c0, 12 * MiB);
-	/* no cached run fits 6 MiB: a (oldest, 4) goes whole, b is cut to its
-	 * last 2 MiB, and the 6 fresh MiB leave the committed bytes where they
-	 * were (the old code: 18 MiB committed, 8 cached) */
+	char *h[5], *a, *b;
+	held_around(h, &a, &b);
+	CHECK_EQ(COMMITTED(TN) - c0, 20 * MiB);
+	/* no cached run fits or grows to 6 MiB: 3 MiB of a (the oldest) go
+	 * back, its last MiB stays cached; 6 fresh MiB (as many shed before:
+	 * a whole, b cut to its last 2 MiB, 20 MiB committed) */
 	char *m = nd_malloc_onnode(6 * MiB, TN);
 	CHECK(m != NULL);
-	CHECK_EQ(_nd_large_cached(TN), 2 * MiB);
-	CHECK_EQ(COMMITTED(TN) - c0, 12 * MiB);
-	char *e = nd_malloc_onnode(2 * MiB, TN);
-	CHECK(e == b + 2 * MiB, "b's end stays cached: %p, b %p", (void *)e, (void *)b);
+	CHECK_EQ(_nd_large_cached(TN), 5 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 23 * MiB);
+	char *e = nd_malloc_onnode(1 * MiB, TN);
+	CHECK(e == a + 3 * MiB, "a's end stays cached: %p, a %p", (void *)e, (void *)a);
 	nd_free(e);
 	nd_free(m);
-	nd_free(h1);
-	nd_free(h2);
+	h[1] = h[3] = NULL;
+	for (int i = 0; i < 5; i++)
+		nd_free(h[i]);
+	flushed_clean(c0);
+}
+
+/* No cached run fits: the largest one that can grow does, after its end
+ * or before its start, even when larger ones cannot (the old code tried
+ * the largest only, upward only, and missed). Its old pages are not
+ * purged; half the fresh pages it took are shed. */
+static void grows_other(void)
+{
+	_nd_large_flush(-1);
+	uint64_t c0 = COMMITTED(TN);
+	/* h0 A h1 x B h2: A (4 MiB) is held in, x freed and flushed (free
+	 * pages of the page level) before B (2 MiB) */
+	char *k[6];
+	adjacent(k, (const int[]){ 4, 4, 4, 4, 2, 2 }, 6);
+	char *A = k[1];
+	unsigned char *B = (unsigned char *)k[4];
+	nd_free(k[3]);
+	_nd_large_flush(TN);
+	fill(B, 0x66, 2 * MiB);
+	nd_free(A);
+	nd_free(B);
+	CHECK_EQ(_nd_large_cached(TN), 6 * MiB);
+	unsigned char *m = nd_malloc_onnode(5 * MiB, TN);
+	CHECK(m == B - 3 * MiB, "B grown downward: %p, B %p", (void *)m, (void *)B);
+	CHECK(m && m[3 * MiB] == 0x66 && m[5 * MiB - 1] == 0x66, "B's pages were purged");
+	CHECK_EQ(nd_usable_size(m), 5 * MiB);
+	/* 3 fresh MiB: 1.5 of A (the oldest) went back, its end stays */
+	CHECK_EQ(_nd_large_cached(TN), 5 * MiB / 2);
+	CHECK_EQ(COMMITTED(TN) - c0, (uint64_t)(4 + 4 + 5 + 2) * MiB + 5 * MiB / 2);
+	nd_free(m);
+	nd_free(k[0]);
+	nd_free(k[2]);
+	nd_free(k[5]);
+	flushed_clean(c0);
+	/* upward: h0 A h1 B, B with free pages after it, A (larger) held in */
+	adjacent(k, (const int[]){ 4, 4, 4, 2 }, 4);
+	nd_free(k[1]);
+	nd_free(k[3]);
+	m = nd_malloc_onnode(5 * MiB, TN);
+	CHECK(m == (unsigned char *)k[3], "B grown upward: %p, B %p", (void *)m, (void *)k[3]);
+	nd_free(m);
+	nd_free(k[0]);
+	nd_free(k[2]);
+	flushed_clean(c0);
+	/* an aligned block is never a run grown downward off its alignment:
+	 * x B h2, x freed and flushed; B - 3 MiB is not 4 MiB aligned */
+	adjacent(k, (const int[]){ 16, 2, 2 }, 3);
+	nd_free(k[0]);
+	_nd_large_flush(TN);
+	nd_free(k[1]);
+	m = nd_aligned_alloc_onnode(4 * MiB, 5 * MiB, TN);
+	CHECK(m && ((uintptr_t)m & (4 * MiB - 1)) == 0, "aligned: %p (B %p)", (void *)m, (void *)k[1]);
+	nd_free(m);
+	nd_free(k[2]);
 	flushed_clean(c0);
 }
 
@@ -492,6 +566,7 @@ int main(int argc, char **argv)
 	bounded();
 	split_join();
 	miss_sheds();
+	grows_other();
 	realloc_cached();
 	decay();
 	pressure();

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Page level: growing and shrinking a run in place (_nd_page_grow,
- * _nd_page_shrink, for realloc). Exact page counts on CPU-less emulated
+ * _nd_page_shrink, for realloc; _nd_page_grow_down, for the large cache). Exact page counts on CPU-less emulated
  * nodes that malloc never touches under the local policy: TN (1 GiB) and
  * SN (64 MiB, for the capacity limit). */
 #include <errno.h>
@@ -198,6 +198,53 @@ int main(void)
 	CHECK_EQ(info(SN).used_pages, 8000);
 	CHECK_EQ(_nd_page_free(a), 0);
 	check_empty(SN, "phase 4 freed");
+
+	/* Phase 5: growing a big run downward (_nd_page_grow_down): into the
+	 * free blocks right before it, its contents then its end. */
+	char *x = _nd_page_alloc_exact(TN, 256, 1), *y = _nd_page_alloc_exact(TN, 256, 1);
+	b = _nd_page_alloc_exact(TN, 512, 1);
+	CHECK(x == base && y == base + 256 * ND_PAGE_SIZE && b == base + 512 * ND_PAGE_SIZE, "x %p y %p b %p",
+	      (void *)x, (void *)y, (void *)b);
+	b[0] = 0x5a;
+	CHECK(_nd_page_grow_down(b, 600) == NULL); /* y is in the way */
+	check_run(b, 512, TN, "down: refused");
+	char *sm = _nd_page_alloc_exact(TN, 4, 1);
+	CHECK(sm != NULL && _nd_page_grow_down(sm, 8) == NULL); /* small runs do not */
+	CHECK_EQ(_nd_page_free(sm), 0);
+	CHECK_EQ(_nd_page_free(y), 0);
+	in = info(TN);
+	a = _nd_page_grow_down(b, 700);
+	CHECK(a == base + 324 * ND_PAGE_SIZE, "down 512->700: %p", (void *)a);
+	check_run(a, 700, TN, "down 512->700");
+	check_slot(TN, "down 512->700");
+	CHECK(a[188 * ND_PAGE_SIZE] == 0x5a, "the old pages end the run");
+	in2 = info(TN);
+	CHECK_EQ(in2.used_pages, in.used_pages + 188);
+	CHECK_EQ(in2.free_pages, in.free_pages - 188);
+	CHECK_EQ(in2.committed_pages, in.committed_pages + 188);
+	CHECK(_nd_page_grow_down(a, 800) == NULL); /* x is in the way */
+	CHECK_EQ(_nd_page_free(x), 0);
+	CHECK(_nd_page_grow_down(a, 1025) == NULL); /* the slot start */
+	CHECK(_nd_page_grow_down(a, 1024) == base);
+	check_run(base, 1024, TN, "down to the slot start");
+	check_slot(TN, "down to the slot start");
+	CHECK_EQ(_nd_page_free(base), 0);
+	check_empty(TN, "phase 5 freed");
+	/* Dirty pages before it (a freed small run) are taken without a new
+	 * commit and lose their DIRTY flag. */
+	sm = _nd_page_alloc_exact(TN, 4, 1);
+	b = _nd_page_alloc_exact(TN, 512, 1);
+	CHECK(sm == base && b == base + 512 * ND_PAGE_SIZE, "sm %p b %p", (void *)sm, (void *)b);
+	CHECK_EQ(_nd_page_free(sm), 0);
+	CHECK_EQ(info(TN).committed_pages, 516);
+	CHECK(_nd_page_grow_down(b, 1024) == base);
+	check_slot(TN, "down into dirty pages");
+	in = info(TN);
+	CHECK_EQ(in.committed_pages, 1024);
+	CHECK_EQ(in.dirty_pages, 0);
+	CHECK(!(_nd_page_desc(base)->flags & ND_PGF_DIRTY));
+	CHECK_EQ(_nd_page_free(base), 0);
+	check_empty(TN, "phase 5 dirty freed");
 
 	/* Spread runs (mixed slot) keep their layout. */
 	nd_policy_t il;

@@ -8,7 +8,8 @@
  *  - never: "nh", whatever the system's mode;
  *  - madvise (default), where the system's mode is madvise: a run of
  *    2 MiB or more is "hg", a small run "nh", and the big run's range is
- *    "nh" again once freed (small runs placed there later get 4 KiB pages).
+ *    "nh" again once freed (small runs placed there later get 4 KiB pages);
+ *    a run grown in place to 2 MiB or more, either way, is "hg".
  * Each case runs in a child (this binary re-executed with the variable
  * set). Skipped, with the reason, on a kernel without THP.
  * AnonHugePages of a touched 4 MiB run is printed, not asserted (huge
@@ -93,7 +94,23 @@ static int child(const char *mode, bool sys_madvise)
 		return 14;
 	_nd_page_free(big);
 	vma_flags(big, &ahp, f, sizeof f);
-	return has_flag(f, "nh") ? 0 : 15;
+	if (!has_flag(f, "nh"))
+		return 15;
+	/* A run grown to 2 MiB or more in place, after its end or before its
+	 * start (the large cache), is "hg" as a new run of that size is. */
+	char *up = _nd_page_alloc(256, 2048, NULL, -1, &got); /* 1 MiB, the rest of 8 MiB free */
+	if (!up || _nd_page_grow(up, 1024) != 0)
+		return 16;
+	if (!has_flag(vma_flags(up, &ahp, f, sizeof f), "hg"))
+		return 17;
+	char *z = _nd_page_alloc(2048, 2048, NULL, -1, &got);
+	char *t = z ? _nd_page_split(z, 1792) : NULL; /* its last 1 MiB */
+	if (!t || _nd_page_free(z) != 0)
+		return 18;
+	char *down = _nd_page_grow_down(t, 1024);
+	if (down != z + (4 << 20))
+		return 19;
+	return has_flag(vma_flags(down, &ahp, f, sizeof f), "hg") ? 0 : 20;
 }
 
 static int run(const char *mode, bool sys_madvise, char *out, size_t len)
