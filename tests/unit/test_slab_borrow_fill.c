@@ -9,49 +9,28 @@
  * again and the mallocs go back to the slab (an owner's malloc/free loop
  * takes no slow path). Emulated topology, node 0: CPUs 0-1, node 1: 2-3. */
 #define _GNU_SOURCE
-#include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "check.h"
 #include "internal.h"
+#include "maker_fixture.h"
 
 enum { SZ = 64, N = 64, K = 32, MINE = 100, FILL = 16 /* cap 64 (16 KiB / 64 B) / 4 */ };
-static const char *SPEC = "0: cpus=0-1 mem=256M; 1: cpus=2-3 mem=256M; distance: 0-1=20";
 
 static void *theirs[N];
-static pthread_barrier_t made, done;
-
-static void *make_theirs(void *arg)
-{
-	(void)arg;
-	nd_emulate_cpu(1);
-	for (int i = 0; i < N; i++)
-		theirs[i] = malloc(SZ);
-	pthread_barrier_wait(&made);
-	pthread_barrier_wait(&done); /* alive: its objects are borrowed */
-	return NULL;
-}
 
 int main(void)
 {
-	char err[256];
-	if (nd_topology_emulate(SPEC, err, sizeof err) != 0) {
-		fprintf(stderr, "emulate: %s\n", err);
+	if (maker_topology() != 0)
 		return 1;
-	}
-	nd_emulate_cpu(0);
 	/* the current slab of SZ gets free objects (owner frees) */
 	void *mine[MINE];
 	for (int i = 0; i < MINE; i++)
 		mine[i] = malloc(SZ);
 	for (int i = 0; i < MINE; i += 2)
 		free(mine[i]);
-	pthread_t maker;
-	pthread_barrier_init(&made, NULL, 2);
-	pthread_barrier_init(&done, NULL, 2);
-	pthread_create(&maker, NULL, make_theirs, NULL);
-	pthread_barrier_wait(&made);
+	struct maker mk; /* a live thread of node 0 (CPU 1): its objects are borrowed */
+	CHECK(maker_start(&mk, theirs, N, SZ, 1) == 0);
 
 	/* K remote frees borrowed, then popped by K mallocs: the list is dry */
 	for (int i = 0; i < K; i++)
@@ -91,7 +70,6 @@ int main(void)
 	for (int i = K; i < N; i++)
 		free(theirs[i]);
 	_nd_slab_flush_remote();
-	pthread_barrier_wait(&done);
-	pthread_join(maker, NULL);
+	maker_stop(&mk);
 	return CHECK_DONE();
 }
