@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Slab geometry (docs/malloc.md, size classes): a slab is a power-of-two
- * page run of at least 16 KiB and 8 objects; classes up to 1 KiB get 64
- * objects (at most 64 KiB), so that a free's read of its slab header
+ * page run of at least 16 KiB and 8 objects; classes up to 1 KiB get 32
+ * objects (at most 32 KiB), so that a free's read of its slab header
  * touches few headers (wl_larson: 16 KiB slabs of 640..1024 B put 8 MiB
  * live under ~600 headers). Read per class from _nd_slab_class_stats
  * after one allocation of each class. */
@@ -30,10 +30,10 @@ int main(void)
 		CHECK_EQ(cap, bytes / size);
 		CHECK(cap >= 8, "class %llu: %llu objects", (unsigned long long)size, (unsigned long long)cap);
 		if (size <= 1024) {
-			/* 64 objects or more, and no more pages than that needs */
-			CHECK(cap >= 64 && bytes <= 65536, "class %llu: %llu objects in %llu bytes",
+			/* 32 objects or more, and no more pages than that needs */
+			CHECK(cap >= 32 && bytes <= 32768, "class %llu: %llu objects in %llu bytes",
 			      (unsigned long long)size, (unsigned long long)cap, (unsigned long long)bytes);
-			CHECK(bytes == 16384 || (bytes / 2) / size < 64, "class %llu: %llu bytes, half would do",
+			CHECK(bytes == 16384 || (bytes / 2) / size < 32, "class %llu: %llu bytes, half would do",
 			      (unsigned long long)size, (unsigned long long)bytes);
 		}
 	}
