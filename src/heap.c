@@ -716,8 +716,14 @@ void *_nd_heap_refill(size_t size)
 {
 	_nd_thread_t *t = _nd_tls; /* the key matched: a real record */
 	unsigned c = class_of(size);
-	void *o = _nd_slab_bw_take(t, c);
-	return o ? o : class_slow(t, c);
+	_nd_slab_hot_t *b = &t->bw[c];
+	if (b->free) /* dir[] was on the slab: the list first */
+		return _nd_slab_bw_take(t, c);
+	bool dry = t->cdir[c] == b; /* the list fed the mallocs and ran dry */
+	void *o = class_slow(t, c);
+	if (o && dry && !_nd_slab_bw_fill(t, c) && t->cdir[c] == b)
+		_nd_slab_dir_class(t, c, t->heap->cur[c]);
+	return o;
 }
 
 /* ---- placement calls' slow paths (malloc.c has the fast paths) ---------- */

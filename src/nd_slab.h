@@ -371,6 +371,12 @@ int _nd_slab_class_for(size_t size, size_t align);
  * an object of t's borrowed list bw[c] (dir[] then points at it), else
  * NULL with dir[] back on the heap's current slab. */
 void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c);
+/* malloc's refill of class c found t's borrowed list bw[c] dry (dir[] on
+ * it) and took an object from t's current heap: while remote frees feed
+ * the list, a quarter of its cap of free objects of the heap's current
+ * slab (a node heap's slab on bw_node1) move onto it and dir[] stays
+ * there. Returns how many; 0: the caller points dir[] at the slab. */
+unsigned _nd_slab_bw_fill(_nd_thread_t *t, unsigned c);
 /* t->dir's entries of class c point at s (every write of the current
  * heap's cur[] and of a borrowed list's start goes through it). Owner. */
 void _nd_slab_dir_class(_nd_thread_t *t, unsigned c, void *s);

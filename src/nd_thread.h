@@ -103,6 +103,7 @@ typedef struct _nd_thread {
 	 * slab.c's totals when the thread exits) */
 	uint64_t cls_remote[ND_SLAB_CLASSES]; /* frees into slabs of other threads */
 	uint64_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
+	uint32_t bw_mark[ND_SLAB_CLASSES];    /* cls_remote[c] at bw[c]'s last fill (slab.c) */
 	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
 	/* borrowed lists (slab.c, free_remote): objects this thread freed into
 	 * other threads' slabs on node bw_node1 - 1, kept for its own mallocs of

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+/* Slab geometry (docs/malloc.md, size classes): a slab is a power-of-two
+ * page run of at least 16 KiB and 8 objects; classes up to 1 KiB get 32
+ * objects (at most 32 KiB), so that a free's read of its slab header
+ * touches few headers (wl_larson: 16 KiB slabs of 640..1024 B put 8 MiB
+ * live under ~600 headers). Read per class from _nd_slab_class_stats
+ * after one allocation of each class. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "internal.h"
+
+int main(void)
+{
+	void *obj[ND_SLAB_CLASSES];
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		obj[c] = malloc(_nd_slab_class_size(c));
+		CHECK(obj[c] != NULL, "class %u", c);
+	}
+	_nd_slab_class_stats_t st[ND_SLAB_CLASSES];
+	CHECK_EQ(_nd_slab_class_stats(st, ND_SLAB_CLASSES), ND_SLAB_CLASSES);
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		uint64_t size = st[c].size, n = st[c].slabs;
+		CHECK(n >= 1, "class %llu has a slab", (unsigned long long)size);
+		if (!n)
+			continue;
+		uint64_t bytes = st[c].slab_bytes / n, cap = st[c].capacity / n;
+		CHECK(bytes >= 16384 && (bytes & (bytes - 1)) == 0, "class %llu: slab of %llu bytes",
+		      (unsigned long long)size, (unsigned long long)bytes);
+		CHECK_EQ(cap, bytes / size);
+		CHECK(cap >= 8, "class %llu: %llu objects", (unsigned long long)size, (unsigned long long)cap);
+		if (size <= 1024) {
+			/* 32 objects or more, and no more pages than that needs */
+			CHECK(cap >= 32 && bytes <= 32768, "class %llu: %llu objects in %llu bytes",
+			      (unsigned long long)size, (unsigned long long)cap, (unsigned long long)bytes);
+			CHECK(bytes == 16384 || (bytes / 2) / size < 32, "class %llu: %llu bytes, half would do",
+			      (unsigned long long)size, (unsigned long long)bytes);
+		}
+	}
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+		free(obj[c]);
+	return CHECK_DONE();
+}
