@@ -247,8 +247,9 @@ static __attribute__((noinline)) void free_slow(void *p)
  * address; the index check proves p is an object start of it (else the
  * slow path sorts out NULL, large, invalid); the marker catches a double
  * free; the owner pushes onto the slab, another thread of its node onto
- * its borrowed list, any other thread sends p home. For a slab whose
- * objects get borrowed (ND_TP_MIX) the list is chosen without a branch. */
+ * its borrowed list, any other thread sends p home. Every free of a slab
+ * whose objects get borrowed (ND_TP_MIX) goes onto the borrowed list,
+ * with no owner branch. */
 static inline __attribute__((always_inline)) void free_body(void *p)
 {
 	_nd_slab_hot_t *s = _nd_slab_of(p);
@@ -268,11 +269,15 @@ static inline __attribute__((always_inline)) void free_body(void *p)
 		return;
 	}
 	_nd_thread_t *t;
-	if (!(tp & ND_TP_MIX) || _nd_slab_free_home(t = _nd_tls, s, tp)) {
-		_nd_slab_free_other(p, s);
-		return;
+	_nd_slab_hot_t *l = s;
+	if (!(tp & ND_TP_MIX) || nd_unlikely(!_nd_slab_bw_ok(t = _nd_tls, s, tp))) {
+		if (!_nd_slab_owns(tp)) {
+			_nd_slab_free_other(p, s);
+			return;
+		}
+	} else {
+		l = _nd_slab_free_list(t, s, tp);
 	}
-	_nd_slab_hot_t *l = _nd_slab_free_list(t, s, tp);
 	if (nd_unlikely(_nd_slab_push(l, p)))
 		_nd_slab_free_pushed(l, s);
 }

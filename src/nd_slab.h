@@ -43,8 +43,9 @@ typedef struct _nd_slab_class_stats {
 	uint64_t slabs;        /* live slabs */
 	uint64_t slab_bytes;   /* bytes of their page runs */
 	uint64_t capacity;     /* objects those slabs hold */
-	uint64_t objects;      /* objects out (handed out, or freed by another
-				* thread and not collected by the owner yet) */
+	uint64_t objects;      /* objects out (handed out, freed by another
+				* thread and not collected by the owner yet, or
+				* waiting on a thread's borrowed list) */
 	uint64_t remote_frees; /* frees by a thread that did not own the slab */
 	uint64_t refills;      /* malloc slow paths of the class (free list empty) */
 } _nd_slab_class_stats_t;
@@ -154,51 +155,42 @@ static inline __attribute__((always_inline)) int _nd_slab_free_classify(_nd_slab
 /* tp's low bit (thread pointers are aligned): an object of the slab was
  * borrowed, so its frees come mixed, the owner's with other threads'
  * (wl_xfree: at random, and the owner branch mispredicted 0.44 times per
- * free); they pick their list without that branch (_nd_slab_free_list).
- * Set once by a borrowing thread (a CAS: a parked slab's 0, or a new
- * owner's stamp, is never flagged); the owner's stamp clears it. For any
- * other slab the owner test stays as it was (no cost: wl_small). */
+ * free). Every free of such a slab goes onto the freeing thread's
+ * borrowed list (_nd_slab_free_list), the owner's too, with no owner
+ * branch; its mallocs pop that list first. Set once by a borrowing
+ * thread (a CAS: a parked slab's 0, or a new owner's stamp, is never
+ * flagged); the owner's stamp clears it. Any other slab keeps the owner
+ * test as it was (no cost: wl_small). */
 #define ND_TP_MIX ((uintptr_t)1)
 
-/* May t keep another thread's free object of s (tp: s's owner stamp) on
- * its borrowed list? Only an object on the node of t's node heap (a
- * thread without one has bw_node1 0), and not one of a parked heap (tp
- * 0): those go home, so that the heap can be trimmed (borrowing them
- * pinned dead threads' slabs). */
+/* May t keep a free object of s (tp: s's owner stamp) on its borrowed
+ * list? Only an object on the node of t's node heap (a thread without one
+ * has bw_node1 0), and not one of a parked heap (tp 0): those go home, so
+ * that the heap can be trimmed (borrowing them pinned dead threads'
+ * slabs). */
 static inline __attribute__((always_inline)) bool _nd_slab_bw_ok(const _nd_thread_t *t, const _nd_slab_hot_t *s,
 								 uintptr_t tp)
 {
 	return ((int32_t)s->node1 == t->bw_node1) & (tp != 0);
 }
 
-/* Does t own s (tp: its stamp)? */
+/* Does the caller own s (tp: its stamp)? */
 static inline __attribute__((always_inline)) bool _nd_slab_owns(uintptr_t tp)
 {
 	return (tp & ~ND_TP_MIX) == (uintptr_t)__builtin_thread_pointer();
 }
 
-/* Does a marked free object of s go home? Not the owner's, and not one t
- * (the caller's record) may borrow. */
-static inline __attribute__((always_inline)) bool _nd_slab_free_home(const _nd_thread_t *t, const _nd_slab_hot_t *s,
-								     uintptr_t tp)
-{
-	return nd_unlikely(!_nd_slab_bw_ok(t, s, tp)) && !_nd_slab_owns(tp);
-}
-
-/* Else the list it goes on (docs/malloc.md, "Borrowed lists"): s's own if
- * t owns s, else t's borrowed list of s's class, chosen by a select, not
- * a branch. The caller pushes; the push's "used <= 0" sends it to
- * _nd_slab_free_pushed. Counts the borrowed free (statistics; t is a
- * real record: a thread without one owns no slab and borrows nothing). */
+/* The borrowed list a free object of a flagged slab s goes on (t: the
+ * caller's record, _nd_slab_bw_ok holds); counts it if it is another
+ * thread's (statistics). The caller pushes; the push's "used <= 0" sends
+ * it to _nd_slab_free_pushed. */
 static inline __attribute__((always_inline)) _nd_slab_hot_t *_nd_slab_free_list(_nd_thread_t *t, _nd_slab_hot_t *s,
 										uintptr_t tp)
 {
 	unsigned c = s->cls;
-	uintptr_t other = !_nd_slab_owns(tp);
 	uint64_t *nrem = &t->cls_remote[c];
-	__atomic_store_n(nrem, *nrem + other, __ATOMIC_RELAXED);
-	uintptr_t b = (uintptr_t)&t->bw[c];
-	return (_nd_slab_hot_t *)((uintptr_t)s ^ (((uintptr_t)s ^ b) & -other));
+	__atomic_store_n(nrem, *nrem + !_nd_slab_owns(tp), __ATOMIC_RELAXED);
+	return &t->bw[c];
 }
 
 /* The malloc fast path: dir[] is valid while *cpu64 == key. */
@@ -239,9 +231,9 @@ static inline __attribute__((always_inline)) bool _nd_slab_pc_same(const struct 
 void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s) __attribute__((noreturn));
 /* Free by a thread that does not own s: p is borrowed or goes home. */
 void _nd_slab_free_other(void *p, _nd_slab_hot_t *s);
-/* The push onto l (_nd_slab_free_list's for s) left used <= 0: s's own
- * list (now empty, or s was on the full list), or a borrowed list that
- * was idle or is past its cap. */
+/* The push onto l (s or _nd_slab_free_list's for s) left used <= 0: s's
+ * own list (now empty, or s was on the full list), or a borrowed list
+ * that was idle or is past its cap. */
 void _nd_slab_free_pushed(_nd_slab_hot_t *l, _nd_slab_hot_t *s);
 /* The node a small block's memory is on (its slab's run), for realloc. */
 int _nd_slab_node(const _nd_pagedesc_t *d);
@@ -432,6 +424,9 @@ void _nd_slab_rf_flush(_nd_thread_t *t, _nd_rfree_t *e);
 void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o);
 /* A thread without a record frees o of s: sent at once, counted. */
 void _nd_slab_free_remote_now(_nd_slab_t *s, void **o);
+/* The owner's push of its marked o of s, with the slow path's work
+ * (empty, or s was full). */
+void _nd_slab_free_own(_nd_slab_t *s, void **o);
 /* t's borrowed lists go home (its heap changes node or kind; exit). */
 void _nd_slab_bw_flush_all(_nd_thread_t *t);
 /* Thread exit (before its heaps park): the buffer goes home, the

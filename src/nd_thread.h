@@ -107,9 +107,10 @@ typedef struct _nd_thread {
 	uint64_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
 	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
 	/* borrowed lists (slab.c, free_push): objects this thread freed into
-	 * other threads' slabs on node bw_node1 - 1, kept for its own mallocs of
-	 * the class (tcmalloc-like reuse, placement kept: only while the current
-	 * heap is that node's heap). Only free and used are meaningful. used
+	 * other threads' slabs on node bw_node1 - 1 (and into its own slabs
+	 * flagged ND_TP_MIX), kept for its own mallocs of the class
+	 * (tcmalloc-like reuse, placement kept: only while the current heap
+	 * is that node's heap). Only free and used are meaningful. used
 	 * is 0 while the list is idle (empty, dir[] on the heap's slab), else
 	 * cls_bw + 1 - the objects on it, so that the push's "used <= 0" test,
 	 * the owner's for a slab, fires on the first object (dir[] switches

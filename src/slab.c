@@ -444,6 +444,12 @@ static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
 	}
 }
 
+void _nd_slab_free_own(slab_t *s, void **o)
+{
+	if (_nd_slab_push((_nd_slab_hot_t *)s, o))
+		free_local_slow(s->heap, s);
+}
+
 /* The borrowed list of class c went past its cap, to n objects: borrow
  * on (up to BW_IDLE times the cap) if s's owner left a quarter of s sent
  * home and not collected: it does not allocate from s (a thread waiting
@@ -482,8 +488,8 @@ static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
 
 /* The push onto t's borrowed list of s's class left its used <= 0 (the
  * layout: nd_thread.h, bw): the list was idle (dir[] now pops from it),
- * or it went past the cap: then the object goes home instead, unless the
- * owner is idle. */
+ * or it went past the cap: then the object goes back to its slab if t
+ * owns it, else home, unless the owner is idle. */
 static void bw_pushed(_nd_thread_t *t, slab_t *s)
 {
 	unsigned c = s->cls;
@@ -494,26 +500,35 @@ static void bw_pushed(_nd_thread_t *t, slab_t *s)
 		_nd_slab_dir_class(t, c, b);
 		return;
 	}
-	if (bw_owner_idle(s, cls_bw[c] + 1 - (uint32_t)(int32_t)b->used, c))
+	bool own = is_owner(s);
+	if (!own && bw_owner_idle(s, cls_bw[c] + 1 - (uint32_t)(int32_t)b->used, c))
 		return;
 	b->free = o[0];
 	b->used++;
+	if (own) {
+		_nd_slab_free_own(s, o);
+		return;
+	}
 	uint64_t *nrem = &t->cls_remote[c]; /* counted again when it is sent */
 	__atomic_store_n(nrem, *nrem - 1, __ATOMIC_RELAXED);
 	free_home(t, s, o);
 }
 
-/* Every free of a marked o after the checks: onto the list
- * _nd_slab_free_list picks (malloc.c's inlined free does the same). */
+/* Every free of a marked o after the checks, as malloc.c's inlined free:
+ * the owner's push, onto the borrowed list (borrowable, and another
+ * thread's or a flagged slab's), or home. */
 static inline void free_push(slab_t *s, void **o)
 {
 	_nd_thread_t *t = _nd_tls;
 	uintptr_t tp = __atomic_load_n(&s->tp, __ATOMIC_RELAXED);
-	if (_nd_slab_free_home(t, (_nd_slab_hot_t *)s, tp)) {
+	_nd_slab_hot_t *l = (_nd_slab_hot_t *)s;
+	bool own = _nd_slab_owns(tp);
+	if ((!own || (tp & ND_TP_MIX)) && _nd_slab_bw_ok(t, l, tp))
+		l = _nd_slab_free_list(t, l, tp);
+	else if (!own) {
 		free_home(t, s, o);
 		return;
 	}
-	_nd_slab_hot_t *l = _nd_slab_free_list(t, (_nd_slab_hot_t *)s, tp);
 	if (nd_unlikely(_nd_slab_push(l, o)))
 		_nd_slab_free_pushed(l, (_nd_slab_hot_t *)s);
 }
@@ -568,7 +583,7 @@ void _nd_slab_free_other(void *p, _nd_slab_hot_t *s)
 	_nd_thread_t *t = _nd_tls;
 	slab_t *sl = (slab_t *)s;
 	uintptr_t tp = __atomic_load_n(&s->tp, __ATOMIC_RELAXED);
-	if (_nd_slab_free_home(t, s, tp)) {
+	if (!_nd_slab_bw_ok(t, s, tp)) {
 		free_home(t, sl, p);
 		return;
 	}

@@ -136,11 +136,18 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
  * slab.c's bw_owner_idle); beyond, frees go through rf[] as before. */
 
 /* Sends a borrowed list home: runs of one slab (the marker, word 1,
- * names it) go in one splice each. */
+ * names it) go in one splice each; the caller's own objects (flagged
+ * slabs, slab.c's free_push) go back onto their slab. */
 static void bw_send(void **o)
 {
 	while (o) {
 		slab_t *s = (slab_t *)o[1];
+		if (_nd_slab_owns(__atomic_load_n(&s->tp, __ATOMIC_RELAXED))) {
+			void **nx = o[0];
+			_nd_slab_free_own(s, o);
+			o = nx;
+			continue;
+		}
 		void **head = o, **tail = o;
 		uint32_t n = 1;
 		for (o = o[0]; o && o[1] == (void *)s && n < s->cap; o = o[0]) {
