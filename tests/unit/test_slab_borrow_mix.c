@@ -24,28 +24,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "borrow_fixture.h"
 #include "check.h"
-#include "internal.h"
 
 enum { N = 32, SIZE = 80 };
-static const char *SPEC = "0: cpus=0-1 mem=256M; 1: cpus=2-3 mem=256M; distance: 0-1=20";
 
 static void *theirs[N];
 static uintptr_t their_tp;
 static pthread_barrier_t bar;
 static int owner_got, owner_pending;
-
-static int count_in(void **v, int n, void **set, int ns)
-{
-	int c = 0;
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < ns; j++)
-			if (v[i] == set[j]) {
-				c++;
-				break;
-			}
-	return c;
-}
 
 static uint64_t class_remote(void)
 {
@@ -86,11 +73,8 @@ static void *owner(void *arg)
 
 int main(void)
 {
-	char err[256];
-	if (nd_topology_emulate(SPEC, err, sizeof err) != 0) {
-		fprintf(stderr, "emulate: %s\n", err);
+	if (borrow_emulate() != 0)
 		return 1;
-	}
 	nd_emulate_cpu(0);
 	free(malloc(SIZE)); /* this thread's record and node-0 heap */
 	pthread_barrier_init(&bar, NULL, 2);

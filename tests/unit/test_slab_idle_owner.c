@@ -17,11 +17,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "borrow_fixture.h"
 #include "check.h"
-#include "internal.h"
 
 enum { M = 1024, SIZE = 64 };
-static const char *SPEC = "0: cpus=0-1 mem=256M; 1: cpus=2-3 mem=256M; distance: 0-1=20";
 
 static void *theirs[M], *mine[M];
 static pthread_barrier_t made, done;
@@ -46,11 +45,8 @@ static int cmp_ptr(const void *a, const void *b)
 
 int main(void)
 {
-	char err[256];
-	if (nd_topology_emulate(SPEC, err, sizeof err) != 0) {
-		fprintf(stderr, "emulate: %s\n", err);
+	if (borrow_emulate() != 0)
 		return 1;
-	}
 	nd_emulate_cpu(0);
 	free(malloc(SIZE)); /* this thread's record and node-0 heap */
 	pthread_barrier_init(&made, NULL, 2);
