@@ -702,7 +702,7 @@ void *_nd_heap_malloc(size_t size)
 	_nd_thread_t *t = _nd_tls;
 	if (nd_likely(_nd_slab_key_ok(t, &t->key))) {
 		unsigned c = class_of(size);
-		/* the borrowed list first (slab.c, free_remote): recently freed */
+		/* the borrowed list first (nd_slab.h, _nd_slab_free_list): recently freed */
 		_nd_slab_hot_t *b = &t->bw[c];
 		void *o = _nd_slab_pop(b->free ? b : (_nd_slab_hot_t *)t->heap->cur[c]);
 		if (nd_likely(o != NULL))
@@ -716,14 +716,8 @@ void *_nd_heap_refill(size_t size)
 {
 	_nd_thread_t *t = _nd_tls; /* the key matched: a real record */
 	unsigned c = class_of(size);
-	_nd_slab_hot_t *b = &t->bw[c];
-	if (b->free) /* dir[] was on the slab: the list first */
-		return _nd_slab_bw_take(t, c);
-	bool dry = t->cdir[c] == b; /* the list fed the mallocs and ran dry */
-	void *o = class_slow(t, c);
-	if (o && dry && !_nd_slab_bw_fill(t, c) && t->cdir[c] == b)
-		_nd_slab_dir_class(t, c, t->heap->cur[c]);
-	return o;
+	void *o = _nd_slab_bw_take(t, c);
+	return o ? o : class_slow(t, c);
 }
 
 /* ---- placement calls' slow paths (malloc.c has the fast paths) ---------- */

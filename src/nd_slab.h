@@ -43,8 +43,9 @@ typedef struct _nd_slab_class_stats {
 	uint64_t slabs;        /* live slabs */
 	uint64_t slab_bytes;   /* bytes of their page runs */
 	uint64_t capacity;     /* objects those slabs hold */
-	uint64_t objects;      /* objects out (handed out, or freed by another
-				* thread and not collected by the owner yet) */
+	uint64_t objects;      /* objects out (handed out, freed by another
+				* thread and not collected by the owner yet, or
+				* waiting on a thread's borrowed list) */
 	uint64_t remote_frees; /* frees by a thread that did not own the slab */
 	uint64_t refills;      /* malloc slow paths of the class (free list empty) */
 } _nd_slab_class_stats_t;
@@ -138,9 +139,9 @@ static inline __attribute__((always_inline)) bool _nd_slab_push(_nd_slab_hot_t *
 	return le0;
 }
 
-/* The free fast path up to the owner test: p is an object start of s
- * (else 0: not a slab object, or check mode), not marked free (else 1),
- * now marked. Returns 2 when the caller owns s, 3 when it does not. */
+/* The free fast path's checks: p is an object start of s (else 0: not a
+ * slab object, or check mode), not marked free (else 1); returns 2 with
+ * o now marked. */
 static inline __attribute__((always_inline)) int _nd_slab_free_classify(_nd_slab_hot_t *s, void **o)
 {
 	if (nd_unlikely(_nd_slab_index(s, o) >= ND_LOAD_RELAXED(s->lim)))
@@ -148,7 +149,48 @@ static inline __attribute__((always_inline)) int _nd_slab_free_classify(_nd_slab
 	if (nd_unlikely(o[1] == (void *)s))
 		return 1;
 	o[1] = s;
-	return ND_LOAD_RELAXED(s->tp) == (uintptr_t)__builtin_thread_pointer() ? 2 : 3;
+	return 2;
+}
+
+/* tp's low bit (thread pointers are aligned): an object of the slab was
+ * borrowed, so its frees come mixed, the owner's with other threads'
+ * (wl_xfree: at random, and the owner branch mispredicted 0.44 times per
+ * free). Every free of such a slab goes onto the freeing thread's
+ * borrowed list (_nd_slab_free_list), the owner's too, with no owner
+ * branch; its mallocs pop that list first. Set once by a borrowing
+ * thread (a CAS: a parked slab's 0, or a new owner's stamp, is never
+ * flagged); the owner's stamp clears it. Any other slab keeps the owner
+ * test as it was (no cost: wl_small). */
+#define ND_TP_MIX ((uintptr_t)1)
+
+/* May t keep a free object of s (tp: s's owner stamp) on its borrowed
+ * list? Only an object on the node of t's node heap (a thread without one
+ * has bw_node1 0), and not one of a parked heap (tp 0): those go home, so
+ * that the heap can be trimmed (borrowing them pinned dead threads'
+ * slabs). */
+static inline __attribute__((always_inline)) bool _nd_slab_bw_ok(const _nd_thread_t *t, const _nd_slab_hot_t *s,
+								 uintptr_t tp)
+{
+	return ((int32_t)s->node1 == t->bw_node1) & (tp != 0);
+}
+
+/* Does the caller own s (tp: its stamp)? */
+static inline __attribute__((always_inline)) bool _nd_slab_owns(uintptr_t tp)
+{
+	return (tp & ~ND_TP_MIX) == (uintptr_t)__builtin_thread_pointer();
+}
+
+/* The borrowed list a free object of a flagged slab s goes on (t: the
+ * caller's record, _nd_slab_bw_ok holds); counts it if it is another
+ * thread's (statistics). The caller pushes; the push's "used <= 0" sends
+ * it to _nd_slab_free_pushed. */
+static inline __attribute__((always_inline)) _nd_slab_hot_t *_nd_slab_free_list(_nd_thread_t *t, _nd_slab_hot_t *s,
+										uintptr_t tp)
+{
+	unsigned c = s->cls;
+	uint64_t *nrem = &t->cls_remote[c];
+	__atomic_store_n(nrem, *nrem + !_nd_slab_owns(tp), __ATOMIC_RELAXED);
+	return &t->bw[c];
 }
 
 /* The malloc fast path: dir[] is valid while *cpu64 == key. */
@@ -187,10 +229,12 @@ static inline __attribute__((always_inline)) bool _nd_slab_pc_same(const struct 
 
 /* Free of an object whose marker says it is free already (fatal). */
 void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s) __attribute__((noreturn));
-/* Free by a thread that does not own s (remote free). */
+/* Free by a thread that does not own s: p is borrowed or goes home. */
 void _nd_slab_free_other(void *p, _nd_slab_hot_t *s);
-/* The owner's push left s empty, or s was on the full list. */
-void _nd_slab_free_emptied(_nd_slab_hot_t *s);
+/* The push onto l (s or _nd_slab_free_list's for s) left used <= 0: s's
+ * own list (now empty, or s was on the full list), or a borrowed list
+ * that was idle or is past its cap. */
+void _nd_slab_free_pushed(_nd_slab_hot_t *l, _nd_slab_hot_t *s);
 /* The node a small block's memory is on (its slab's run), for realloc. */
 int _nd_slab_node(const _nd_pagedesc_t *d);
 /* The object's free marker is set (realloc of a freed block). */
@@ -228,9 +272,9 @@ typedef struct _nd_slab {
 	uint64_t mul;
 	uint64_t lim;
 	uintptr_t tp;
-	uint8_t cls;
+	uint8_t cls;           /* _nd_slab_hot_t's */
+	uint16_t node1;        /* node + 1, ND_SLAB_NODE1_NONE if unknown: line 1's copy for the free */
 	uint16_t cap;          /* objects in the slab */
-	uint16_t node1;        /* node + 1, ND_SLAB_NODE1_NONE if unknown: line 1's copy for free_remote */
 	uint32_t size;
 	struct nd_heap *heap;  /* atomic: owner heap */
 	int32_t node;          /* serving node of the run */
@@ -260,6 +304,8 @@ _Static_assert(offsetof(_nd_slab_t, start) == offsetof(_nd_slab_hot_t, start) &&
 	       offsetof(_nd_slab_t, mul) == offsetof(_nd_slab_hot_t, mul) &&
 	       offsetof(_nd_slab_t, lim) == offsetof(_nd_slab_hot_t, lim) &&
 	       offsetof(_nd_slab_t, tp) == offsetof(_nd_slab_hot_t, tp) &&
+	       offsetof(_nd_slab_t, cls) == offsetof(_nd_slab_hot_t, cls) &&
+	       offsetof(_nd_slab_t, node1) == offsetof(_nd_slab_hot_t, node1) &&
 	       offsetof(_nd_slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
 	       offsetof(_nd_slab_t, used) == offsetof(_nd_slab_hot_t, used), "_nd_slab_t has the hot fields where _nd_slab_hot_t has them");
 
@@ -371,18 +417,12 @@ int _nd_slab_class_for(size_t size, size_t align);
  * an object of t's borrowed list bw[c] (dir[] then points at it), else
  * NULL with dir[] back on the heap's current slab. */
 void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c);
-/* malloc's refill of class c found t's borrowed list bw[c] dry (dir[] on
- * it) and took an object from t's current heap: while remote frees feed
- * the list, a quarter of its cap of free objects of the heap's current
- * slab (a node heap's slab on bw_node1) move onto it and dir[] stays
- * there. Returns how many; 0: the caller points dir[] at the slab. */
-unsigned _nd_slab_bw_fill(_nd_thread_t *t, unsigned c);
 /* t->dir's entries of class c point at s (every write of the current
  * heap's cur[] and of a borrowed list's start goes through it). Owner. */
 void _nd_slab_dir_class(_nd_thread_t *t, unsigned c, void *s);
 
 /* ---- src/slab_remote.c: the slow half of remote frees ----
- * slab.c's inline free_remote calls these; t is the calling thread. */
+ * slab.c's inline free_home calls these; t is the calling thread. */
 /* t's remote-free buffer goes home; returns the entries sent. */
 unsigned _nd_slab_rf_flush_all(_nd_thread_t *t);
 /* One entry of t's buffer goes home (its count reached its max). */
@@ -392,11 +432,11 @@ void _nd_slab_rf_flush(_nd_thread_t *t, _nd_rfree_t *e);
 void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o);
 /* A thread without a record frees o of s: sent at once, counted. */
 void _nd_slab_free_remote_now(_nd_slab_t *s, void **o);
+/* The owner's push of its marked o of s, with the slow path's work
+ * (empty, or s was full). */
+void _nd_slab_free_own(_nd_slab_t *s, void **o);
 /* t's borrowed lists go home (its heap changes node or kind; exit). */
 void _nd_slab_bw_flush_all(_nd_thread_t *t);
-/* t's borrowed list of class c was empty and got an object: dir[] of c
- * points at it. */
-void _nd_slab_bw_started(_nd_thread_t *t, unsigned c);
 /* Thread exit (before its heaps park): the buffer goes home, the
  * record's per-class counters go into the totals. */
 void _nd_slab_thread_done(_nd_thread_t *t);

@@ -33,13 +33,16 @@ struct nd_heap;
  * only rarely (carving, parking); the second, free and used, is written
  * by every malloc and free of the owner. Apart, a remote free does not
  * pull in a line the owner keeps dirty (wl_xfree). _nd_slab_t repeats the
- * first four fields and keeps its own read-mostly fields in the rest of
+ * first six fields and keeps its own read-mostly fields in the rest of
  * the first line. */
 typedef struct _nd_slab_hot {
 	char *start;     /* first object (page-aligned run) */
 	uint64_t mul;    /* (size's odd part)^-1 << (15 - tz) mod 2^64: see nd_slab.h */
 	uint64_t lim;    /* atomic: objects carved; 0 in check mode: frees validate */
-	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0); 0 while parked */
+	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0), | ND_TP_MIX once
+			  * an object was borrowed (nd_slab.h); 0 while parked */
+	uint8_t cls;     /* size class (slabs only: a free picks the list by it) */
+	uint16_t node1;  /* node + 1 (slabs only: the borrowing rule's) */
 	_Alignas(ND_CACHE_LINE) void *free; /* private free list (owner only) */
 	uint32_t used;   /* objects out; while on the full list, lowered by fbias */
 } _nd_slab_hot_t;
@@ -103,13 +106,16 @@ typedef struct _nd_thread {
 	 * slab.c's totals when the thread exits) */
 	uint64_t cls_remote[ND_SLAB_CLASSES]; /* frees into slabs of other threads */
 	uint64_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
-	uint32_t bw_mark[ND_SLAB_CLASSES];    /* cls_remote[c] at bw[c]'s last fill (slab.c) */
 	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
-	/* borrowed lists (slab.c, free_remote): objects this thread freed into
-	 * other threads' slabs on node bw_node1 - 1, kept for its own mallocs of
-	 * the class (tcmalloc-like reuse, placement kept: only while the current
-	 * heap is that node's heap). Only free and used are meaningful: used
-	 * is minus the objects on the list. Each object is marked free and
+	/* borrowed lists (slab.c, free_push): objects this thread freed into
+	 * other threads' slabs on node bw_node1 - 1 (and into its own slabs
+	 * flagged ND_TP_MIX), kept for its own mallocs of the class
+	 * (tcmalloc-like reuse, placement kept: only while the current heap
+	 * is that node's heap). Only free and used are meaningful. used
+	 * is 0 while the list is idle (empty, dir[] on the heap's slab), else
+	 * cls_bw + 1 - the objects on it, so that the push's "used <= 0" test,
+	 * the owner's for a slab, fires on the first object (dir[] switches
+	 * to the list) and past the cap. Each object is marked free and
 	 * counted out by its slab, as in rf[]. */
 	_nd_slab_hot_t bw[ND_SLAB_CLASSES];
 	int32_t bw_node1;        /* node + 1 the borrowed lists hold; 0: none */

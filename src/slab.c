@@ -53,7 +53,7 @@ uint8_t _nd_slab_cls_tab[ND_SLAB_MAX / 16 + 1];
 static uint8_t cls_pages[ND_SLAB_CLASSES];  /* slab run length (power of two) */
 static uint16_t cls_cap[ND_SLAB_CLASSES];   /* objects per slab */
 static uint64_t cls_mul[ND_SLAB_CLASSES];   /* inverse of the odd part << (15 - tz) */
-static uint32_t cls_bw[ND_SLAB_CLASSES];    /* objects a borrowed list keeps (free_remote) */
+static uint32_t cls_bw[ND_SLAB_CLASSES];    /* objects a borrowed list keeps (bw_pushed) */
 static uint8_t cls_dlo[ND_SLAB_CLASSES];    /* first dir[] entry of the class (_nd_slab_dir_class) */
 static uint8_t cls_dn[ND_SLAB_CLASSES];     /* its dir[] entries: 0 (above ND_SLAB_DIR_MAX), 1, 2, 4, 8 */
 
@@ -147,8 +147,11 @@ void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 		t->bw_node1 = n1;
 	}
 	t->heap = h;
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		if (!t->bw[c].free)
+			t->bw[c].used = 0; /* idle (nd_thread.h) */
 		_nd_slab_dir_class(t, c, t->bw[c].free ? &t->bw[c] : (_nd_slab_hot_t *)h->cur[c]);
+	}
 }
 
 static inline uintptr_t my_tp(void) { return (uintptr_t)__builtin_thread_pointer(); }
@@ -172,7 +175,7 @@ void _nd_slab_corrupt_link(const slab_t *s, void *const *o, const char *fn)
 /* Every heap of a thread stamps its slabs with the thread pointer. */
 static inline bool is_owner(const slab_t *s)
 {
-	return __atomic_load_n(&s->tp, __ATOMIC_RELAXED) == my_tp();
+	return _nd_slab_owns(__atomic_load_n(&s->tp, __ATOMIC_RELAXED));
 }
 
 #define UNIT_PAGES ((uint32_t)1 << (ND_SLAB_UNIT_SHIFT - ND_PAGE_SHIFT))
@@ -455,83 +458,33 @@ static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
 	}
 }
 
-/* The borrowed list of class c is at its cap: borrow on (up to BW_IDLE
- * times the cap) if s's owner left a quarter of s sent home and not
- * collected: it does not allocate from s (a thread waiting in
- * pthread_join), so objects sent home would only pile up there, while
+void _nd_slab_free_own(slab_t *s, void **o)
+{
+	if (_nd_slab_push((_nd_slab_hot_t *)s, o))
+		free_local_slow(s->heap, s);
+}
+
+/* The borrowed list of class c went past its cap, to n objects: borrow
+ * on (up to BW_IDLE times the cap) if s's owner left a quarter of s sent
+ * home and not collected: it does not allocate from s (a thread waiting
+ * in pthread_join), so objects sent home would only pile up there, while
  * borrowed ones are reused (wl_larson). Reads tfree's line: only past
  * the cap. */
 #define BW_IDLE 2
-static bool bw_owner_idle(const slab_t *s, const _nd_slab_hot_t *b, unsigned c)
+static bool bw_owner_idle(const slab_t *s, uint32_t n, unsigned c)
 {
-	if ((int32_t)b->used <= -(int32_t)(cls_bw[c] * BW_IDLE))
+	if (n > cls_bw[c] * BW_IDLE)
 		return false;
 	uintptr_t v = __atomic_load_n(&s->tfree, __ATOMIC_RELAXED);
 	return (uint32_t)(v >> TF_CNT_SHIFT) >= (uint32_t)s->cap / 4u;
 }
 
-/* malloc's refill of class c found t's borrowed list dry (dir[] was on
- * it) and took an object from its heap's current slab: while remote frees
- * feed the list (as many since the last fill as a fill moves), a quarter
- * of its cap of that slab's free objects (marked, counted out from now
- * on) move onto it and dir[] stays there. Without this the list ran dry
- * every few mallocs on wl_larson (the thread's own frees go to its slabs,
- * not to the list), and each time dir[] switched to the slab and back at
- * the next remote free: 0.41 of its 0.66 branch mispredicts per pair (0.43 left).
- * Only a node heap's slab on the list's node (placement as for borrowed
- * objects). Returns the objects moved; 0: the caller points dir[] back
- * at the slab. */
-unsigned _nd_slab_bw_fill(_nd_thread_t *t, unsigned c)
+/* The free of o (marked) by a thread that does not own s and does not
+ * borrow it: a leaf while the entry of s's class holds s (the boot record
+ * borrows nothing and its entries hold none). */
+static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
 {
-	_nd_slab_hot_t *b = &t->bw[c];
-	const heap_t *h = t->heap;
-	unsigned max = cls_bw[c] / 4, n = 0;
-	uint32_t got = (uint32_t)t->cls_remote[c] - t->bw_mark[c];
-	if (!t->bw_node1 || b->free || !h || got < max)
-		return 0;
-	slab_t *s = h->cur[c];
-	if (s == &_nd_slab_empty || (int32_t)s->node1 != t->bw_node1 || s->fbias)
-		return 0;
-	void **head = s->free, **o = head, **last = NULL;
-	for (; o && n < max; o = o[0], n++) {
-		check_link(s, o, "malloc");
-		last = o;
-	}
-	if (!n)
-		return 0;
-	last[0] = NULL;
-	s->free = o;
-	s->used += n;
-	b->free = head;
-	b->used -= n;
-	t->bw_mark[c] = (uint32_t)t->cls_remote[c];
-	_nd_slab_dir_class(t, c, b);
-	return n;
-}
-
-/* The free of o (marked) by a thread that does not own s: a leaf while
- * the object can be borrowed, or the entry of s's class holds s (the
- * boot record borrows nothing and its entries hold none). */
-static inline void free_remote(slab_t *s, void **o)
-{
-	_nd_thread_t *t = _nd_tls;
 	unsigned c = s->cls;
-	_nd_slab_hot_t *b = &t->bw[c];
-	/* not a parked heap's object (tp 0): those go home, so that the heap
-	 * can be trimmed (borrowing them pinned dead threads' slabs) */
-	if (nd_likely((int32_t)s->node1 == t->bw_node1) &&
-	    nd_likely((int32_t)b->used > -(int32_t)cls_bw[c] || bw_owner_idle(s, b, c)) &&
-	    nd_likely(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) != 0)) {
-		void **f = b->free;
-		o[0] = f;
-		b->free = o;
-		b->used--;
-		uint64_t *nrem = &t->cls_remote[c]; /* statistics (a snapshot reads it) */
-		__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);
-		if (nd_unlikely(f == NULL))
-			_nd_slab_bw_started(t, c);
-		return;
-	}
 	_nd_rfree_t *e = &t->rf[c];
 	if (nd_likely(e->slab == (_nd_slab_hot_t *)s)) {
 		o[0] = e->head;
@@ -547,6 +500,53 @@ static inline void free_remote(slab_t *s, void **o)
 		_nd_slab_free_remote_new(t, s, o);
 }
 
+/* The push onto t's borrowed list of s's class left its used <= 0 (the
+ * layout: nd_thread.h, bw): the list was idle (dir[] now pops from it),
+ * or it went past the cap: then the object goes back to its slab if t
+ * owns it, else home, unless the owner is idle. */
+static void bw_pushed(_nd_thread_t *t, slab_t *s)
+{
+	unsigned c = s->cls;
+	_nd_slab_hot_t *b = &t->bw[c];
+	void **o = b->free;
+	if (!o[0]) {
+		b->used = cls_bw[c];
+		_nd_slab_dir_class(t, c, b);
+		return;
+	}
+	bool own = is_owner(s);
+	if (!own && bw_owner_idle(s, cls_bw[c] + 1 - (uint32_t)(int32_t)b->used, c))
+		return;
+	b->free = o[0];
+	b->used++;
+	if (own) {
+		_nd_slab_free_own(s, o);
+		return;
+	}
+	uint64_t *nrem = &t->cls_remote[c]; /* counted again when it is sent */
+	__atomic_store_n(nrem, *nrem - 1, __ATOMIC_RELAXED);
+	free_home(t, s, o);
+}
+
+/* Every free of a marked o after the checks, as malloc.c's inlined free:
+ * the owner's push, onto the borrowed list (borrowable, and another
+ * thread's or a flagged slab's), or home. */
+static inline void free_push(slab_t *s, void **o)
+{
+	_nd_thread_t *t = _nd_tls;
+	uintptr_t tp = __atomic_load_n(&s->tp, __ATOMIC_RELAXED);
+	_nd_slab_hot_t *l = (_nd_slab_hot_t *)s;
+	bool own = _nd_slab_owns(tp);
+	if ((!own || (tp & ND_TP_MIX)) && _nd_slab_bw_ok(t, l, tp))
+		l = _nd_slab_free_list(t, l, tp);
+	else if (!own) {
+		free_home(t, s, o);
+		return;
+	}
+	if (nd_unlikely(_nd_slab_push(l, o)))
+		_nd_slab_free_pushed(l, (_nd_slab_hot_t *)s);
+}
+
 /* The marker says "already free", or check mode: validate, then free. */
 static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 {
@@ -554,12 +554,7 @@ static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 	if (o[1] == marker(s) || on_free_lists(s, o, owner))
 		double_free(o, s);
 	o[1] = marker(s);
-	if (owner) {
-		if (_nd_slab_push((_nd_slab_hot_t *)s, o))
-			free_local_slow(s->heap, s);
-		return;
-	}
-	free_remote(s, o);
+	free_push(s, o);
 }
 
 /* Index of the object at offset off, or a huge number if off is not a
@@ -583,12 +578,7 @@ static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedes
 		return;
 	}
 	o[1] = marker(s);
-	if (nd_likely(is_owner(s))) {
-		if (nd_unlikely(_nd_slab_push((_nd_slab_hot_t *)s, o))) /* now empty, or it was full */
-			free_local_slow(s->heap, s);
-		return;
-	}
-	free_remote(s, o);
+	free_push(s, o);
 }
 
 void _nd_slab_free(void *p, _nd_pagedesc_t *d)
@@ -604,12 +594,30 @@ void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s)
 
 void _nd_slab_free_other(void *p, _nd_slab_hot_t *s)
 {
-	free_remote((slab_t *)s, p);
+	_nd_thread_t *t = _nd_tls;
+	slab_t *sl = (slab_t *)s;
+	uintptr_t tp = __atomic_load_n(&s->tp, __ATOMIC_RELAXED);
+	if (!_nd_slab_bw_ok(t, s, tp)) {
+		free_home(t, sl, p);
+		return;
+	}
+	/* borrowed: from now on every free of s picks its list without a
+	 * branch (its owner's own frees come mixed with borrowed ones) */
+	if (!(tp & ND_TP_MIX))
+		__atomic_compare_exchange_n(&s->tp, &tp, tp | ND_TP_MIX, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	_nd_slab_hot_t *b = &t->bw[sl->cls];
+	uint64_t *nrem = &t->cls_remote[sl->cls]; /* statistics (a snapshot reads it) */
+	__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);
+	if (nd_unlikely(_nd_slab_push(b, p)))
+		bw_pushed(t, sl);
 }
 
-void _nd_slab_free_emptied(_nd_slab_hot_t *s)
+void _nd_slab_free_pushed(_nd_slab_hot_t *l, _nd_slab_hot_t *s)
 {
-	free_local_slow(((slab_t *)s)->heap, (slab_t *)s);
+	if (l == s) /* the owner's: now empty, or it was full */
+		free_local_slow(((slab_t *)s)->heap, (slab_t *)s);
+	else
+		bw_pushed(_nd_tls, (slab_t *)s);
 }
 
 

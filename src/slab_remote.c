@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Remote frees (docs/malloc.md): the slow half of a free by a thread that
- * does not own the slab, split from slab.c, whose inline free_remote
- * decides per object and calls in here:
+ * does not own the slab, split from slab.c, whose free paths decide per
+ * object (nd_slab.h's _nd_slab_free_list, slab.c's free_home) and call
+ * in here:
  *  - remote_send: one CAS splices a chain home onto the slab's tfree;
  *  - the remote-free buffer: per class, one slab's chain waits in the
  *    thread's record (rf[]) and goes home in one splice;
@@ -100,7 +101,7 @@ unsigned _nd_slab_rf_flush_all(_nd_thread_t *t)
 	return n;
 }
 
-/* free_remote's entry did not hold s: a thread without a record sends o
+/* free_home's entry did not hold s: a thread without a record sends o
  * at once, and so does anyone for a public heap's slab (nd_slab.h,
  * ND_SLAB_NODE1_UHEAP); else the entry goes home and starts a chain of s
  * with o. */
@@ -137,11 +138,18 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
  * slab.c's bw_owner_idle); beyond, frees go through rf[] as before. */
 
 /* Sends a borrowed list home: runs of one slab (the marker, word 1,
- * names it) go in one splice each. */
+ * names it) go in one splice each; the caller's own objects (flagged
+ * slabs, slab.c's free_push) go back onto their slab. */
 static void bw_send(void **o)
 {
 	while (o) {
 		slab_t *s = (slab_t *)o[1];
+		if (_nd_slab_owns(__atomic_load_n(&s->tp, __ATOMIC_RELAXED))) {
+			void **nx = o[0];
+			_nd_slab_free_own(s, o);
+			o = nx;
+			continue;
+		}
 		void **head = o, **tail = o;
 		uint32_t n = 1;
 		for (o = o[0]; o && o[1] == (void *)s && n < s->cap; o = o[0]) {
@@ -167,12 +175,6 @@ void _nd_slab_bw_flush_all(_nd_thread_t *t)
 	}
 }
 
-/* The list of class c was empty: the fast path pops from it now. */
-void _nd_slab_bw_started(_nd_thread_t *t, unsigned c)
-{
-	_nd_slab_dir_class(t, c, &t->bw[c]);
-}
-
 void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 {
 	_nd_slab_hot_t *b = &t->bw[c];
@@ -180,6 +182,7 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 		_nd_slab_dir_class(t, c, b);
 		return _nd_slab_pop(b);
 	}
+	b->used = 0; /* idle: the next push sets dir[] again */
 	if (t->cdir[c] == b)
 		_nd_slab_dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
 	return NULL;
@@ -255,8 +258,11 @@ unsigned _nd_slab_remote_pending(void)
 {
 	_nd_thread_t *t = _nd_tls;
 	unsigned n = 0;
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
-		n += (t->rf[c].slab ? t->rf[c].n : 0) + (uint32_t)-(int32_t)t->bw[c].used;
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		n += t->rf[c].slab ? t->rf[c].n : 0;
+		for (void **o = t->bw[c].free; o; o = o[0])
+			n++;
+	}
 	return n;
 }
 

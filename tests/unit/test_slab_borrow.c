@@ -30,11 +30,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "borrow_fixture.h"
 #include "check.h"
-#include "internal.h"
 
 enum { N = 64, K = 16 };
-static const char *SPEC = "0: cpus=0-1 mem=256M; 1: cpus=2-3 mem=256M; distance: 0-1=20";
 
 static size_t obj_size;
 static void *theirs[N]; /* made by another thread of node 0 */
@@ -70,18 +69,6 @@ static void maker_exit(void)
 	pthread_join(maker, NULL);
 	pthread_barrier_destroy(&made);
 	pthread_barrier_destroy(&done);
-}
-
-static int count_in(void **v, int n, void **set, int ns)
-{
-	int c = 0;
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < ns; j++)
-			if (v[i] == set[j]) {
-				c++;
-				break;
-			}
-	return c;
 }
 
 static int all_on(void **v, int n, int node)
@@ -283,11 +270,8 @@ static void check_accounting(void)
 
 int main(void)
 {
-	char err[256];
-	if (nd_topology_emulate(SPEC, err, sizeof err) != 0) {
-		fprintf(stderr, "emulate: %s\n", err);
+	if (borrow_emulate() != 0)
 		return 1;
-	}
 	check_reuse(64);  /* the direct table's path (malloc.c) */
 	check_reuse(400); /* above it (heap.c, _nd_heap_malloc) */
 	check_migrate(64);

@@ -13,16 +13,29 @@
  *           frees does not hoard without limit;
  *  - node:  every reused object is on the owner's node. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "borrow_fixture.h"
 #include "check.h"
-#include "internal.h"
-#include "maker_fixture.h"
 
 enum { M = 1024, SIZE = 64 };
 
 static void *theirs[M], *mine[M];
+static pthread_barrier_t made, done;
+
+/* The owner: allocates, then idles until the end (never allocates again). */
+static void *owner(void *arg)
+{
+	(void)arg;
+	nd_emulate_cpu(1);
+	for (int i = 0; i < M; i++)
+		theirs[i] = malloc(SIZE);
+	pthread_barrier_wait(&made);
+	pthread_barrier_wait(&done);
+	return NULL;
+}
 
 static int cmp_ptr(const void *a, const void *b)
 {
@@ -32,11 +45,15 @@ static int cmp_ptr(const void *a, const void *b)
 
 int main(void)
 {
-	if (maker_topology() != 0)
+	if (borrow_emulate() != 0)
 		return 1;
+	nd_emulate_cpu(0);
 	free(malloc(SIZE)); /* this thread's record and node-0 heap */
-	struct maker owner; /* allocates, then idles until the end (never allocates again) */
-	CHECK(maker_start(&owner, theirs, M, SIZE, 1) == 0);
+	pthread_barrier_init(&made, NULL, 2);
+	pthread_barrier_init(&done, NULL, 2);
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, owner, NULL) == 0);
+	pthread_barrier_wait(&made);
 	for (int i = 0; i < M; i++)
 		CHECK(theirs[i] != NULL);
 
@@ -60,6 +77,9 @@ int main(void)
 	for (int i = 0; i < M; i++)
 		free(mine[i]);
 	_nd_slab_flush_remote();
-	maker_stop(&owner);
+	pthread_barrier_wait(&done);
+	pthread_join(th, NULL);
+	pthread_barrier_destroy(&made);
+	pthread_barrier_destroy(&done);
 	return CHECK_DONE();
 }
