@@ -21,7 +21,11 @@
  * it, a free head at page 2^k for every order k below the slot's, each
  * on a descriptor page of its own: 17 pages (68 KiB) resident for a few
  * allocations. Slots now start as a hole the buddy part grows into:
- * at most DESC_PAGES. */
+ * at most DESC_PAGES.
+ *
+ * The statistics' counters: node 0's slot and the process-wide one
+ * (updated on every page run) were 128 KiB apart, two pages; the
+ * process-wide slot now comes first: one page. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -106,6 +110,17 @@ int main(void)
 	printf("page descriptors: %ld KiB resident\n", dkb);
 	CHECK(_nd_page_g.desc && dkb <= DESC_PAGES * 4, "%ld KiB of page descriptors resident (at most %d pages)", dkb,
 	      DESC_PAGES);
+
+	size_t slen = 0;
+	const void *sm = _nd_stats_private_map(&slen);
+	size_t sn = (slen + 4095) / 4096;
+	unsigned char sv[64];
+	int sres = 0;
+	CHECK(sm && sn <= sizeof sv && mincore((void *)sm, slen, sv) == 0, "statistics mapping %p of %zu bytes", sm, slen);
+	for (size_t i = 0; sm && i < sn && i < sizeof sv; i++)
+		sres += sv[i] & 1;
+	printf("statistics: %d of %zu pages resident\n", sres, sn);
+	CHECK(sres <= 1, "%d pages of the statistics' counters resident (at most 1)", sres);
 
 	char lib[4096];
 	snprintf(lib, sizeof lib, "%s/libnodalloc.so", ND_BINARY_DIR);
