@@ -38,6 +38,9 @@ void _nd_stats_fork_child(void);
 int _nd_stats_clear_export(const char *path, char *why, size_t len);
 /* Bytes of an export (nodactl sizes the file or memfd it hands over). */
 size_t _nd_stats_export_size(void);
+/* The counters' private mapping and its bytes (NULL: an export, or none;
+ * tests). */
+const void *_nd_stats_private_map(size_t *len);
 /* Decodes a mapped export: counters, the exporting pid, and the
  * process-wide peak of bytes in use (may be NULL). 0, or -1 if map is
  * not an export of this layout (or nothing was published yet). */

@@ -32,13 +32,17 @@ typedef struct stat_slot {
 } __attribute__((aligned(128))) stat_slot_t;
 _Static_assert(sizeof(stat_slot_t) == 128, "one slot is two cache lines");
 
-/* slots[0..ND_MAX_NODES) per node, then one process-wide slot: P_IN_USE
+/* slots[0..ND_MAX_NODES) per node, and one process-wide slot: P_IN_USE
  * (the sum of the nodes' in use) and P_PEAK (its highest value), kept on
- * the page-run path (_nd_stats_in_use), never in malloc's fast path. */
+ * the page-run path (_nd_stats_in_use), never in malloc's fast path. An
+ * export has it after the nodes' (slots[PROC_SLOT], the file's layout);
+ * the private mapping first, before slots[0] (proc_of), so that it
+ * shares node 0's page: after them it was a page of its own, 128 KiB
+ * on, resident in every process (issue 11). */
 #define PROC_SLOT ND_MAX_NODES
 #define N_SLOTS (ND_MAX_NODES + 1)
 enum { P_IN_USE, P_PEAK };
-static stat_slot_t *slots; /* [N_SLOTS], set once at init */
+static stat_slot_t *slots; /* [ND_MAX_NODES] of N_SLOTS mapped, set once at init (release) */
 
 static uint64_t clamp(int64_t v)
 {
@@ -83,16 +87,30 @@ typedef struct export_hdr {
 /* The file this process created: the absolute path, resolved once (a
  * later chdir changes nothing), and its identity, so that only that file
  * is ever unlinked. path[0] == 0: not exporting (or a forked child). */
-static struct {
+static _Alignas(ND_CACHE_LINE) struct { /* aligned: with the big tables, not among the scalars (CMakeLists.txt) */
 	char path[4096];
 	uint64_t dev, ino;
 	int pid;
 } ex;
 static bool shared;   /* slots are in an export mapping (a file or nodactl's descriptor) */
 static int root_pid;  /* NODALLOC_STATS_EXPORT=fd:N:PID: the program nodactl launched */
+
+/* The process-wide slot of the slots s (loaded with acquire: shared was
+ * set before them). */
+static inline stat_slot_t *proc_of(stat_slot_t *s)
+{
+	return shared ? s + PROC_SLOT : s - 1;
+}
 static void read_slot(const stat_slot_t *s, nd_node_stats_t *o);
 
 size_t _nd_stats_export_size(void) { return EXPORT_SIZE; }
+
+const void *_nd_stats_private_map(size_t *len)
+{
+	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
+	*len = sizeof(stat_slot_t) * N_SLOTS;
+	return s && !shared ? proc_of(s) : NULL;
+}
 
 typedef enum { EX_LIVE, EX_STALE, EX_OTHER } ex_state_t;
 
@@ -345,6 +363,7 @@ int _nd_stats_init(void)
 			_nd_msg_warn("statistics disabled: no memory for counters (error %d)", -err);
 			return 0;
 		}
+		p = (stat_slot_t *)p + 1; /* the process-wide slot first (proc_of) */
 	}
 	__atomic_store_n(&slots, (stat_slot_t *)p, __ATOMIC_RELEASE);
 	return 0;
@@ -362,9 +381,9 @@ void _nd_stats_fork_child(void)
 		return; /* keep counting into the shared file rather than lose counts */
 	int limit = _nd_topo() ? _nd_topo()->node_limit : ND_MAX_NODES;
 	for (int n = 0; n < limit && n < ND_MAX_NODES; n++)
-		p[n] = slots[n];
-	p[PROC_SLOT] = slots[PROC_SLOT];
-	slots = p;
+		p[n + 1] = slots[n];
+	p[0] = *proc_of(slots);
+	slots = p + 1;
 	shared = false;
 	ex.path[0] = '\0';
 }
@@ -497,13 +516,14 @@ static inline void add_bytes(int node, int b, int64_t delta)
 void _nd_stats_in_use(int node, int64_t delta)
 {
 	add_bytes(node, B_IN_USE, delta);
-	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_RELAXED);
+	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
 	if (!s)
 		return;
-	int64_t now = __atomic_add_fetch(&s[PROC_SLOT].b[P_IN_USE], delta, __ATOMIC_RELAXED);
-	int64_t peak = __atomic_load_n(&s[PROC_SLOT].b[P_PEAK], __ATOMIC_RELAXED);
+	stat_slot_t *ps = proc_of(s);
+	int64_t now = __atomic_add_fetch(&ps->b[P_IN_USE], delta, __ATOMIC_RELAXED);
+	int64_t peak = __atomic_load_n(&ps->b[P_PEAK], __ATOMIC_RELAXED);
 	while (now > peak &&
-	       !__atomic_compare_exchange_n(&s[PROC_SLOT].b[P_PEAK], &peak, now, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	       !__atomic_compare_exchange_n(&ps->b[P_PEAK], &peak, now, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 }
 void _nd_stats_committed(int node, int64_t delta) { add_bytes(node, B_COMMITTED, delta); }
@@ -511,18 +531,19 @@ void _nd_stats_reserved(int node, int64_t delta) { add_bytes(node, B_RESERVED, d
 
 void _nd_stats_reset(void)
 {
-	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_RELAXED);
+	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
 	if (!s)
 		return;
 	for (int n = 0; n < N_SLOTS; n++) {
+		stat_slot_t *t = n < ND_MAX_NODES ? &s[n] : proc_of(s);
 		/* skip untouched pages: reading them would commit nothing, but
 		 * writing would; only write nonzero words */
 		for (int c = 0; c < C__N; c++)
-			if (__atomic_load_n(&s[n].c[c], __ATOMIC_RELAXED))
-				__atomic_store_n(&s[n].c[c], 0, __ATOMIC_RELAXED);
+			if (__atomic_load_n(&t->c[c], __ATOMIC_RELAXED))
+				__atomic_store_n(&t->c[c], 0, __ATOMIC_RELAXED);
 		for (int b = 0; b < B__N; b++)
-			if (__atomic_load_n(&s[n].b[b], __ATOMIC_RELAXED))
-				__atomic_store_n(&s[n].b[b], 0, __ATOMIC_RELAXED);
+			if (__atomic_load_n(&t->b[b], __ATOMIC_RELAXED))
+				__atomic_store_n(&t->b[b], 0, __ATOMIC_RELAXED);
 	}
 }
 
@@ -591,8 +612,8 @@ int nd_stats_get_nodes(nd_node_stats_t *nodes, int first, int count)
 /* The process-wide peak of bytes in use. */
 static uint64_t proc_peak(void)
 {
-	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_RELAXED);
-	return s ? clamp(__atomic_load_n(&s[PROC_SLOT].b[P_PEAK], __ATOMIC_RELAXED)) : 0;
+	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
+	return s ? clamp(__atomic_load_n(&proc_of(s)->b[P_PEAK], __ATOMIC_RELAXED)) : 0;
 }
 
 /* "VmRSS:	  1234 kB" in /proc/self/status, in bytes (0 if absent). */

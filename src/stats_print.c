@@ -312,7 +312,7 @@ static void print_json(int fd, const _nd_stats_all_t *st, const uint8_t *online,
 
 /* The public printers snapshot the live counters into one static buffer
  * (every possible node: 72 KiB, too big for a thread's stack); printing is rare. */
-static _nd_stats_all_t snap;
+static _Alignas(ND_CACHE_LINE) _nd_stats_all_t snap; /* aligned: with the big tables (CMakeLists.txt) */
 ND_LOCK_DEFINE(snap_lock, ND_RANK_STATS_SNAP);
 
 void _nd_stats_print_live(int fd, bool json, const _nd_stats_label_t *lb)
