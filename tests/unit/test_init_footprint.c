@@ -18,13 +18,6 @@
  * clang 52, 36 since: big tables that clang aligns to 8 bytes only sat
  * among the scalars until aligned to a cache line).
  *
- * The page descriptors (32 bytes per page of every slot): a slot handed
- * to the buddy allocator as one block wrote, at the first run split from
- * it, a free head at page 2^k for every order k below the slot's, each
- * on a descriptor page of its own: 17 pages (68 KiB) resident for a few
- * allocations. Slots now start as a hole the buddy part grows into:
- * at most DESC_PAGES.
- *
  * The statistics' counters: node 0's slot and the process-wide one
  * (updated on every page run) were 128 KiB apart, two pages; the
  * process-wide slot now comes first: one page. */
@@ -40,27 +33,7 @@
 
 extern char __bss_start[], _end[];
 
-enum { BSS_PAGES = 16, SO_BSS_KB = 40, DESC_PAGES = 8 };
-
-/* Rss in KiB of the mappings inside [lo, hi) (/proc/self/smaps). */
-static long range_rss(uintptr_t lo, uintptr_t hi)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	long kb = 0;
-	bool in = false;
-	while (f && fgets(line, sizeof line, f)) {
-		unsigned long a, b;
-		long v;
-		if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' '))
-			in = a >= lo && b <= hi;
-		else if (in && sscanf(line, "Rss: %ld kB", &v) == 1)
-			kb += v;
-	}
-	if (f)
-		fclose(f);
-	return kb;
-}
+enum { BSS_PAGES = 16, SO_BSS_KB = 40 };
 
 /* Rss in KiB of the anonymous mapping right after libnodalloc's rw-p
  * (data) mapping in a smaps text: the .bss; -1 if not found. */
@@ -107,11 +80,6 @@ int main(void)
 	printf(".bss: %d of %zu pages resident\n", res, n);
 	CHECK(res <= BSS_PAGES, "%d pages of .bss resident after the init (at most %d)", res, BSS_PAGES);
 	free(v);
-
-	long dkb = range_rss((uintptr_t)_nd_page_g.desc, (uintptr_t)_nd_page_g.desc + _nd_page_g.desc_bytes);
-	printf("page descriptors: %ld KiB resident\n", dkb);
-	CHECK(_nd_page_g.desc && dkb <= DESC_PAGES * 4, "%ld KiB of page descriptors resident (at most %d pages)", dkb,
-	      DESC_PAGES);
 
 	size_t slen = 0;
 	const void *sm = _nd_stats_private_map(&slen);
