@@ -9,8 +9,8 @@
 #                   the compiler does not change, and cost ~65 s a run)
 #   $(DEBUG_BUILD)  gcc, -O0 with ND_DEBUG (ND_ASSERT on): the unit tests
 #   $(TSAN_BUILD)   gcc -fsanitize=thread: the short ThreadSanitizer set
-#                   (label tsan_short: tsan.api, tsan.page_threads; any
-#                   report fails); make tsan runs them all
+#                   (label tsan_short: every tsan test but slab_stress;
+#                   any report fails); make tsan runs them all
 # and reports every tree's failures before failing.
 BUILD ?= build
 CLANG_BUILD ?= build-clang
