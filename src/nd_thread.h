@@ -17,6 +17,14 @@ struct nd_heap;
 #define ND_KEY_NONE UINT64_MAX
 /* place.c's fast paths index a class table by size up to here. */
 #define ND_SLAB_DIRECT 256
+/* That table, slab.c's classes up to ND_SLAB_DIRECT by the size itself:
+ * 16..128 by 16, then 160..256 by 32 (docs/malloc.md; test_place_fast
+ * checks every size against malloc's usable size). */
+#define ND_SCLS(s) ((s) <= 16 ? 0 : (s) <= 128 ? ((s) + 15) / 16 - 1 : 8 + ((s) - 129) / 32)
+#define ND_SCLS4(s) ND_SCLS(s), ND_SCLS((s) + 1), ND_SCLS((s) + 2), ND_SCLS((s) + 3)
+#define ND_SCLS16(s) ND_SCLS4(s), ND_SCLS4((s) + 4), ND_SCLS4((s) + 8), ND_SCLS4((s) + 12)
+#define ND_SCLS64(s) ND_SCLS16(s), ND_SCLS16((s) + 16), ND_SCLS16((s) + 32), ND_SCLS16((s) + 48)
+#define ND_SCLS_INIT { ND_SCLS64(0), ND_SCLS64(64), ND_SCLS64(128), ND_SCLS64(192), ND_SCLS(256) }
 /* malloc sizes 0..ND_SLAB_DIR_MAX index dir[] by (size + 15) >> 4 (every
  * class up to there is a multiple of 16): 65 entries, 9 lines, and one
  * predictable test for programs whose sizes mix small and up to 1 KiB
@@ -98,6 +106,11 @@ typedef struct _nd_thread {
 		struct nd_heap *heap;
 		const nd_policy_t *pol;  /* interned copy (refills) */
 	} pc[ND_PCACHE];
+	/* scls[size]: the class of sizes up to ND_SLAB_DIRECT (ND_SCLS_INIT,
+	 * constant): place.c's table, here so that a fast path indexes it
+	 * from the record it holds (one load; a static table needs its
+	 * address first) */
+	uint8_t scls[ND_SLAB_DIRECT + 1];
 	unsigned pc_next;       /* next entry to replace */
 	uint64_t slow;          /* malloc slow paths taken (tests) */
 	uint64_t rf_sent;       /* remote-free splices sent (tests) */

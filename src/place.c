@@ -12,28 +12,24 @@
 
 #include "internal.h"
 
-/* Size -> class for sizes up to ND_SLAB_DIRECT, indexed by the size
- * itself: one load, where slab.c's table (_nd_slab_cls_tab, filled at the
- * init) needs the rounding (size + 15) >> 4 and its address first. The
- * classes are slab.c's: 16..128 by 16, then 160..256 by 32 (docs/malloc.md);
- * test_place_fast checks every size against malloc's usable size, and the
- * slow paths assert the agreement (ND_DEBUG). */
-#define SCLS(s) ((s) <= 16 ? 0 : (s) <= 128 ? ((s) + 15) / 16 - 1 : 8 + ((s) - 129) / 32)
-#define SCLS4(s) SCLS(s), SCLS((s) + 1), SCLS((s) + 2), SCLS((s) + 3)
-#define SCLS16(s) SCLS4(s), SCLS4((s) + 4), SCLS4((s) + 8), SCLS4((s) + 12)
-#define SCLS64(s) SCLS16(s), SCLS16((s) + 16), SCLS16((s) + 32), SCLS16((s) + 48)
-static const uint8_t small_cls[ND_SLAB_DIRECT + 1] = { SCLS64(0), SCLS64(64), SCLS64(128), SCLS64(192), SCLS(256) };
-_Static_assert(ND_SLAB_DIRECT == 256 && SCLS(256) == 11, "small_cls covers the classes up to 256 bytes");
+/* Size -> class for sizes up to ND_SLAB_DIRECT: the record's scls[],
+ * indexed by the size itself (one load from the record the fast path
+ * holds, where slab.c's table, _nd_slab_cls_tab, needs the rounding
+ * (size + 15) >> 4 and its address first); the slow paths assert the
+ * agreement (ND_DEBUG). */
+static const uint8_t small_cls[ND_SLAB_DIRECT + 1] = ND_SCLS_INIT;
+_Static_assert(ND_SLAB_DIRECT == 256 && ND_SCLS(256) == 11, "scls covers the classes up to 256 bytes");
 
 /* size's class for a fast path; false above *max (NULL: ND_SLAB_MAX; every
  * heap serves the sizes up to ND_SLAB_DIRECT from a class): those pay one
  * compare and one load. *max is read only above them (an atomic load, so
  * the compiler does not hoist it onto the common path). */
 _Static_assert(ND_SLAB_DIRECT < ND_PAGE_SIZE, "a spreading policy serves up to a page from classes");
-static inline __attribute__((always_inline)) bool fast_cls(size_t size, const uint32_t *max, unsigned *c)
+static inline __attribute__((always_inline)) bool fast_cls(const _nd_thread_t *t, size_t size, const uint32_t *max,
+							    unsigned *c)
 {
 	if (nd_likely(size <= ND_SLAB_DIRECT)) {
-		*c = small_cls[size];
+		*c = t->scls[size];
 		return true;
 	}
 	if (size <= (max ? __atomic_load_n(max, __ATOMIC_RELAXED) : ND_SLAB_MAX)) {
@@ -51,7 +47,8 @@ static inline __attribute__((always_inline)) void *heap_pop(struct nd_heap *h, u
 
 static inline void check_cls(size_t size)
 {
-	ND_ASSERT(size > ND_SLAB_DIRECT || small_cls[size] == _nd_slab_cls_tab[(size + 15) >> 4],
+	ND_ASSERT(size > ND_SLAB_DIRECT || (small_cls[size] == _nd_slab_cls_tab[(size + 15) >> 4] &&
+						    _nd_tls->scls[size] == small_cls[size]),
 		  "place.c's class table agrees with slab.c's");
 	(void)size;
 }
@@ -104,16 +101,17 @@ static inline size_t aligned_size(size_t size, unsigned flags)
 /* The class of size rounded to the alignment flags ask (x_fast's sizes,
  * with fast_cls's *max); false: the slow path (size 0, too big, other
  * flags). */
-static inline __attribute__((always_inline)) bool x_cls(size_t size, unsigned flags, const uint32_t *max, unsigned *c)
+static inline __attribute__((always_inline)) bool x_cls(const _nd_thread_t *t, size_t size, unsigned flags,
+							 const uint32_t *max, unsigned *c)
 {
 	if (nd_unlikely(flags > (LG_MASK | ND_MALLOCX_ZERO)))
 		return false;
 	size_t a = (size - 1) | x_mask[flags]; /* the rounded size - 1 */
 	if (nd_likely(a < ND_SLAB_DIRECT)) {
-		*c = small_cls[a + 1];
+		*c = t->scls[a + 1];
 		return true;
 	}
-	return a < ND_SLAB_MAX && fast_cls(a + 1, max, c);
+	return a < ND_SLAB_MAX && fast_cls(t, a + 1, max, c);
 }
 
 /* ---- placement API ------------------------------------------------------- */
@@ -179,7 +177,7 @@ static inline __attribute__((always_inline)) bool node_refill(size_t size, int n
 	_nd_thread_t *t = _nd_tls;
 	unsigned c;
 	struct nd_heap *h;
-	if (!(flags ? x_cls(size, flags, NULL, &c) : fast_cls(size, NULL, &c)) || !(h = node_heap(t, node, local)))
+	if (!(flags ? x_cls(t, size, flags, NULL, &c) : fast_cls(t, size, NULL, &c)) || !(h = node_heap(t, node, local)))
 		return false;
 	*o = _nd_heap_refill_of(h, c, &_nd_policy_local, node);
 	return true;
@@ -196,9 +194,10 @@ static __attribute__((noinline)) void *onnode_miss(size_t size, int node)
 /* Fast path: the malloc pop from the thread's heap of node plus an index. */
 void *nd_malloc_onnode(size_t size, int node)
 {
+	_nd_thread_t *t = _nd_tls;
 	unsigned c;
-	if (nd_likely(fast_cls(size, NULL, &c))) {
-		void *o = node_pop(_nd_tls, node, false, c);
+	if (nd_likely(fast_cls(t, size, NULL, &c))) {
+		void *o = node_pop(t, node, false, c);
 		if (nd_likely(o != NULL))
 			return o;
 	}
@@ -225,9 +224,10 @@ static __attribute__((noinline)) void *local_miss(size_t size)
 
 void *nd_malloc_local(size_t size)
 {
+	_nd_thread_t *t = _nd_tls;
 	unsigned c;
-	if (nd_likely(fast_cls(size, NULL, &c))) {
-		void *o = node_pop(_nd_tls, ND_NODE_LOCAL, true, c);
+	if (nd_likely(fast_cls(t, size, NULL, &c))) {
+		void *o = node_pop(t, ND_NODE_LOCAL, true, c);
 		if (nd_likely(o != NULL))
 			return o;
 	}
@@ -337,13 +337,11 @@ static inline __attribute__((always_inline)) bool pc_serves(_nd_thread_t *t, con
 /* The pop from the heap of entry 0 when it serves p; NULL: a miss. The
  * entry's test comes first: the size's tests then follow both of its
  * branches with no jump back. */
-static inline __attribute__((always_inline)) void *policy_pop(_nd_thread_t *t, const nd_policy_t *p, size_t size,
-							      unsigned flags)
+static inline __attribute__((always_inline)) void *policy_pop(_nd_thread_t *t, const nd_policy_t *p, size_t size)
 {
 	const struct _nd_pcache *e = &t->pc[0];
 	unsigned c;
-	if (nd_likely(pc_serves(t, e, p)) &&
-	    nd_likely(flags ? x_cls(size, flags, &e->max, &c) : fast_cls(size, &e->max, &c)))
+	if (nd_likely(pc_serves(t, e, p)) && nd_likely(fast_cls(t, size, &e->max, &c)))
 		return heap_pop(e->heap, c);
 	return NULL;
 }
@@ -365,7 +363,8 @@ static __attribute__((noinline)) void *policy_miss(size_t size, const nd_policy_
 {
 	void *o;
 	unsigned c = 0;
-	bool ok = fast_cls(size, &_nd_tls->pc[0].max, &c); /* before c is read */
+	_nd_thread_t *t = _nd_tls;
+	bool ok = fast_cls(t, size, &t->pc[0].max, &c); /* before c is read */
 	if (policy_refill(p, ok, c, &o))
 		return o;
 	return policy_slow(size, p);
@@ -373,7 +372,7 @@ static __attribute__((noinline)) void *policy_miss(size_t size, const nd_policy_
 
 void *nd_malloc_policy(size_t size, const nd_policy_t *p)
 {
-	void *o = policy_pop(_nd_tls, p, size, 0);
+	void *o = policy_pop(_nd_tls, p, size);
 	if (nd_likely(o != NULL))
 		return o;
 	return policy_miss(size, p);
@@ -401,10 +400,12 @@ int nd_node_of(const void *p)
 
 /* ---- placement with alignment and zeroing -------------------------------- */
 
+/* memset returns o: a tail call, and the fast paths' return of o is not
+ * shared with the zeroing's (gcc then kept o out of rax: one copy). */
 static inline __attribute__((always_inline)) void *x_done(void *o, size_t size, unsigned flags)
 {
 	if (flags & ND_MALLOCX_ZERO)
-		memset(o, 0, size);
+		return memset(o, 0, size);
 	return o;
 }
 
@@ -463,12 +464,12 @@ static inline __attribute__((always_inline)) void *onnodex(size_t size, int node
 	_nd_thread_t *t = _nd_tls;
 	unsigned c;
 	if (nd_likely(flags == 0)) {
-		if (nd_likely(fast_cls(size, NULL, &c))) {
+		if (nd_likely(fast_cls(t, size, NULL, &c))) {
 			void *o = node_pop(t, node, true, c);
 			if (nd_likely(o != NULL))
 				return o;
 		}
-	} else if (nd_likely(x_cls(size, flags, NULL, &c))) {
+	} else if (nd_likely(x_cls(t, size, flags, NULL, &c))) {
 		void *o = node_pop(t, node, true, c);
 		if (nd_likely(o != NULL))
 			return x_done(o, size, flags);
@@ -518,19 +519,21 @@ static inline __attribute__((always_inline)) bool aligned_direct(size_t align, s
  * through nd_mallocx_onnode's path. */
 static __attribute__((noinline)) void *aligned_onnode_slow(size_t align, size_t size, int node)
 {
+	_nd_thread_t *t = _nd_tls;
 	size_t a;
 	struct nd_heap *h;
-	if (aligned_direct(align, size, &a) && (h = node_heap(_nd_tls, node, true)))
-		return _nd_heap_refill_of(h, small_cls[a + 1], &_nd_policy_local, node);
+	if (aligned_direct(align, size, &a) && (h = node_heap(t, node, true)))
+		return _nd_heap_refill_of(h, t->scls[a + 1], &_nd_policy_local, node);
 	int lg = lg_of(align);
 	return lg < 0 ? NULL : onnodex(size, node, ND_MALLOCX_LG_ALIGN(lg));
 }
 
 void *nd_aligned_alloc_onnode(size_t align, size_t size, int node)
 {
+	_nd_thread_t *t = _nd_tls;
 	size_t a;
 	if (nd_likely(aligned_direct(align, size, &a))) {
-		void *o = node_pop(_nd_tls, node, true, small_cls[a + 1]);
+		void *o = node_pop(t, node, true, t->scls[a + 1]);
 		if (nd_likely(o != NULL))
 			return o;
 	}
@@ -561,28 +564,36 @@ static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy
 
 static __attribute__((noinline)) void *policyx_miss(size_t size, const nd_policy_t *p, unsigned flags)
 {
-	const uint32_t *max = &_nd_tls->pc[0].max;
+	_nd_thread_t *t = _nd_tls;
+	const uint32_t *max = &t->pc[0].max;
 	unsigned c = 0;
 	void *o;
-	bool ok = flags ? x_cls(size, flags, max, &c) : fast_cls(size, max, &c); /* before c is read */
+	bool ok = flags ? x_cls(t, size, flags, max, &c) : fast_cls(t, size, max, &c); /* before c is read */
 	if (policy_refill(p, ok, c, &o))
 		return o ? x_done(o, size, flags) : NULL;
 	return policyx_slow(size, p, flags);
 }
 
 /* Fast path: nd_malloc_policy's, on the aligned size if flags ask for an
- * alignment, then the zeroing. */
+ * alignment, then the zeroing. Entry 0's test comes before the flags':
+ * flags 0 then costs one test more than nd_malloc_policy. */
 static inline __attribute__((always_inline)) void *policyx(size_t size, const nd_policy_t *p, unsigned flags)
 {
 	_nd_thread_t *t = _nd_tls;
-	if (nd_likely(flags == 0)) {
-		void *o = policy_pop(t, p, size, 0);
-		if (nd_likely(o != NULL))
-			return o;
-	} else {
-		void *o = policy_pop(t, p, size, flags);
-		if (nd_likely(o != NULL))
-			return x_done(o, size, flags);
+	const struct _nd_pcache *e = &t->pc[0];
+	unsigned c;
+	if (nd_likely(pc_serves(t, e, p))) {
+		if (nd_likely(flags == 0)) {
+			if (nd_likely(fast_cls(t, size, &e->max, &c))) {
+				void *o = heap_pop(e->heap, c);
+				if (nd_likely(o != NULL))
+					return o;
+			}
+		} else if (nd_likely(x_cls(t, size, flags, &e->max, &c))) {
+			void *o = heap_pop(e->heap, c);
+			if (nd_likely(o != NULL))
+				return x_done(o, size, flags);
+		}
 	}
 	return policyx_miss(size, p, flags);
 }
