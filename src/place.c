@@ -17,7 +17,6 @@
  * holds, where slab.c's table, _nd_slab_cls_tab, needs the rounding
  * (size + 15) >> 4 and its address first); the slow paths assert the
  * agreement (ND_DEBUG). */
-static const uint8_t small_cls[ND_SLAB_DIRECT + 1] = ND_SCLS_INIT;
 _Static_assert(ND_SLAB_DIRECT == 256 && ND_SCLS(256) == 11, "scls covers the classes up to 256 bytes");
 
 /* size's class for a fast path; false above *max (NULL: ND_SLAB_MAX; every
@@ -47,9 +46,9 @@ static inline __attribute__((always_inline)) void *heap_pop(struct nd_heap *h, u
 
 static inline void check_cls(size_t size)
 {
-	ND_ASSERT(size > ND_SLAB_DIRECT || (small_cls[size] == _nd_slab_cls_tab[(size + 15) >> 4] &&
-						    _nd_tls->scls[size] == small_cls[size]),
-		  "place.c's class table agrees with slab.c's");
+	ND_ASSERT(size > ND_SLAB_DIRECT || (ND_SCLS(size) == _nd_slab_cls_tab[(size + 15) >> 4] &&
+						    _nd_tls->scls[size] == ND_SCLS(size)),
+		  "the record's class table agrees with slab.c's");
 	(void)size;
 }
 
