@@ -30,6 +30,14 @@
  * Clean and dirty free blocks are on separate lists per order (head[],
  * dhead[]): a run is cut from a dirty block when one of a fitting order
  * exists, so freed memory is reused before fresh pages are faulted in.
+ *
+ * The tail of a big run (its block of order >= purge_order, so clean) is
+ * spare (shead[], ND_PGF_SPARE on the head): taken only when no dirty or
+ * clean block fits. A small run cut from such a tail stayed when the big
+ * run was freed and kept its block from merging again: the fuzzer's
+ * 16-64 MiB runs failed with ENOMEM on 2 GiB nodes with 120 MiB in use,
+ * every 64 MiB block of the 4 GiB slot holding a few small runs. Small
+ * runs now split clean blocks beside each other instead.
  */
 #include "internal.h"
 
@@ -48,16 +56,16 @@ void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, un
 	b->order_max = order_max;
 	b->purge_order = purge_order;
 	for (unsigned o = 0; o <= ND_BUDDY_MAX_ORDER; o++)
-		b->head[o] = b->dhead[o] = NIL;
+		b->head[o] = b->dhead[o] = b->shead[o] = NIL;
 }
 
 /* The list a free block of order o belongs on. */
-static inline uint32_t *list_of(_nd_buddy_t *b, unsigned o, uint64_t dirty)
+static inline uint32_t *list_of(_nd_buddy_t *b, unsigned o, uint64_t dirty, bool spare)
 {
-	return dirty ? &b->dhead[o] : &b->head[o];
+	return dirty ? &b->dhead[o] : spare ? &b->shead[o] : &b->head[o];
 }
 
-void _nd_buddy_push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
+static void push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty, bool spare)
 {
 	ND_ASSERT(o <= b->order_max && (i & ((1ull << o) - 1)) == 0, "a free block is aligned to its size");
 	ND_ASSERT(dirty <= (1ull << o), "a free block's dirty pages are some of its pages");
@@ -69,7 +77,9 @@ void _nd_buddy_push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
 	d->use = ND_USE_NONE;
 	d->user = 0;
 	d->prev = NIL;
-	uint32_t *l = list_of(b, o, dirty);
+	ND_ASSERT(!spare || !dirty, "a spare block is clean");
+	d->flags = (uint8_t)((d->flags & ~ND_PGF_SPARE) | (spare ? ND_PGF_SPARE : 0));
+	uint32_t *l = list_of(b, o, dirty, spare);
 	d->next = *l;
 	if (d->next != NIL)
 		b->desc[d->next].prev = i;
@@ -78,6 +88,11 @@ void _nd_buddy_push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
 	/* written under the slot lock, read lock-free (page.c): relaxed atomics */
 	__atomic_store_n(&b->dirty_free, b->dirty_free + dirty, __ATOMIC_RELAXED);
 	b->nblocks++;
+}
+
+void _nd_buddy_push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
+{
+	push(b, i, o, dirty, false);
 }
 
 void _nd_buddy_del(_nd_buddy_t *b, uint32_t i)
@@ -90,7 +105,7 @@ void _nd_buddy_del(_nd_buddy_t *b, uint32_t i)
 	if (d->prev != NIL)
 		b->desc[d->prev].next = d->next;
 	else
-		*list_of(b, o, d->npages) = d->next;
+		*list_of(b, o, d->npages, d->flags & ND_PGF_SPARE) = d->next;
 	if (d->next != NIL)
 		b->desc[d->next].prev = d->prev;
 	b->free_pages -= 1ull << o;
@@ -99,6 +114,7 @@ void _nd_buddy_del(_nd_buddy_t *b, uint32_t i)
 	d->state = ND_PG_TAIL;
 	d->order = 0;
 	d->npages = 0;
+	d->flags &= (uint8_t)~ND_PGF_SPARE;
 }
 
 uint64_t _nd_buddy_count_dirty(const _nd_buddy_t *b, uint64_t i, uint64_t n)
@@ -136,6 +152,14 @@ uint64_t _nd_buddy_mark_clean(_nd_buddy_t *b, uint32_t i)
 	return d;
 }
 
+/* The smallest order >= k with a block on lists l[] (> max if none). */
+static unsigned first_of(const uint32_t *l, unsigned k, unsigned max)
+{
+	while (k <= max && l[k] == NIL)
+		k++;
+	return k;
+}
+
 uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty)
 {
 	/* dirty blocks lie below purge_order (invariant I) */
@@ -147,25 +171,26 @@ uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty)
 	if (o < top) {
 		i = b->dhead[o];
 	} else {
-		o = k;
-		while (o <= b->order_max && b->head[o] == NIL)
-			o++;
+		o = first_of(b->head, k, b->order_max);
+		if (o > b->order_max)
+			o = first_of(b->shead, k, b->order_max);
 		if (o > b->order_max)
 			return NIL;
-		i = b->head[o];
+		i = b->head[o] != NIL ? b->head[o] : b->shead[o];
 	}
 	uint64_t d = b->desc[i].npages;
+	bool spare = b->desc[i].flags & ND_PGF_SPARE; /* its halves stay spare (clean) */
 	_nd_buddy_del(b, i);
 	while (o > k) {
 		o--;
 		uint64_t half = 1ull << o;
 		uint64_t dl = part_dirty(b, d, 2 * half, i, half);
 		if (d - dl > dl) { /* the dirtier half serves: fewer fresh pages */
-			_nd_buddy_push(b, i, o, dl);
+			push(b, i, o, dl, spare);
 			i += (uint32_t)half;
 			d -= dl;
 		} else {
-			_nd_buddy_push(b, i + (uint32_t)half, o, d - dl);
+			push(b, i + (uint32_t)half, o, d - dl, spare);
 			d = dl;
 		}
 	}
@@ -227,11 +252,12 @@ uint64_t _nd_buddy_give_tail(_nd_buddy_t *b, uint64_t i, unsigned k, uint64_t d,
 {
 	uint64_t bl = 1ull << k, s = i + n, len = bl - n, td = 0;
 	ND_ASSERT(n > 0 && n <= bl, "a run fits the block it was cut from");
+	bool spare = k >= b->purge_order; /* clean (invariant I) */
 	while (len) {
 		unsigned o = piece_order(s, len);
 		uint64_t pn = 1ull << o;
 		uint64_t pd = part_dirty(b, d, bl, s, pn);
-		_nd_buddy_push(b, (uint32_t)s, o, pd);
+		push(b, (uint32_t)s, o, pd, spare && !pd);
 		td += pd;
 		s += pn;
 		len -= pn;
@@ -272,7 +298,7 @@ void _nd_buddy_merge_clean(_nd_buddy_t *b)
 int _nd_buddy_largest(const _nd_buddy_t *b)
 {
 	for (int o = (int)b->order_max; o >= 0; o--)
-		if (b->head[o] != NIL || b->dhead[o] != NIL)
+		if (b->head[o] != NIL || b->dhead[o] != NIL || b->shead[o] != NIL)
 			return o;
 	return -1;
 }
@@ -369,15 +395,16 @@ int _nd_buddy_check(const _nd_buddy_t *b, char *err, size_t errlen)
 	/* The free lists hold exactly the free heads. */
 	uint64_t listed = 0;
 	for (unsigned o = 0; o <= b->order_max; o++)
-		for (int dl = 0; dl < 2; dl++)
-			for (uint32_t j = dl ? b->dhead[o] : b->head[o]; j != NIL; j = b->desc[j].next) {
+		for (int dl = 0; dl < 3; dl++) /* clean, dirty, spare */
+			for (uint32_t j = dl == 1 ? b->dhead[o] : dl ? b->shead[o] : b->head[o]; j != NIL;
+			     j = b->desc[j].next) {
 				if (b->desc[j].state != ND_PG_FREE || b->desc[j].order != o) {
 					_nd_msg_format(err, errlen, "list of order %u holds page %u that is not such a free head", o, j);
 					return -1;
 				}
-				if ((b->desc[j].npages != 0) != dl) {
-					_nd_msg_format(err, errlen, "%s list of order %u holds %s block %u", dl ? "dirty" : "clean", o,
-						       dl ? "a clean" : "a dirty", j);
+				if ((b->desc[j].npages != 0) != (dl == 1) || !(b->desc[j].flags & ND_PGF_SPARE) != (dl != 2)) {
+					_nd_msg_format(err, errlen, "%s list of order %u holds block %u of another kind",
+						       dl == 1 ? "dirty" : dl ? "spare" : "clean", o, j);
 					return -1;
 				}
 				listed++;

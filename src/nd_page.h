@@ -45,6 +45,7 @@ typedef struct _nd_pagedesc {
 #define ND_PGF_DIRTY 0x01  /* page.c: page counted as committed */
 #define ND_PGF_PLACED 0x02 /* page.c: mixed-slot page, node is valid */
 #define ND_PGF_KIL 0x04    /* page.c: mixed-slot run head, interleaved by the kernel */
+#define ND_PGF_SPARE 0x08  /* buddy.c: free head on a spare list (tail of a big run) */
 
 /* ---- buddy.c: the buddy allocator of one slot over its descriptors.
  * Pure (no system call, no lock, no global): the caller holds the slot's
@@ -61,6 +62,7 @@ typedef struct _nd_buddy {
 	unsigned purge_order;  /* free blocks of this order or more are clean (invariant I) */
 	uint32_t head[ND_BUDDY_MAX_ORDER + 1];  /* clean free blocks by order (ND_BUDDY_NIL: empty) */
 	uint32_t dhead[ND_BUDDY_MAX_ORDER + 1]; /* dirty free blocks by order (all below purge_order) */
+	uint32_t shead[ND_BUDDY_MAX_ORDER + 1]; /* spare blocks by order: clean tails of big runs, taken last */
 } _nd_buddy_t;
 /* An empty slot (no free block: the caller gives the usable range). */
 void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, unsigned purge_order);
@@ -74,10 +76,11 @@ uint64_t _nd_buddy_mark_clean(_nd_buddy_t *b, uint32_t i);
 /* Takes a free block of order >= k split down to k: its index (NIL if
  * none) and its dirty page count in *dirty. A dirty block of the smallest
  * order >= k comes first (no page fault, no purge of it later); else the
- * clean block of the smallest order >= k. */
+ * clean block of the smallest order >= k; a spare block last. */
 uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty);
 /* Tail of a taken block (index i, 2^k pages, d dirty) after a run of n
- * pages back to the free lists, unmerged. Returns the tail's dirty pages. */
+ * pages back to the free lists, unmerged (spare if k >= purge_order).
+ * Returns the tail's dirty pages. */
 uint64_t _nd_buddy_give_tail(_nd_buddy_t *b, uint64_t i, unsigned k, uint64_t d, uint64_t n);
 /* [s, s+len) back as aligned blocks, all clean or all dirty; merge: with
  * free buddies (a freed run), else not (their buddies are in use). */

@@ -196,6 +196,38 @@ int main(void)
 		_nd_buddy_merge_clean(&b);
 	CHECK_EQ(b.nblocks, 1);
 
+	/* spare tails: 1-page runs kept while 9-page runs (order 4 >=
+	 * purge_order) come and go stay out of the big runs' tails; taken
+	 * from them, each pinned an order-4 block until no big run fitted
+	 * with 1/8 of the slot in use (fuzz_malloc: 16-64 MiB runs failed
+	 * on 2 GiB nodes holding 120 MiB) */
+	static uint32_t sm[PAGES / 8];
+	unsigned nsm = 0;
+	for (; nsm < PAGES / 8; nsm++) {
+		uint32_t big = run(9, 4);
+		CHECK(big != ND_BUDDY_NIL, "9 pages failed with %u 1-page runs in the slot", nsm);
+		if (big == ND_BUDDY_NIL)
+			break;
+		sm[nsm] = run(1, 0);
+		unrun(big, false);
+	}
+	check_ok("big and small runs");
+	CHECK(_nd_buddy_largest(&b) >= ORDER - 1, "largest free order %d", _nd_buddy_largest(&b));
+	/* a tail is still taken when nothing else fits: every page serves */
+	uint32_t big = run(9, 4);
+	unsigned npg = 0;
+	while ((pg[npg] = run(1, 0)) != ND_BUDDY_NIL)
+		npg++;
+	CHECK_EQ(b.free_pages, 0);
+	check_ok("tails taken last");
+	unrun(big, false);
+	for (unsigned t = 0; t < npg; t++)
+		unrun(pg[t], false);
+	for (unsigned t = 0; t < nsm; t++)
+		unrun(sm[t], false);
+	check_ok("big and small runs freed");
+	CHECK_EQ(b.nblocks, 1);
+
 	/* the checker sees a corrupted descriptor */
 	a = run(4, 2);
 	desc[a + 2].state = ND_PG_FREE;
