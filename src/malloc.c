@@ -246,10 +246,8 @@ static __attribute__((noinline)) void free_slow(void *p)
 /* The fast path (docs/malloc.md): the slab map gives a header for any
  * address; the index check proves p is an object start of it (else the
  * slow path sorts out NULL, large, invalid); the marker catches a double
- * free; the owner pushes onto the slab, another thread of its node onto
- * its borrowed list, any other thread sends p home. Every free of a slab
- * whose objects get borrowed (ND_TP_MIX) goes onto the borrowed list,
- * with no owner branch. */
+ * free; then the push onto the slab or a borrowed list, or home
+ * (nd_slab.h, _nd_slab_free_push). */
 static inline __attribute__((always_inline)) void free_body(void *p)
 {
 	_nd_slab_hot_t *s = _nd_slab_of(p);
@@ -262,24 +260,7 @@ static inline __attribute__((always_inline)) void free_body(void *p)
 	default:
 		break;
 	}
-	uintptr_t tp = ND_LOAD_RELAXED(s->tp);
-	if (nd_likely(tp == (uintptr_t)__builtin_thread_pointer())) {
-		if (nd_unlikely(_nd_slab_push(s, p)))
-			_nd_slab_free_pushed(s, s);
-		return;
-	}
-	_nd_thread_t *t;
-	_nd_slab_hot_t *l = s;
-	if (!(tp & ND_TP_MIX) || nd_unlikely(!_nd_slab_bw_ok(t = _nd_tls, s, tp))) {
-		if (!_nd_slab_owns(tp)) {
-			_nd_slab_free_other(p, s);
-			return;
-		}
-	} else {
-		l = _nd_slab_free_list(t, s, tp);
-	}
-	if (nd_unlikely(_nd_slab_push(l, p)))
-		_nd_slab_free_pushed(l, s);
+	_nd_slab_free_push(s, p);
 }
 
 void nd_free(void *p)

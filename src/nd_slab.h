@@ -240,6 +240,34 @@ void _nd_slab_free_other(void *p, _nd_slab_hot_t *s);
  * own list (now empty, or s was on the full list), or a borrowed list
  * that was idle or is past its cap. */
 void _nd_slab_free_pushed(_nd_slab_hot_t *l, _nd_slab_hot_t *s);
+
+/* Every free of p (an object start of s, now marked) after the checks:
+ * the owner pushes onto the slab, another thread of its node onto its
+ * borrowed list, any other thread sends p home. Every free of a slab
+ * whose objects get borrowed (ND_TP_MIX) goes onto the borrowed list,
+ * with no owner branch. malloc.c's inlined free and slab.c's checked
+ * frees alike. */
+static inline __attribute__((always_inline)) void _nd_slab_free_push(_nd_slab_hot_t *s, void *p)
+{
+	uintptr_t tp = ND_LOAD_RELAXED(s->tp);
+	if (nd_likely(tp == (uintptr_t)__builtin_thread_pointer())) {
+		if (nd_unlikely(_nd_slab_push(s, p)))
+			_nd_slab_free_pushed(s, s);
+		return;
+	}
+	_nd_thread_t *t;
+	_nd_slab_hot_t *l = s;
+	if (!(tp & ND_TP_MIX) || nd_unlikely(!_nd_slab_bw_ok(t = _nd_tls, s, tp))) {
+		if (!_nd_slab_owns(tp)) {
+			_nd_slab_free_other(p, s);
+			return;
+		}
+	} else {
+		l = _nd_slab_free_list(t, s, tp);
+	}
+	if (nd_unlikely(_nd_slab_push(l, p)))
+		_nd_slab_free_pushed(l, s);
+}
 /* The node a small block's memory is on (its slab's run), for realloc. */
 int _nd_slab_node(const _nd_pagedesc_t *d);
 /* The object's free marker is set (realloc of a freed block). */

@@ -120,7 +120,7 @@ typedef struct _nd_thread {
 	uint64_t cls_remote[ND_SLAB_CLASSES]; /* frees into slabs of other threads */
 	uint64_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
 	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
-	/* borrowed lists (slab.c, free_push): objects this thread freed into
+	/* borrowed lists (nd_slab.h, _nd_slab_free_push): objects this thread freed into
 	 * other threads' slabs on node bw_node1 - 1 (and into its own slabs
 	 * flagged ND_TP_MIX), kept for its own mallocs of the class
 	 * (tcmalloc-like reuse, placement kept: only while the current heap

@@ -528,25 +528,6 @@ static void bw_pushed(_nd_thread_t *t, slab_t *s)
 	free_home(t, s, o);
 }
 
-/* Every free of a marked o after the checks, as malloc.c's inlined free:
- * the owner's push, onto the borrowed list (borrowable, and another
- * thread's or a flagged slab's), or home. */
-static inline void free_push(slab_t *s, void **o)
-{
-	_nd_thread_t *t = _nd_tls;
-	uintptr_t tp = __atomic_load_n(&s->tp, __ATOMIC_RELAXED);
-	_nd_slab_hot_t *l = (_nd_slab_hot_t *)s;
-	bool own = _nd_slab_owns(tp);
-	if ((!own || (tp & ND_TP_MIX)) && _nd_slab_bw_ok(t, l, tp))
-		l = _nd_slab_free_list(t, l, tp);
-	else if (!own) {
-		free_home(t, s, o);
-		return;
-	}
-	if (nd_unlikely(_nd_slab_push(l, o)))
-		_nd_slab_free_pushed(l, (_nd_slab_hot_t *)s);
-}
-
 /* The marker says "already free", or check mode: validate, then free. */
 static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 {
@@ -554,7 +535,7 @@ static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 	if (o[1] == marker(s) || on_free_lists(s, o, owner))
 		double_free(o, s);
 	o[1] = marker(s);
-	free_push(s, o);
+	_nd_slab_free_push((_nd_slab_hot_t *)s, o);
 }
 
 /* Index of the object at offset off, or a huge number if off is not a
@@ -578,7 +559,7 @@ static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedes
 		return;
 	}
 	o[1] = marker(s);
-	free_push(s, o);
+	_nd_slab_free_push((_nd_slab_hot_t *)s, o);
 }
 
 void _nd_slab_free(void *p, _nd_pagedesc_t *d)

@@ -139,7 +139,7 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
 
 /* Sends a borrowed list home: runs of one slab (the marker, word 1,
  * names it) go in one splice each; the caller's own objects (flagged
- * slabs, slab.c's free_push) go back onto their slab. */
+ * slabs, nd_slab.h's _nd_slab_free_push) go back onto their slab. */
 static void bw_send(void **o)
 {
 	while (o) {
