@@ -265,6 +265,18 @@ uint64_t _nd_buddy_give_tail(_nd_buddy_t *b, uint64_t i, unsigned k, uint64_t d,
 	return td;
 }
 
+uint64_t _nd_buddy_give_head(_nd_buddy_t *b, uint64_t h, uint64_t from, uint64_t d)
+{
+	for (uint64_t k = h; k < from;) {
+		unsigned o = piece_order(k, from - k);
+		uint64_t pn = 1ull << o, pd = d ? _nd_buddy_count_dirty(b, k, pn) : 0;
+		_nd_buddy_push(b, (uint32_t)k, o, pd);
+		d -= pd;
+		k += pn;
+	}
+	return d;
+}
+
 void _nd_buddy_mark_run(_nd_buddy_t *b, uint32_t i, uint64_t n, int node)
 {
 	_nd_pagedesc_t *h = &b->desc[i];

@@ -82,6 +82,10 @@ uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty);
  * pages back to the free lists, unmerged (spare if k >= purge_order).
  * Returns the tail's dirty pages. */
 uint64_t _nd_buddy_give_tail(_nd_buddy_t *b, uint64_t i, unsigned k, uint64_t d, uint64_t n);
+/* Head [h, from) of a taken free block (d dirty pages in all) back to
+ * the free lists as aligned blocks, unmerged (the rest is a run's).
+ * Returns the dirty pages left in the rest. */
+uint64_t _nd_buddy_give_head(_nd_buddy_t *b, uint64_t h, uint64_t from, uint64_t d);
 /* [s, s+len) back as aligned blocks, all clean or all dirty; merge: with
  * free buddies (a freed run), else not (their buddies are in use). */
 void _nd_buddy_give(_nd_buddy_t *b, uint64_t s, uint64_t len, bool dirty, bool merge);

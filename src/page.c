@@ -472,16 +472,7 @@ void *_nd_page_grow_down(void *run, size_t new_npages)
 		unsigned o = a->bd.desc[h].order;
 		uint64_t d = a->bd.desc[h].npages;
 		_nd_buddy_del(&a->bd, h);
-		uint64_t from = h < s ? s : h; /* [h, from) goes back */
-		for (uint64_t k = h; k < from;) {
-			unsigned po = (unsigned)__builtin_ctzll(k | (1ull << 62));
-			while (k + (1ull << po) > from)
-				po--;
-			uint64_t pn = 1ull << po, pd = d ? _nd_buddy_count_dirty(&a->bd, k, pn) : 0;
-			_nd_buddy_push(&a->bd, (uint32_t)k, po, pd);
-			d -= pd;
-			k += pn;
-		}
+		d = _nd_buddy_give_head(&a->bd, h, h < s ? s : h, d); /* [h, s) goes back */
 		ND_ASSERT(h + (1ull << o) == j, "free blocks and runs tile the slot");
 		rd += d;
 		j = h;
