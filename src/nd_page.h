@@ -15,7 +15,7 @@ enum {
 	ND_PG_TAIL = 0,   /* inside a free block or a run: not a head */
 	ND_PG_FREE = 1,   /* head of a free buddy block */
 	ND_PG_RUN = 2,    /* head of an allocated run */
-	ND_PG_HOLE = 3,   /* first page of a slot's part not mapped (yet): npages */
+	ND_PG_HOLE = 3,   /* first page of a slot's part not given to the buddy allocator (yet): npages */
 };
 enum {
 	ND_USE_NONE = 0,
@@ -109,7 +109,7 @@ typedef struct _nd_arena {
 	bool mixed;       /* fixed at setup */
 	char *base;       /* fixed at setup */
 	_nd_buddy_t bd;
-	uint64_t mapped;  /* pages of the slot mapped (lazy reservation, page.c); lock */
+	uint64_t mapped;  /* pages of the slot given to the buddy allocator, the rest a hole (room.c; lazy reservation: those mapped); lock */
 	/* Atomics (no lock). For the mixed slot only cap is meaningful. */
 	uint64_t used;       /* pages in runs served by this node (node and mixed slots) */
 	uint64_t cap;        /* hard capacity in pages (emulated memory size) */
@@ -193,9 +193,15 @@ uint64_t _nd_room_wm_reads(void);
 /* A newly mapped range [i, i+n) of slot a's pages: bound to its node,
  * huge page advice (NODALLOC_THP=always/never). */
 void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n);
-/* Lazy reservation: map more of slot a (lock held) so that a free block
- * of order k exists; false if the slot is full or the mapping fails. */
+/* Grow slot a's part given to the buddy allocator into its hole (lazy
+ * reservation: map it) so that a free block of order k exists / so that
+ * it reaches page end; false if the slot is full or the mapping fails.
+ * Lock held. */
 bool _nd_room_grow(_nd_arena_t *a, unsigned k);
+bool _nd_room_grow_to(_nd_arena_t *a, uint64_t end);
+/* Eager slot a (lock held): clean free blocks at the end of its grown
+ * part back to the hole. */
+void _nd_room_shrink(_nd_arena_t *a);
 /* mbind [p, p+len) to node (bind or preferred, NODALLOC_STRICT). */
 int _nd_room_bind(void *p, size_t len, int node);
 

@@ -154,6 +154,8 @@ static void *node_alloc(int node, uint64_t n, uint64_t align)
 	_nd_lock(&a->lock);
 	uint64_t d;
 	uint32_t i = _nd_buddy_take(&a->bd, k, &d);
+	if (i == ND_BUDDY_NIL && !g.lazy && _nd_room_grow(a, k)) /* eager: the hole costs no purge, no call */
+		i = _nd_buddy_take(&a->bd, k, &d);
 	if (i == ND_BUDDY_NIL && a->bd.dirty_free && _nd_purge_slot(a)) /* dirty blocks kept buddies apart */
 		i = _nd_buddy_take(&a->bd, k, &d);
 	if (i == ND_BUDDY_NIL && _nd_room_grow(a, k)) /* lazy reservation */
@@ -303,6 +305,8 @@ static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big)
 	_nd_buddy_give(&a->bd, i, n, !big, true);
 	_nd_room_give(a, n); /* first: the dirty limit follows the pages in use */
 	_nd_purge_after_free(a);
+	if (big) /* small ranges go back dirty: only a purge (trim) makes them clean */
+		_nd_room_shrink(a);
 	_nd_unlock(&a->lock);
 	_nd_room_stats(_nd_stats_in_use, a->node, -(int64_t)n);
 }
@@ -383,12 +387,17 @@ int _nd_page_grow(void *run, size_t new_npages)
 	if (!_nd_room_take(a, add, maybe_fresh ? add : 0))
 		return -1;
 	_nd_lock(&a->lock);
-	for (uint64_t j = i + n; j < e; j += 1ull << a->bd.desc[j].order) {
+	for (uint64_t j = i + n; j < e;) {
+		if (a->bd.desc[j].state == ND_PG_HOLE && _nd_room_grow_to(a, e)) {
+			j = i + n; /* the new pages may have merged below the hole: walk again */
+			continue;
+		}
 		if (a->bd.desc[j].state != ND_PG_FREE) {
 			_nd_unlock(&a->lock);
 			_nd_room_give(a, add);
 			return -1;
 		}
+		j += 1ull << a->bd.desc[j].order;
 	}
 	uint64_t rd = 0; /* committed (dirty) pages taken */
 	for (uint64_t j = i + n; j < e;) {
@@ -634,6 +643,7 @@ size_t _nd_page_trim(int node)
 			continue;
 		_nd_lock(&a->lock);
 		pages += _nd_purge_slot(a);
+		_nd_room_shrink(a);
 		_nd_unlock(&a->lock);
 	}
 	return (size_t)pages << ND_PAGE_SHIFT;
@@ -657,11 +667,22 @@ int _nd_page_info(int node, _nd_page_info_t *out)
 	out->usable = a->usable;
 	out->slot_bytes = (size_t)1 << g.slot_shift;
 	out->slot_pages = 1ull << g.order_max;
-	out->mapped_pages = a->mapped;
+	out->mapped_pages = g.lazy ? a->mapped : out->slot_pages;
 	out->free_pages = a->usable ? a->bd.free_pages : 0;
 	out->dirty_pages = __atomic_load_n(&a->bd.dirty_free, __ATOMIC_RELAXED);
 	out->free_blocks = a->bd.nblocks;
 	out->largest_order = _nd_buddy_largest(&a->bd);
+	if (a->usable && !g.lazy && a->mapped < out->slot_pages) {
+		/* an eager slot's hole is free: as the aligned blocks it would give */
+		out->free_pages += out->slot_pages - a->mapped;
+		for (uint64_t s = a->mapped; s < out->slot_pages;) {
+			unsigned o = s ? (unsigned)__builtin_ctzll(s) : g.order_max;
+			out->free_blocks++;
+			if ((int)o > out->largest_order)
+				out->largest_order = (int)o;
+			s += 1ull << o;
+		}
+	}
 	_nd_unlock(&a->lock);
 	out->used_pages = __atomic_load_n(&a->used, __ATOMIC_RELAXED);
 	out->capacity_pages = a->cap;

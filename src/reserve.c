@@ -257,16 +257,18 @@ void _nd_reserve_slot_init(_nd_arena_t *a, int s, const _nd_topo_t *t)
 				     (unsigned long)g.node_limit, 0);
 		}
 	}
-	if (g.lazy) {
-		a->mapped = 0;
-		a->bd.desc[0].state = ND_PG_HOLE;
-		a->bd.desc[0].npages = slot_pages;
+	/* Every slot starts as one hole that the buddy allocator grows into
+	 * (room.c): split from one block of the whole slot, the first run
+	 * wrote a free head at page 2^k for every order k below the slot's,
+	 * each on a page of descriptors of its own (64 KiB resident in every
+	 * process, issue 11). Eager: mapped and advised now, as a whole. */
+	a->mapped = 0;
+	a->bd.desc[0].state = ND_PG_HOLE;
+	a->bd.desc[0].npages = slot_pages;
+	if (g.lazy)
 		return;
-	}
-	a->mapped = slot_pages;
 	_nd_room_fresh(a, 0, slot_pages);
 	if (!a->mixed)
 		_nd_room_stats(_nd_stats_reserved, s, (int64_t)slot_pages);
-	_nd_buddy_push(&a->bd, 0, g.order_max, 0);
 }
 

@@ -12,7 +12,7 @@
 #include "internal.h"
 
 #define g _nd_page_g
-#define GROW_MIN_PAGES ((uint64_t)ND_HUGE_SIZE >> ND_PAGE_SHIFT) /* lazy slots grow by 2 MiB at least */
+#define GROW_MIN_PAGES ((uint64_t)ND_HUGE_SIZE >> ND_PAGE_SHIFT) /* slots grow by 2 MiB at least */
 
 static int warned_grow;
 
@@ -231,49 +231,109 @@ void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n)
 }
 
 /*
- * The mapped part of a lazy slot grows upward: to the end of an aligned
- * block of order k past the mapped end, and by at least 2 MiB or 1/8 of
- * what is mapped (fewer calls; MAP_NORESERVE commits nothing), less when
- * the address space limit refuses that. Neighbouring chunks merge into
- * one mapping (same flags, same policy). The new pages join the free
- * lists clean; the hole starts after them.
+ * A slot's part given to the buddy allocator (a->mapped) grows upward
+ * into its hole: to at least need pages. Lazy: by at least 2 MiB or 1/8
+ * of the part (fewer calls; MAP_NORESERVE commits nothing), less when the
+ * address space limit refuses that; the new part is mapped now;
+ * neighbouring chunks merge into one mapping (same flags, same policy).
+ * Eager: it is mapped already; the part grows to a power of two of pages
+ * (2 MiB at least). The new pages join the free lists clean; the hole
+ * starts after them.
  */
-bool _nd_room_grow(_nd_arena_t *a, unsigned k)
+static bool grow_to(_nd_arena_t *a, uint64_t need)
 {
-	if (!g.lazy)
-		return false;
 	_nd_buddy_t *b = &a->bd;
-	uint64_t slot = 1ull << g.order_max, m = a->mapped, bl = 1ull << k;
-	uint64_t need = ND_ALIGN_UP(m, bl) + bl;
-	if (need > slot)
+	uint64_t slot = 1ull << g.order_max, m = a->mapped;
+	if (need > slot || need <= m)
 		return false;
-	uint64_t step = m / 8 > GROW_MIN_PAGES ? m / 8 : GROW_MIN_PAGES;
-	uint64_t want = ND_ALIGN_UP(m + step, GROW_MIN_PAGES);
-	if (want < need)
-		want = need;
+	uint64_t want;
+	if (g.lazy) {
+		uint64_t step = m / 8 > GROW_MIN_PAGES ? m / 8 : GROW_MIN_PAGES;
+		want = ND_ALIGN_UP(m + step, GROW_MIN_PAGES);
+		if (want < need)
+			want = need;
+	} else {
+		/* up to a power of two: the part's free blocks are those a
+		 * buddy of the whole slot would have split off, and runs are
+		 * placed as they were (adjacent when taken in turn:
+		 * test_large_cache) */
+		for (want = GROW_MIN_PAGES; want < need; want <<= 1)
+			;
+	}
 	if (want > slot)
 		want = slot;
-	char *p = a->base + (m << ND_PAGE_SHIFT);
-	int r = _nd_os_mmap_at(p, (size_t)(want - m) << ND_PAGE_SHIFT, true);
-	if (r == -ENOMEM && want > need) {
-		want = need;
-		r = _nd_os_mmap_at(p, (size_t)(want - m) << ND_PAGE_SHIFT, true);
+	if (g.lazy) {
+		char *p = a->base + (m << ND_PAGE_SHIFT);
+		int r = _nd_os_mmap_at(p, (size_t)(want - m) << ND_PAGE_SHIFT, true);
+		if (r == -ENOMEM && want > need) {
+			want = need;
+			r = _nd_os_mmap_at(p, (size_t)(want - m) << ND_PAGE_SHIFT, true);
+		}
+		if (r < 0) {
+			if (r != -ENOMEM && !__atomic_exchange_n(&warned_grow, 1, __ATOMIC_RELAXED))
+				_nd_msg_warn("page: slot of node %d cannot grow past %llu MiB (errno %d)", a->node,
+					     (unsigned long long)(m >> (20 - ND_PAGE_SHIFT)), -r);
+			return false;
+		}
+		_nd_room_fresh(a, m, want - m);
+		if (!a->mixed)
+			_nd_room_stats(_nd_stats_reserved, a->node, (int64_t)(want - m));
 	}
-	if (r < 0) {
-		if (r != -ENOMEM && !__atomic_exchange_n(&warned_grow, 1, __ATOMIC_RELAXED))
-			_nd_msg_warn("page: slot of node %d cannot grow past %llu MiB (errno %d)", a->node,
-				     (unsigned long long)(m >> (20 - ND_PAGE_SHIFT)), -r);
-		return false;
-	}
-	_nd_room_fresh(a, m, want - m);
-	ND_ASSERT(b->desc[m].state == ND_PG_HOLE, "a lazy slot's mapped part ends at its hole");
+	ND_ASSERT(b->desc[m].state == ND_PG_HOLE, "a slot's grown part ends at its hole");
+	b->desc[m].state = ND_PG_TAIL;
+	b->desc[m].npages = 0;
 	_nd_buddy_give(b, m, want - m, false, true);
 	a->mapped = want;
 	if (want < slot) {
 		b->desc[want].state = ND_PG_HOLE;
 		b->desc[want].npages = slot - want;
 	}
-	if (!a->mixed)
-		_nd_room_stats(_nd_stats_reserved, a->node, (int64_t)(want - m));
 	return true;
+}
+
+bool _nd_room_grow(_nd_arena_t *a, unsigned k)
+{
+	uint64_t bl = 1ull << k;
+	return grow_to(a, ND_ALIGN_UP(a->mapped, bl) + bl);
+}
+
+bool _nd_room_grow_to(_nd_arena_t *a, uint64_t end)
+{
+	return grow_to(a, end);
+}
+
+/*
+ * Eager slots: clean free blocks that end where the grown part ends go
+ * back to the hole, so a slot whose runs were all freed and purged is
+ * one hole again, as at setup. Lazy slots keep their mapped part (the
+ * hole is what is not mapped). Lock held.
+ */
+void _nd_room_shrink(_nd_arena_t *a)
+{
+	if (g.lazy)
+		return;
+	_nd_buddy_t *b = &a->bd;
+	uint64_t m = a->mapped, old = m;
+	while (m) {
+		/* the block ending at m, if free: order o with its head at m - 2^o */
+		unsigned top = (unsigned)__builtin_ctzll(m), o = 0;
+		for (; o <= top; o++) {
+			const _nd_pagedesc_t *d = &b->desc[m - (1ull << o)];
+			if (d->state == ND_PG_FREE && d->order == o)
+				break;
+		}
+		if (o > top || b->desc[m - (1ull << o)].npages)
+			break; /* a run, or committed pages, end the part */
+		m -= 1ull << o;
+		_nd_buddy_del(b, (uint32_t)m);
+	}
+	if (m == old)
+		return;
+	if (old < (1ull << g.order_max)) {
+		b->desc[old].state = ND_PG_TAIL;
+		b->desc[old].npages = 0;
+	}
+	a->mapped = m;
+	b->desc[m].state = ND_PG_HOLE;
+	b->desc[m].npages = (1ull << g.order_max) - m;
 }

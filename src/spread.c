@@ -95,6 +95,7 @@ static void mixed_give_back(_nd_arena_t *m, uint32_t i, uint64_t n)
 {
 	_nd_lock(&m->lock);
 	_nd_buddy_give(&m->bd, i, n, false, true);
+	_nd_room_shrink(m);
 	_nd_unlock(&m->lock);
 }
 

@@ -31,7 +31,14 @@
  * holds gcc's functions and clones). The unwind tables
  * (26 KiB, read by an unwinder only) came after .rodata in the same
  * window: now before it, in a window of their own, and the read-only
- * data mapping has at most SO_RODATA_KB resident (44 before). */
+ * data mapping has at most SO_RODATA_KB resident (44 before).
+ *
+ * The page descriptors (32 bytes per page of every slot): a slot handed
+ * to the buddy allocator as one block wrote, at the first run split from
+ * it, a free head at page 2^k for every order k below the slot's, each
+ * on a descriptor page of its own: 17 pages (68 KiB) resident for a few
+ * allocations. Slots now start as a hole the buddy part grows into:
+ * at most DESC_PAGES. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,7 +51,27 @@
 
 extern char __bss_start[], _end[];
 
-enum { BSS_PAGES = 16, SO_BSS_KB = 40, SO_TEXT_KB = 64, SO_RODATA_KB = 24 };
+enum { BSS_PAGES = 16, SO_BSS_KB = 40, SO_TEXT_KB = 64, SO_RODATA_KB = 24, DESC_PAGES = 8 };
+
+/* Rss in KiB of the mappings inside [lo, hi) (/proc/self/smaps). */
+static long range_rss(uintptr_t lo, uintptr_t hi)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	long kb = 0;
+	bool in = false;
+	while (f && fgets(line, sizeof line, f)) {
+		unsigned long a, b;
+		long v;
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = a >= lo && b <= hi;
+		else if (in && sscanf(line, "Rss: %ld kB", &v) == 1)
+			kb += v;
+	}
+	if (f)
+		fclose(f);
+	return kb;
+}
 
 /* Rss in KiB of one of libnodalloc's mappings in a smaps text, -1 if not
  * found: SO_BSS the anonymous mapping right after its rw-p (data)
@@ -107,6 +134,11 @@ int main(void)
 		sres += sv[i] & 1;
 	printf("statistics: %d of %zu pages resident\n", sres, sn);
 	CHECK(sres <= 1, "%d pages of the statistics' counters resident (at most 1)", sres);
+
+	long dkb = range_rss((uintptr_t)_nd_page_g.desc, (uintptr_t)_nd_page_g.desc + _nd_page_g.desc_bytes);
+	printf("page descriptors: %ld KiB resident\n", dkb);
+	CHECK(_nd_page_g.desc && dkb <= DESC_PAGES * 4, "%ld KiB of page descriptors resident (at most %d pages)", dkb,
+	      DESC_PAGES);
 
 	char lib[4096];
 	snprintf(lib, sizeof lib, "%s/libnodalloc.so", ND_BINARY_DIR);
