@@ -27,8 +27,8 @@
  * every process were spread over the whole .text (125 KiB): all of it
  * resident. Laid out first (src/hot_text.ld) in a segment aligned to
  * 64 KiB, they share one window: the same cat has at most SO_TEXT_KB of
- * the library's code mapping resident (128 before; gcc's build: the list
- * holds gcc's functions and clones). The unwind tables
+ * the library's code mapping resident (128 before; gcc's release build:
+ * the list holds its functions and clones). The unwind tables
  * (26 KiB, read by an unwinder only) came after .rodata in the same
  * window: now before it, in a window of their own, and the read-only
  * data mapping has at most SO_RODATA_KB resident (44 before).
@@ -142,13 +142,22 @@ int main(void)
 
 	char lib[4096];
 	snprintf(lib, sizeof lib, "%s/libnodalloc.so", ND_BINARY_DIR);
-	CHECK(run("LD_PRELOAD=%s cat /proc/self/smaps", lib) == 0, "cat under the preloaded library: %s", run_out);
-	long kb = so_rss(run_out, SO_BSS);
+	/* the least of three runs: with the library aligned to 64 KiB, ld.so
+	 * leaves a gap after it that an init mapping sometimes fills up to
+	 * the .bss, merging with it (12-16 KiB more in 1 run of 10) */
+	long kb = -1;
+	for (int i = 0; i < 3; i++) {
+		CHECK(run("LD_PRELOAD=%s cat /proc/self/smaps", lib) == 0, "cat under the preloaded library: %s", run_out);
+		long b = so_rss(run_out, SO_BSS);
+		kb = kb < 0 || (b >= 0 && b < kb) ? b : kb;
+	}
 	printf("libnodalloc.so .bss: %ld KiB resident\n", kb);
 	CHECK(kb >= 0 && kb <= SO_BSS_KB, "%ld KiB of the shared library's .bss resident (at most %d)", kb, SO_BSS_KB);
 	kb = so_rss(run_out, SO_TEXT);
 	printf("libnodalloc.so code: %ld KiB resident\n", kb);
-#ifndef __clang__ /* src/hot_text.ld lists gcc's functions (valgrind 3.19 cannot read clang's DWARF 5) */
+/* src/hot_text.ld lists the functions of gcc's release build (valgrind
+ * 3.19 cannot read clang's DWARF 5; ND_ASSERT's checks make more code) */
+#if !defined(__clang__) && !defined(ND_DEBUG)
 	CHECK(kb >= 0 && kb <= SO_TEXT_KB, "%ld KiB of the shared library's code resident (at most %d)", kb, SO_TEXT_KB);
 #endif
 	kb = so_rss(run_out, SO_RODATA);
