@@ -5,20 +5,25 @@
 # out first in .text so that they share one 64 KiB fault-around window
 # (issue 11: start-up resident memory). The list is what callgrind sees the
 # bench workloads, coreutils, a shell's forks and python run under
-# LD_PRELOAD, costliest first.
-#   scripts/hot_text.sh [build-dir]   (needs valgrind and the bench built)
+# LD_PRELOAD, costliest first. Several build trees (gcc's, clang's) give
+# the union: a section one compiler does not make costs the other nothing.
+#   scripts/hot_text.sh [build-dir...]   (needs valgrind and the bench built)
 set -eu
-build=${1:-build}
-lib="$PWD/$build/libnodalloc.so"
-bin="$build/bench"
+[ $# -gt 0 ] || set -- build
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+
 i=0
-while read -r cmd; do
-	i=$((i + 1))
-	eval "LD_PRELOAD=\"\$lib\" valgrind --tool=callgrind --trace-children=yes \
-		--callgrind-out-file=\"\$tmp/cg.$i.%p\" $cmd" >/dev/null 2>&1 || true
-done <<EOF
+for build in "$@"; do
+	# valgrind 3.19 gives up on clang's DWARF 5: the symbols suffice
+	lib="$tmp/lib$i.so"
+	objcopy --strip-debug "$build/libnodalloc.so" "$lib"
+	bin="$build/bench"
+	while read -r cmd; do
+		i=$((i + 1))
+		eval "LD_PRELOAD=\"\$lib\" valgrind --tool=callgrind --trace-children=yes \
+			--callgrind-out-file=\"\$tmp/cg.$i.%p\" $cmd" >/dev/null 2>&1 || true
+	done <<EOF
 $bin/wl_small 20000
 $bin/wl_prodcons 1 20000
 $bin/wl_threads 4 5 2000
@@ -31,18 +36,18 @@ ls -l /usr/bin
 sh -c "ls -l /usr/bin | sort | head -1; x=\\\$(echo forked); echo \\\$x"
 /usr/bin/python3 -c "d = {i: str(i) * (i % 50) for i in range(100000)}"
 EOF
+	# Each function's input section, from the objects' symbol tables (an
+	# alias such as malloc shares nd_malloc's section, a cold part f.cold
+	# is in .text.unlikely.f, a constructor in .text.startup.f)
+	objdump -t "$build"/CMakeFiles/nd_objs.dir/src/*.o |
+		awk '{ for (i = 1; i < NF; i++) if ($i == "F" && $(i + 1) ~ /^\.text/) print $NF, $(i + 1) }' \
+			>>"$tmp/sections"
+done
 for f in "$tmp"/cg.*; do
-	callgrind_annotate --threshold=100 "$f" | grep 'libnodalloc' |
+	callgrind_annotate --threshold=100 "$f" | grep '/lib[0-9]*\.so\]$' |
 		sed -E 's/^ *([0-9,]+) .*:([A-Za-z0-9_.]+) \[.*/\1 \2/; s/,//g'
 done >"$tmp/cost"
-# Each function's input section, from the objects' symbol tables (an
-# alias such as malloc shares nd_malloc's section, a cold part f.cold is
-# in .text.unlikely.f, a constructor in .text.startup.f); plain .text is
-# the C runtime's and libc_nonshared's few functions (_init's helpers,
-# pthread_atfork): taken whole, with .fini.
-objdump -t "$build"/CMakeFiles/nd_objs.dir/src/*.o |
-	awk '{ for (i = 1; i < NF; i++) if ($i == "F" && $(i + 1) ~ /^\.text/) print $NF, $(i + 1) }' |
-	sort -u >"$tmp/sections"
+sort -u "$tmp/sections" >"$tmp/sec"
 {
 	cat <<'EOF2'
 /* SPDX-License-Identifier: MIT */
@@ -50,12 +55,14 @@ objdump -t "$build"/CMakeFiles/nd_objs.dir/src/*.o |
  * output section of the library's link script (CMakeLists.txt): the
  * functions a process runs come first, so they fill one 64 KiB
  * fault-around window instead of faulting in the whole .text. Plain .text
- * is the C runtime's few functions; .fini runs at every exit. */
+ * is the C runtime's and libc_nonshared's few functions (_init's helpers,
+ * pthread_atfork); .fini runs at every exit. */
 *(.text)
 KEEP (*(SORT_NONE(.fini)))
 EOF2
 	awk '{ c[$2] += $1 } END { for (f in c) print c[f], f }' "$tmp/cost" | sort -k1,1nr -k2 |
-		awk 'NR == FNR { sec[$1] = $2; next } ($2 in sec) && !seen[sec[$2]]++ { printf "*(%s)\n", sec[$2] }' \
-			"$tmp/sections" -
+		awk 'NR == FNR { sec[$1] = sec[$1] " " $2; next }
+			{ n = split(sec[$2], s, " "); for (j = 1; j <= n; j++) if (!seen[s[j]]++) printf "*(%s)\n", s[j] }' \
+			"$tmp/sec" -
 } >src/hot_text.ld
 echo "src/hot_text.ld: $(grep -c '^\*(\.text\.' src/hot_text.ld) functions"
