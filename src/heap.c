@@ -174,7 +174,8 @@ static void heap_absorb(heap_t *h, heap_t *p)
  * A superset: set when a heap is parked or put back by a sweep, cleared
  * by a steal that finds none (writes under the pool's lock; read without
  * it as a hint: relaxed atomics). */
-static uint64_t pcls_node[ND_MAX_NODES], pcls_pol;
+static ND_BIG_TABLE uint64_t pcls_node[ND_MAX_NODES];
+static uint64_t pcls_pol;
 
 static uint64_t *pool_cls(const heap_t *h)
 {
@@ -484,7 +485,7 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
  * the pages: 2000 threads each allocating and freeing 1 MiB refaulted it
  * every time (373k faults, 5x the time) when every exit could trim. */
 #define EXIT_TRIM_NS 10000000ull
-static uint64_t exit_trim_last[ND_MAX_NODES]; /* atomic: ns of the node's last exit trim */
+static ND_BIG_TABLE uint64_t exit_trim_last[ND_MAX_NODES]; /* atomic: ns of the node's last exit trim */
 
 static void exit_trim(int node)
 {

@@ -12,7 +12,7 @@
 
 #include "internal.h"
 
-_nd_meta_node_t _nd_meta_node[ND_MAX_NODES];
+ND_BIG_TABLE _nd_meta_node_t _nd_meta_node[ND_MAX_NODES];
 int _nd_meta_ppool_dirty;
 static int nodes_used; /* highest node index used + 1 (atomic), for fork */
 #define nodes _nd_meta_node /* the registry's name for these locks: "nodes[].lock" */

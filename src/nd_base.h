@@ -16,6 +16,11 @@
 #define ND_HUGE_SHIFT 21
 #define ND_HUGE_SIZE ((size_t)1 << ND_HUGE_SHIFT)
 #define ND_CACHE_LINE 64
+/* A static table of a page or more: page-aligned, so that the link's
+ * --sort-section=alignment (CMakeLists.txt) lays the big tables out first
+ * and the scalars and small tables, which every process touches, share a
+ * few pages after them instead of sitting between them (issue 11). */
+#define ND_BIG_TABLE _Alignas(ND_PAGE_SIZE)
 #define ND_MAX_CPU_BITS 8192 /* CPU masks: the kernel's largest NR_CPUS on x86-64 */
 
 #define nd_likely(x) __builtin_expect(!!(x), 1)

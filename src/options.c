@@ -62,7 +62,7 @@ static struct {
 	unsigned char src;
 	const char *sval;
 } vals[ND_OPT__COUNT];
-static char sbuf[ND_OPT__COUNT][STR_MAX];
+static ND_BIG_TABLE char sbuf[ND_OPT__COUNT][STR_MAX];
 
 static volatile int opt_state; /* 0 none, 1 parsing, 2 done */
 

@@ -109,7 +109,7 @@ static bool mask_equal(const nd_nodemask_t *a, const nd_nodemask_t *b)
 /* Protects pool_chunk[] and pool_n. Readers of an interned policy take no
  * lock: entries are written before being published and never change. */
 ND_LOCK_DEFINE(pool_lock, ND_RANK_POLICY_POOL);
-static nd_policy_t *pool_chunk[POOL_CHUNKS];
+static ND_BIG_TABLE nd_policy_t *pool_chunk[POOL_CHUNKS];
 static unsigned pool_n;
 
 const nd_policy_t _nd_policy_local = { .mode = ND_POLICY_LOCAL };
@@ -432,7 +432,7 @@ static uint64_t gcd_u64(uint64_t a, uint64_t b)
 uint64_t _nd_policy_spread_start(const nd_policy_t *pol, uint64_t full_granules, bool partial)
 {
 	_nd_thread_t *t = _nd_thread_self();
-	static _nd_thread_t none; /* no memory for a record: cursor 0 */
+	static ND_BIG_TABLE _nd_thread_t none; /* no memory for a record: cursor 0 */
 	if (!t)
 		t = &none;
 	uint64_t s = t->spread_cursor;

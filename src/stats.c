@@ -87,7 +87,7 @@ typedef struct export_hdr {
 /* The file this process created: the absolute path, resolved once (a
  * later chdir changes nothing), and its identity, so that only that file
  * is ever unlinked. path[0] == 0: not exporting (or a forked child). */
-static _Alignas(ND_CACHE_LINE) struct { /* aligned: with the big tables, not among the scalars (CMakeLists.txt) */
+static ND_BIG_TABLE struct {
 	char path[4096];
 	uint64_t dev, ino;
 	int pid;

@@ -85,7 +85,7 @@ void _nd_stats_set_classes(int (*fn)(nd_class_stats_t *out, int max))
 #define CLASSES_MAX 64 /* above the slab layer's class count (checked) */
 
 /* The classes with a slab or a count, into cls (snap_lock held: static). */
-static nd_class_stats_t cls[CLASSES_MAX];
+static ND_BIG_TABLE nd_class_stats_t cls[CLASSES_MAX];
 
 static int classes_used(void)
 {
@@ -312,7 +312,7 @@ static void print_json(int fd, const _nd_stats_all_t *st, const uint8_t *online,
 
 /* The public printers snapshot the live counters into one static buffer
  * (every possible node: 72 KiB, too big for a thread's stack); printing is rare. */
-static _Alignas(ND_CACHE_LINE) _nd_stats_all_t snap; /* aligned: with the big tables (CMakeLists.txt) */
+static ND_BIG_TABLE _nd_stats_all_t snap;
 ND_LOCK_DEFINE(snap_lock, ND_RANK_STATS_SNAP);
 
 void _nd_stats_print_live(int fd, bool json, const _nd_stats_label_t *lb)

@@ -420,7 +420,7 @@ static int format_nodes(char *buf, size_t len, const uint64_t *bytes, int n)
 /* nd_table_format's bytes per node: static because ND_MAX_NODES * 8 is too
  * big for the stacks we may run on; serialised by fmt_lock. */
 ND_LOCK_DEFINE(fmt_lock, ND_RANK_TABLE_FMT);
-static _Alignas(ND_CACHE_LINE) uint64_t per_node[ND_MAX_NODES]; /* aligned: with the big tables (CMakeLists.txt) */
+static ND_BIG_TABLE uint64_t per_node[ND_MAX_NODES];
 
 int nd_table_format(const nd_table_t *t, char *buf, size_t len)
 {
