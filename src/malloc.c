@@ -245,27 +245,30 @@ static __attribute__((noinline)) void free_slow(void *p)
 
 /* The fast path (docs/malloc.md): the slab map gives a header for any
  * address; the index check proves p is an object start of it (else the
- * slow path sorts out NULL, large, invalid); the marker catches a double
- * free; then the push onto the slab or a borrowed list, or home
- * (nd_slab.h, _nd_slab_free_push). */
-static inline __attribute__((always_inline)) void free_body(void *p)
+ * slow path sorts out NULL, large, invalid: false); the marker catches a
+ * double free; then the push onto the slab or a borrowed list, or home
+ * (nd_slab.h, _nd_slab_free_push). Check mode never gets past the index
+ * check (its slabs have lim 0): every free of it takes the slow path. */
+static inline __attribute__((always_inline)) bool free_fast(void *p)
 {
 	_nd_slab_hot_t *s = _nd_slab_of(p);
 	switch (_nd_slab_free_classify(s, p)) {
 	case 0:
-		free_slow(p);
-		return;
+		return false;
 	case 1:
 		_nd_slab_free_marked(p, s);
 	default:
 		break;
 	}
+	ND_ASSERT(!sized_check, "check mode's frees take the slow path");
 	_nd_slab_free_push(s, p);
+	return true;
 }
 
 void nd_free(void *p)
 {
-	free_body(p);
+	if (!free_fast(p))
+		free_slow(p);
 }
 
 /* realloc's new block: on node (where the old one is, fallback along its
@@ -384,18 +387,26 @@ static __attribute__((noinline)) void sized_slow(void *p, size_t align, size_t s
 		_nd_msg_fatal("%s(): size %zu is not the size of block %p (usable size %zu)", fn, size, p, have);
 }
 
+/* The sized frees' slow path: in check mode every block comes here
+ * (free_fast), so the fast path is free's, without a size test (size
+ * stays in the register it came in: no copy on the fast path). */
+static __attribute__((noinline)) void sized_free_slow(void *p, size_t size, size_t align, const char *fn)
+{
+	if (sized_check)
+		sized_slow(p, align, size, fn);
+	free_slow(p);
+}
+
 void nd_free_sized(void *p, size_t size)
 {
-	if (nd_unlikely(sized_check))
-		sized_slow(p, 0, size, "free_sized");
-	free_body(p);
+	if (!free_fast(p))
+		sized_free_slow(p, size, 0, "free_sized");
 }
 
 void nd_free_aligned_sized(void *p, size_t align, size_t size)
 {
-	if (nd_unlikely(sized_check))
-		sized_slow(p, align, size, "free_aligned_sized");
-	free_body(p);
+	if (!free_fast(p))
+		sized_free_slow(p, size, align, "free_aligned_sized");
 }
 
 size_t nd_good_size(size_t size)
