@@ -14,7 +14,9 @@
  *  - a thread's heaps[] entry of a node it has no heap for yet (heap.c's
  *    empty heap) sends nd_malloc_onnode to its slow path, also in a thread
  *    whose record was reused after another thread exited;
- *    nd_malloc_onnode(-1) is refused, nd_mallocx_onnode(-1, 0) is local;
+ *    nd_malloc_onnode(-1) is refused, nd_mallocx_onnode(-1, 0) is local
+ *    (warm, it follows a CPU change at the next call) and the x call
+ *    refuses nodes -3, -2, 2, 3;
  *  - a plain policy object changed in place between calls is seen at the
  *    next call for every word its mode reads: mode, node bits, flags,
  *    interleave granularity (an invalid one is refused at once), weights;
@@ -229,6 +231,33 @@ int main(void)
 	CHECK(nd_malloc_onnode(48, -1) == NULL && errno == EINVAL, "nd_malloc_onnode(48, -1): errno %d", errno);
 	errno = 0;
 	CHECK(nd_malloc_onnode(48, 2) == NULL && errno == EINVAL, "nd_malloc_onnode(48, 2): errno %d", errno);
+	/* the x call tests ND_NODE_LOCAL before the node's bound: warm, it
+	 * follows a CPU change at the next call; other nodes out of range
+	 * are still refused */
+	for (int cpu = 0; cpu <= 2; cpu += 2) {
+		nd_emulate_cpu(cpu);
+		int off = 0;
+		for (int round = 0; round < 2; round++) {
+			uint64_t before = _nd_slab_slow_count();
+			for (int i = 0; i < 200; i++) {
+				void *x = nd_mallocx_onnode(48 + (size_t)(i % 5) * 16, ND_NODE_LOCAL, 0);
+				off += !x || nd_node_of(x) != cpu / 2;
+				free(x);
+			}
+			if (round == 1)
+				CHECK(_nd_slab_slow_count() - before <= 5, "x LOCAL on CPU %d, warm: %llu slow paths", cpu,
+				      (unsigned long long)(_nd_slab_slow_count() - before));
+		}
+		CHECK(off == 0, "x LOCAL on CPU %d: %d blocks off node %d", cpu, off, cpu / 2);
+	}
+	nd_emulate_cpu(0);
+	for (int n = -3; n <= 3; n += 5) {
+		errno = 0;
+		CHECK(nd_mallocx_onnode(48, n, 0) == NULL && errno == EINVAL, "nd_mallocx_onnode(48, %d, 0): errno %d", n, errno);
+		errno = 0;
+		CHECK(nd_mallocx_onnode(48, n + 1, 0) == NULL && errno == EINVAL, "nd_mallocx_onnode(48, %d, 0): errno %d",
+		      n + 1, errno);
+	}
 
 	/* threads one after another: each record after the first is a reused
 	 * one (the exit hook put the empty heap back into its heaps[]) */
