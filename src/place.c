@@ -97,21 +97,31 @@ static inline size_t aligned_size(size_t size, unsigned flags)
 	return ((size - 1) | x_mask[flags]) + 1;
 }
 
-/* The class of size rounded to the alignment flags ask (x_fast's sizes,
- * with fast_cls's *max); false: the slow path (size 0, too big, other
- * flags). */
-static inline __attribute__((always_inline)) bool x_cls(const _nd_thread_t *t, size_t size, unsigned flags,
-							 const uint32_t *max, unsigned *c)
+/* The class of a rounded size - 1, a (with fast_cls's *max); false: the
+ * slow path (size 0, too big). */
+static inline __attribute__((always_inline)) bool rounded_cls(const _nd_thread_t *t, size_t a, const uint32_t *max,
+							       unsigned *c)
 {
-	if (nd_unlikely(flags > (LG_MASK | ND_MALLOCX_ZERO)))
-		return false;
-	size_t a = (size - 1) | x_mask[flags]; /* the rounded size - 1 */
 	if (nd_likely(a < ND_SLAB_DIRECT)) {
 		*c = t->scls[a + 1];
 		return true;
 	}
 	return a < ND_SLAB_MAX && fast_cls(t, a + 1, max, c);
 }
+
+/* The class of size rounded to the alignment flags ask (x_fast's sizes,
+ * with fast_cls's *max); false: the slow path (size 0, too big, other
+ * flags). The misses' (their flags as they came). */
+static inline __attribute__((always_inline)) bool x_cls(const _nd_thread_t *t, size_t size, unsigned flags,
+							 const uint32_t *max, unsigned *c)
+{
+	if (nd_unlikely(flags > (LG_MASK | ND_MALLOCX_ZERO)))
+		return false;
+	return rounded_cls(t, (size - 1) | x_mask[flags], max, c);
+}
+
+_Static_assert(ND_XLG_FAST == ND_PAGE_SHIFT && sizeof(_nd_thread_boot.xmask) == (ND_XLG_FAST + 1) * sizeof(uint64_t),
+	       "the record's masks are the alignments up to a page");
 
 /* ---- placement API ------------------------------------------------------- */
 
@@ -175,6 +185,39 @@ static inline __attribute__((always_inline)) void *node_pop_lf(_nd_thread_t *t, 
 	if (node == ND_NODE_LOCAL)
 		return nd_likely(_nd_slab_key_ok(t, &t->lkey)) ? heap_pop(t->lheap, c) : NULL;
 	return node_pop(t, node, false, c);
+}
+
+/* The pop of an x fast path for an alignment of 2^lg, lg <= ND_XLG_FAST,
+ * from h (NULL: node_pop's heap of node): the record's mask or'ed in from
+ * memory (a constant lg: the static table, folded); NULL: a miss. */
+static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, size_t size, unsigned lg, const uint32_t *max,
+							     struct nd_heap *h, int node)
+{
+	unsigned c;
+	size_t m = __builtin_constant_p(lg) ? x_mask[lg] : t->xmask[lg];
+	if (nd_unlikely(!rounded_cls(t, (size - 1) | m, max, &c)))
+		return NULL;
+	return h ? heap_pop(h, c) : node_pop(t, node, true, c);
+}
+
+/* The x fast paths' flags other than 0: an alignment up to a page, alone
+ * or with ND_MALLOCX_ZERO, in two branches (a compare each), so that the
+ * alignment's does not test the zeroing after the pop (before: a test of
+ * the bits above the 7 low ones, x_mask's address and load, then the
+ * zeroing's test: 4 instructions more for an alignment, 1 for the
+ * zeroing). NULL: a miss (any other flags too: the slow path sorts them
+ * out). */
+static inline __attribute__((always_inline)) void *x_pop(_nd_thread_t *t, size_t size, unsigned flags, const uint32_t *max,
+							  struct nd_heap *h, int node)
+{
+	if (flags <= ND_XLG_FAST)
+		return x_lg_pop(t, size, flags, max, h, node);
+	if (flags - ND_MALLOCX_ZERO <= ND_XLG_FAST) {
+		void *o = x_lg_pop(t, size, flags - ND_MALLOCX_ZERO, max, h, node);
+		if (nd_likely(o != NULL))
+			return memset(o, 0, size); /* returns o: a tail call */
+	}
+	return NULL;
 }
 
 /* A miss of the node calls' fast path: a valid heap whose list of the
@@ -416,8 +459,8 @@ int nd_node_of(const void *p)
 
 /* ---- placement with alignment and zeroing -------------------------------- */
 
-/* memset returns o: a tail call, and the fast paths' return of o is not
- * shared with the zeroing's (gcc then kept o out of rax: one copy). */
+/* The zeroing of the misses' refills (the fast paths': x_pop); memset
+ * returns o: a tail call. */
 static inline __attribute__((always_inline)) void *x_done(void *o, size_t size, unsigned flags)
 {
 	if (flags & ND_MALLOCX_ZERO)
@@ -488,10 +531,10 @@ static inline __attribute__((always_inline)) void *onnodex(size_t size, int node
 			if (nd_likely(o != NULL))
 				return o;
 		}
-	} else if (nd_likely(x_cls(t, size, flags, NULL, &c))) {
-		void *o = node_pop(t, node, true, c);
+	} else {
+		void *o = x_pop(t, size, flags, NULL, NULL, node);
 		if (nd_likely(o != NULL))
-			return x_done(o, size, flags);
+			return o;
 	}
 	return onnodex_miss(size, node, flags);
 }
@@ -608,10 +651,10 @@ static inline __attribute__((always_inline)) void *policyx(size_t size, const nd
 				if (nd_likely(o != NULL))
 					return o;
 			}
-		} else if (nd_likely(x_cls(t, size, flags, &e->max, &c))) {
-			void *o = heap_pop(e->heap, c);
+		} else {
+			void *o = x_pop(t, size, flags, &e->max, e->heap, -1);
 			if (nd_likely(o != NULL))
-				return x_done(o, size, flags);
+				return o;
 		}
 	}
 	return policyx_miss(size, p, flags);
