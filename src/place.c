@@ -188,16 +188,17 @@ static inline __attribute__((always_inline)) void *node_pop_lf(_nd_thread_t *t, 
 }
 
 /* The pop of an x fast path for an alignment of 2^lg, lg <= ND_XLG_FAST,
- * from h (NULL: node_pop's heap of node): the record's mask or'ed in from
- * memory (a constant lg: the static table, folded); NULL: a miss. */
+ * from h (by_node, a constant: node_pop's heap of node instead): the
+ * record's mask or'ed in from memory (a constant lg: the static table,
+ * folded); NULL: a miss. */
 static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, size_t size, unsigned lg, const uint32_t *max,
-							     struct nd_heap *h, int node)
+							     bool by_node, struct nd_heap *h, int node)
 {
 	unsigned c;
 	size_t m = __builtin_constant_p(lg) ? x_mask[lg] : t->xmask[lg];
 	if (nd_unlikely(!rounded_cls(t, (size - 1) | m, max, &c)))
 		return NULL;
-	return h ? heap_pop(h, c) : node_pop(t, node, true, c);
+	return by_node ? node_pop(t, node, true, c) : heap_pop(h, c);
 }
 
 /* The x fast paths' flags other than 0: an alignment up to a page, alone
@@ -208,12 +209,12 @@ static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, siz
  * zeroing). NULL: a miss (any other flags too: the slow path sorts them
  * out). */
 static inline __attribute__((always_inline)) void *x_pop(_nd_thread_t *t, size_t size, unsigned flags, const uint32_t *max,
-							  struct nd_heap *h, int node)
+							  bool by_node, struct nd_heap *h, int node)
 {
 	if (flags <= ND_XLG_FAST)
-		return x_lg_pop(t, size, flags, max, h, node);
+		return x_lg_pop(t, size, flags, max, by_node, h, node);
 	if (flags - ND_MALLOCX_ZERO <= ND_XLG_FAST) {
-		void *o = x_lg_pop(t, size, flags - ND_MALLOCX_ZERO, max, h, node);
+		void *o = x_lg_pop(t, size, flags - ND_MALLOCX_ZERO, max, by_node, h, node);
 		if (nd_likely(o != NULL))
 			return memset(o, 0, size); /* returns o: a tail call */
 	}
@@ -532,7 +533,7 @@ static inline __attribute__((always_inline)) void *onnodex(size_t size, int node
 				return o;
 		}
 	} else {
-		void *o = x_pop(t, size, flags, NULL, NULL, node);
+		void *o = x_pop(t, size, flags, NULL, true, NULL, node);
 		if (nd_likely(o != NULL))
 			return o;
 	}
@@ -652,7 +653,7 @@ static inline __attribute__((always_inline)) void *policyx(size_t size, const nd
 					return o;
 			}
 		} else {
-			void *o = x_pop(t, size, flags, &e->max, e->heap, -1);
+			void *o = x_pop(t, size, flags, &e->max, false, e->heap, -1);
 			if (nd_likely(o != NULL))
 				return o;
 		}
