@@ -581,7 +581,8 @@ OVERRIDE void _ZdaPvm(void *p, size_t size) __attribute__((alias("nd_free_sized"
 #define CXX_DELETE(sym, ...)                                                      \
 	OVERRIDE void sym(void *p, __VA_ARGS__)                                    \
 	{                                                                          \
-		free_body(p);                                                      \
+		if (!free_fast(p))                                                 \
+			free_slow(p);                                              \
 	}
 CXX_DELETE(_ZdlPvRKSt9nothrow_t, const void *nt)
 CXX_DELETE(_ZdaPvRKSt9nothrow_t, const void *nt)
