@@ -14,7 +14,10 @@
  * (nd_mallocx_policy with the prepared copy), sized (malloc, then
  * nd_free_sized), calloc (calloc(1, size)), heap:N (nd_heap_malloc from
  * one nd_heap_new(N)), callocon:N (nd_calloc_onnode(1, size, N)),
- * alignon:N:A (nd_aligned_alloc_onnode(A, size, N)). F: flags as a number (64 =
+ * alignon:N:A (nd_aligned_alloc_onnode(A, size, N)), mallocr:A (malloc of
+ * the size rounded up to A: the classes an alignment A takes, the peer
+ * of the aligned calls), mallocz (malloc, then memset of the size: the
+ * peer of the zeroing calls, with calloc). F: flags as a number (64 =
  * ND_MALLOCX_ZERO, 6 = 64-byte alignment). Frees go through free(),
  * but for sized. "null" runs the loop without allocating (its
  * own cost, subtracted by policy.sh). Linked against the shared library,
@@ -26,7 +29,7 @@
 
 #include "nodalloc.h"
 
-static char null_buf[256];
+static _Alignas(16) char null_buf[256];
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -40,12 +43,17 @@ static uint64_t rnd(uint64_t *s)
 /* The loop, one copy per call (kind is a constant in each: no dispatch
  * inside the loop, so every call pays the same loop). kind -1: no
  * allocation, the loop's own cost (policy.sh subtracts it). The block's
- * first byte holds its size (256 as 0) for nd_free_sized. */
+ * first two bytes hold its size (one store, as one byte did), so that
+ * nd_free_sized's argument costs one load, as an argument does in the
+ * other calls. */
 static int node, kind;
 static unsigned flags;
 static const nd_policy_t *pp;
 static nd_heap_t *heap;
 static size_t align;
+/* libc's memset, called (gcc would inline a variable-size memset as rep
+ * stos, counted per word): what the library's zeroing calls. */
+static void *(*volatile memset_call)(void *, int, size_t) = memset;
 
 static inline __attribute__((always_inline)) int loop(int k, long iters)
 {
@@ -63,7 +71,7 @@ static inline __attribute__((always_inline)) int loop(int k, long iters)
 		} else {
 			if (i >= 0) {
 				if (k == 6)
-					nd_free_sized(slots[j], slots[j][0] ? slots[j][0] : 256);
+					nd_free_sized(slots[j], *(uint16_t *)(void *)slots[j]);
 				else
 					free(slots[j]);
 			}
@@ -77,6 +85,8 @@ static inline __attribute__((always_inline)) int loop(int k, long iters)
 			case 8: p = nd_heap_malloc(heap, sz); break;
 			case 9: p = nd_calloc_onnode(1, sz, node); break;
 			case 10: p = nd_aligned_alloc_onnode(align, sz, node); break;
+			case 11: p = malloc((sz + align - 1) & ~(align - 1)); break;
+			case 12: p = malloc(sz); if (p) memset_call(p, 0, sz); break;
 			default: p = calloc(1, sz); break;
 			}
 			if (!p) {
@@ -84,7 +94,7 @@ static inline __attribute__((always_inline)) int loop(int k, long iters)
 				return 1;
 			}
 		}
-		p[0] = (unsigned char)sz;
+		*(uint16_t *)(void *)p = (uint16_t)sz;
 		slots[j] = p;
 	}
 	unsigned sum = 0;
@@ -94,21 +104,43 @@ static inline __attribute__((always_inline)) int loop(int k, long iters)
 	return 0;
 }
 
-static __attribute__((noinline)) int run(long iters)
+/* One function per copy: each is compiled alone, so the loop's own code
+ * is the same in every copy (in one big function gcc turned the
+ * modulo into a div in some copies and not in others). */
+#define LOOP(k, name) \
+	static __attribute__((noinline)) int name(long iters) { return loop(k, iters); }
+LOOP(-1, loop_null)
+LOOP(0, loop_0)
+LOOP(1, loop_1)
+LOOP(2, loop_2)
+LOOP(3, loop_3)
+LOOP(4, loop_4)
+LOOP(5, loop_5)
+LOOP(6, loop_6)
+LOOP(7, loop_7)
+LOOP(8, loop_8)
+LOOP(9, loop_9)
+LOOP(10, loop_10)
+LOOP(11, loop_11)
+LOOP(12, loop_12)
+
+static int run(long iters)
 {
 	switch (kind) {
-	case -1: return loop(-1, iters);
-	case 0: return loop(0, iters);
-	case 1: return loop(1, iters);
-	case 2: return loop(2, iters);
-	case 3: return loop(3, iters);
-	case 4: return loop(4, iters);
-	case 5: return loop(5, iters);
-	case 6: return loop(6, iters);
-	case 8: return loop(8, iters);
-	case 9: return loop(9, iters);
-	case 10: return loop(10, iters);
-	default: return loop(7, iters);
+	case -1: return loop_null(iters);
+	case 0: return loop_0(iters);
+	case 1: return loop_1(iters);
+	case 2: return loop_2(iters);
+	case 3: return loop_3(iters);
+	case 4: return loop_4(iters);
+	case 5: return loop_5(iters);
+	case 6: return loop_6(iters);
+	case 8: return loop_8(iters);
+	case 9: return loop_9(iters);
+	case 10: return loop_10(iters);
+	case 11: return loop_11(iters);
+	case 12: return loop_12(iters);
+	default: return loop_7(iters);
 	}
 }
 
@@ -173,6 +205,15 @@ int main(int argc, char **argv)
 		kind = 10;
 		node = (int)strtol(call + 8, &end, 0);
 		align = strtoul(end + 1, NULL, 0);
+	} else if (strncmp(call, "mallocr:", 8) == 0) {
+		kind = 11;
+		align = strtoul(call + 8, NULL, 0);
+		if (!align || (align & (align - 1))) {
+			fprintf(stderr, "bench_policy: bad alignment '%s'\n", call + 8);
+			return 2;
+		}
+	} else if (strcmp(call, "mallocz") == 0) {
+		kind = 12;
 	} else {
 		fprintf(stderr, "bench_policy: bad call '%s'\n", call);
 		return 2;

@@ -69,3 +69,5 @@ row "nd_aligned_alloc_onnode(64, size, 1)" "" alignon:1:64
 row "nd_heap_malloc(nd_heap_new(1), size)" "" heap:1
 row "malloc + nd_free_sized" "" sized
 row "calloc(1, size) (peer of ZERO)" "" calloc
+row "malloc + memset(size) (peer of ZERO)" "" mallocz
+row "malloc(size rounded to 64) (peer of ALIGN(64))" "" mallocr:64

@@ -148,7 +148,7 @@ static __attribute__((noinline)) void *malloc_small(size_t size)
  * size (by size up to ND_SLAB_DIR_MAX, else by class); the key still
  * matches the CPU pair (same CPU, no policy change since the heap was
  * resolved); pop. Everything else goes to heap.c. */
-void *nd_malloc(size_t size)
+static inline __attribute__((always_inline)) void *malloc_body(size_t size)
 {
 	_nd_thread_t *t = _nd_tls;
 	_nd_slab_hot_t *s;
@@ -165,6 +165,11 @@ void *nd_malloc(size_t size)
 		return _nd_heap_refill(size);
 	}
 	return malloc_small(size);
+}
+
+void *nd_malloc(size_t size)
+{
+	return malloc_body(size);
 }
 
 
@@ -245,27 +250,30 @@ static __attribute__((noinline)) void free_slow(void *p)
 
 /* The fast path (docs/malloc.md): the slab map gives a header for any
  * address; the index check proves p is an object start of it (else the
- * slow path sorts out NULL, large, invalid); the marker catches a double
- * free; then the push onto the slab or a borrowed list, or home
- * (nd_slab.h, _nd_slab_free_push). */
-static inline __attribute__((always_inline)) void free_body(void *p)
+ * slow path sorts out NULL, large, invalid: false); the marker catches a
+ * double free; then the push onto the slab or a borrowed list, or home
+ * (nd_slab.h, _nd_slab_free_push). Check mode never gets past the index
+ * check (its slabs have lim 0): every free of it takes the slow path. */
+static inline __attribute__((always_inline)) bool free_fast(void *p)
 {
 	_nd_slab_hot_t *s = _nd_slab_of(p);
 	switch (_nd_slab_free_classify(s, p)) {
 	case 0:
-		free_slow(p);
-		return;
+		return false;
 	case 1:
 		_nd_slab_free_marked(p, s);
 	default:
 		break;
 	}
+	ND_ASSERT(!sized_check, "check mode's frees take the slow path");
 	_nd_slab_free_push(s, p);
+	return true;
 }
 
 void nd_free(void *p)
 {
-	free_body(p);
+	if (!free_fast(p))
+		free_slow(p);
 }
 
 /* realloc's new block: on node (where the old one is, fallback along its
@@ -384,18 +392,26 @@ static __attribute__((noinline)) void sized_slow(void *p, size_t align, size_t s
 		_nd_msg_fatal("%s(): size %zu is not the size of block %p (usable size %zu)", fn, size, p, have);
 }
 
+/* The sized frees' slow path: in check mode every block comes here
+ * (free_fast), so the fast path is free's, without a size test (size
+ * stays in the register it came in: no copy on the fast path). */
+static __attribute__((noinline)) void sized_free_slow(void *p, size_t size, size_t align, const char *fn)
+{
+	if (sized_check)
+		sized_slow(p, align, size, fn);
+	free_slow(p);
+}
+
 void nd_free_sized(void *p, size_t size)
 {
-	if (nd_unlikely(sized_check))
-		sized_slow(p, 0, size, "free_sized");
-	free_body(p);
+	if (!free_fast(p))
+		sized_free_slow(p, size, 0, "free_sized");
 }
 
 void nd_free_aligned_sized(void *p, size_t align, size_t size)
 {
-	if (nd_unlikely(sized_check))
-		sized_slow(p, align, size, "free_aligned_sized");
-	free_body(p);
+	if (!free_fast(p))
+		sized_free_slow(p, size, align, "free_aligned_sized");
 }
 
 size_t nd_good_size(size_t size)
@@ -490,5 +506,99 @@ OVERRIDE void *pvalloc(size_t size)
 	}
 	size = size ? ND_ALIGN_UP(size, ND_PAGE_SIZE) : ND_PAGE_SIZE;
 	return _nd_malloc_aligned(ND_PAGE_SIZE, size, NULL, -1);
+}
+
+/* ---- the C++ operators new and delete ------------------------------------ */
+
+/* A C++ program's new and delete come here as directly as malloc and free
+ * (else the C++ runtime's operator new calls malloc: a call more per
+ * object, and a sized delete loses its size, which check mode verifies).
+ * Itanium C++ ABI names, size_t = unsigned long (m), std::align_val_t
+ * passed as a size_t. Out of memory is the runtime's business: only it
+ * can run the new_handler loop and throw std::bad_alloc, so a failed
+ * allocation calls the next definition of the same operator
+ * (libstdc++'s or libc++'s, dlsym RTLD_NEXT), whose malloc is this
+ * library's again. */
+typedef void *(*cxx_new_fn)(size_t);
+typedef void *(*cxx_new_nt_fn)(size_t, const void *);
+typedef void *(*cxx_new_al_fn)(size_t, size_t);
+typedef void *(*cxx_new_al_nt_fn)(size_t, size_t, const void *);
+
+static __attribute__((noinline, cold)) void *cxx_next(const char *sym)
+{
+	void *f = _nd_os_next_symbol(sym);
+	if (!f)
+		_nd_msg_fatal("operator new (%s): out of memory, and no C++ runtime after nodalloc to throw std::bad_alloc", sym);
+	return f;
+}
+
+static inline __attribute__((always_inline)) void *cxx_alloc_aligned(size_t size, size_t align)
+{
+	return align <= 16 ? malloc_body(size) : _nd_malloc_aligned(align, size, NULL, -1);
+}
+
+#define CXX_NEW(sym)                                                              \
+	OVERRIDE void *sym(size_t size)                                            \
+	{                                                                          \
+		void *p = malloc_body(size);                                       \
+		return nd_likely(p != NULL) ? p : ((cxx_new_fn)cxx_next(#sym))(size); \
+	}
+#define CXX_NEW_NOTHROW(sym)                                                      \
+	OVERRIDE void *sym(size_t size, const void *nt)                            \
+	{                                                                          \
+		void *p = malloc_body(size);                                       \
+		return nd_likely(p != NULL) ? p : ((cxx_new_nt_fn)cxx_next(#sym))(size, nt); \
+	}
+#define CXX_NEW_ALIGNED(sym)                                                      \
+	OVERRIDE void *sym(size_t size, size_t align)                              \
+	{                                                                          \
+		void *p = cxx_alloc_aligned(size, align);                          \
+		return nd_likely(p != NULL) ? p : ((cxx_new_al_fn)cxx_next(#sym))(size, align); \
+	}
+#define CXX_NEW_ALIGNED_NOTHROW(sym)                                              \
+	OVERRIDE void *sym(size_t size, size_t align, const void *nt)              \
+	{                                                                          \
+		void *p = cxx_alloc_aligned(size, align);                          \
+		return nd_likely(p != NULL) ? p : ((cxx_new_al_nt_fn)cxx_next(#sym))(size, align, nt); \
+	}
+
+CXX_NEW(_Znwm)                                   /* new(size_t) */
+CXX_NEW(_Znam)                                   /* new[](size_t) */
+CXX_NEW_NOTHROW(_ZnwmRKSt9nothrow_t)             /* new(size_t, nothrow_t) */
+CXX_NEW_NOTHROW(_ZnamRKSt9nothrow_t)
+CXX_NEW_ALIGNED(_ZnwmSt11align_val_t)            /* new(size_t, align_val_t) */
+CXX_NEW_ALIGNED(_ZnamSt11align_val_t)
+CXX_NEW_ALIGNED_NOTHROW(_ZnwmSt11align_val_tRKSt9nothrow_t)
+CXX_NEW_ALIGNED_NOTHROW(_ZnamSt11align_val_tRKSt9nothrow_t)
+
+/* delete(void *), delete(void *, size_t) and their array forms */
+OVERRIDE void _ZdlPv(void *p) __attribute__((alias("nd_free")));
+OVERRIDE void _ZdaPv(void *p) __attribute__((alias("nd_free")));
+OVERRIDE void _ZdlPvm(void *p, size_t size) __attribute__((alias("nd_free_sized")));
+OVERRIDE void _ZdaPvm(void *p, size_t size) __attribute__((alias("nd_free_sized")));
+
+/* the nothrow and aligned forms: the alignment is the block's own */
+#define CXX_DELETE(sym, ...)                                                      \
+	OVERRIDE void sym(void *p, __VA_ARGS__)                                    \
+	{                                                                          \
+		if (!free_fast(p))                                                 \
+			free_slow(p);                                              \
+	}
+CXX_DELETE(_ZdlPvRKSt9nothrow_t, const void *nt)
+CXX_DELETE(_ZdaPvRKSt9nothrow_t, const void *nt)
+CXX_DELETE(_ZdlPvSt11align_val_t, size_t align)
+CXX_DELETE(_ZdaPvSt11align_val_t, size_t align)
+CXX_DELETE(_ZdlPvSt11align_val_tRKSt9nothrow_t, size_t align, const void *nt)
+CXX_DELETE(_ZdaPvSt11align_val_tRKSt9nothrow_t, size_t align, const void *nt)
+
+/* delete(void *, size_t, align_val_t): nd_free_aligned_sized's order */
+OVERRIDE void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align)
+{
+	nd_free_aligned_sized(p, align, size);
+}
+
+OVERRIDE void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align)
+{
+	nd_free_aligned_sized(p, align, size);
 }
 #endif /* ND_NO_OVERRIDE */

@@ -84,6 +84,8 @@ struct _nd_rseq_abi {
 struct _nd_rseq_abi *_nd_os_rseq_area(void);
 /* Size of the rseq area glibc registered (0 if none). */
 unsigned _nd_os_rseq_size(void);
+/* The next definition of a symbol after this library's (RTLD_NEXT). */
+void *_nd_os_next_symbol(const char *sym);
 void _nd_os_abort(void) __attribute__((noreturn));
 /* The live statistics export's files: lstat/fstat (the fields used),
  * pread (loops until len bytes or end of file: returns bytes read),

@@ -25,6 +25,10 @@ struct nd_heap;
 #define ND_SCLS16(s) ND_SCLS4(s), ND_SCLS4((s) + 4), ND_SCLS4((s) + 8), ND_SCLS4((s) + 12)
 #define ND_SCLS64(s) ND_SCLS16(s), ND_SCLS16((s) + 16), ND_SCLS16((s) + 32), ND_SCLS16((s) + 48)
 #define ND_SCLS_INIT { ND_SCLS64(0), ND_SCLS64(64), ND_SCLS64(128), ND_SCLS64(192), ND_SCLS(256) }
+/* The largest lg of an alignment place.c's x calls serve on their fast
+ * path (a page), and the record's table of their rounding masks. */
+#define ND_XLG_FAST 12
+#define ND_XMASK_INIT { 0, 1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2047, 4095 }
 /* malloc sizes 0..ND_SLAB_DIR_MAX index dir[] by (size + 15) >> 4 (every
  * class up to there is a multiple of 16): 65 entries, 9 lines, and one
  * predictable test for programs whose sizes mix small and up to 1 KiB
@@ -106,6 +110,10 @@ typedef struct _nd_thread {
 		struct nd_heap *heap;
 		const nd_policy_t *pol;  /* interned copy (refills) */
 	} pc[ND_PCACHE];
+	/* xmask[lg] = 2^lg - 1, lg <= ND_XLG_FAST (ND_XMASK_INIT, constant):
+	 * the rounding mask of an x call's alignment, here for the same
+	 * reason as scls (the x calls or it into the size - 1) */
+	uint64_t xmask[ND_XLG_FAST + 1];
 	/* scls[size]: the class of sizes up to ND_SLAB_DIRECT (ND_SCLS_INIT,
 	 * constant): place.c's table, here so that a fast path indexes it
 	 * from the record it holds (one load; a static table needs its

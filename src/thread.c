@@ -22,7 +22,7 @@ static const uint64_t zero64;
 #define BOOT_INIT                                                              \
 	{ .cpu64 = &zero64, .key = ND_KEY_NONE, .lkey = ND_KEY_NONE, .il_node = -1, \
 	  .cpu_override = -1, .pc = { [0 ... ND_PCACHE - 1] = { .key = ND_KEY_NONE } },     \
-	  .scls = ND_SCLS_INIT }
+	  .xmask = ND_XMASK_INIT, .scls = ND_SCLS_INIT }
 
 const _nd_thread_t _nd_thread_boot = BOOT_INIT;
 ND_TLS _nd_thread_t *_nd_tls = (_nd_thread_t *)&_nd_thread_boot;

@@ -30,3 +30,17 @@ if(ND_CLANGXX)
       -I${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/tests/cxx/test_cxx_placement.cpp)
   set_tests_properties(cxx.header_clang PROPERTIES LABELS unit TIMEOUT 120)
 endif()
+
+# The operators new and delete are the library's (src/malloc.c), out of
+# memory throws std::bad_alloc after the new_handler, and check mode sees a
+# sized delete's size. Again in check mode: every size the test passes is
+# the block's.
+add_executable(test_cxx_new ${PROJECT_SOURCE_DIR}/tests/cxx/test_cxx_new.cpp)
+set_target_properties(test_cxx_new PROPERTIES CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
+target_compile_options(test_cxx_new PRIVATE ${ND_CXX_WARN} -fsized-deallocation) # clang before 19: off by default
+target_link_options(test_cxx_new PRIVATE -Wl,--no-as-needed)
+target_link_libraries(test_cxx_new PRIVATE nodalloc ${CMAKE_DL_LIBS})
+add_test(NAME cxx.new COMMAND test_cxx_new)
+set_tests_properties(cxx.new PROPERTIES LABELS unit TIMEOUT 120)
+add_test(NAME cxx.new_check COMMAND test_cxx_new)
+set_tests_properties(cxx.new_check PROPERTIES LABELS unit TIMEOUT 120 ENVIRONMENT "NODALLOC_CHECK=1")

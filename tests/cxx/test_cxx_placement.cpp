@@ -12,17 +12,7 @@
 #include <vector>
 
 #include "nodalloc.hpp"
-
-static int passed, failed;
-#define CHECK(c)                                                                   \
-	do {                                                                       \
-		if (c) {                                                           \
-			passed++;                                                  \
-		} else {                                                           \
-			failed++;                                                  \
-			std::fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); \
-		}                                                                  \
-	} while (0)
+#include "cxx_check.hpp"
 
 struct alignas(256) Wide {
 	char b[300];

@@ -6,15 +6,20 @@
  *    nd_malloc_local, nd_malloc_policy (prepared and plain) and
  *    nd_mallocx_onnode / nd_mallocx_policy with flags 0, warm (so the
  *    fast path serves them), on the right node;
- *  - the x calls' flag decoding (one table for the low 7 bits): every lg
+ *  - the x calls' flag decoding (the record's masks for an lg up to 12,
+ *    alone or with ZERO; a table for the low 7 bits else): every lg
  *    0..20 with and without ND_MALLOCX_ZERO, sizes 0..600 and around
  *    32 KiB: aligned, zeroed, on the node, at least the size; bad flags
- *    refused; nd_aligned_alloc_onnode's own fast path (the alignment as
- *    the mask) the same way;
+ *    refused (also lg 31 and 63, with and without ZERO); in a new and a
+ *    reused thread record too (the record's mask table);
+ *    nd_aligned_alloc_onnode's own fast path (the alignment as the mask)
+ *    the same way;
  *  - a thread's heaps[] entry of a node it has no heap for yet (heap.c's
  *    empty heap) sends nd_malloc_onnode to its slow path, also in a thread
  *    whose record was reused after another thread exited;
- *    nd_malloc_onnode(-1) is refused, nd_mallocx_onnode(-1, 0) is local;
+ *    nd_malloc_onnode(-1) is refused, nd_mallocx_onnode(-1, 0) is local
+ *    (warm, it follows a CPU change at the next call) and the x call
+ *    refuses nodes -3, -2, 2, 3;
  *  - a plain policy object changed in place between calls is seen at the
  *    next call for every word its mode reads: mode, node bits, flags,
  *    interleave granularity (an invalid one is refused at once), weights;
@@ -95,12 +100,22 @@ static void *thread_body(void *arg)
 		free(p);
 	}
 	/* the record's class table (thread.c fills it in a new and in a
-	 * reused record): every direct size gets malloc's class */
+	 * reused record): every direct size gets malloc's class; its mask
+	 * table: every alignment up to a page, with and without zeroing */
 	for (size_t s = 1; s <= 256; s++) {
 		void *p = nd_malloc_onnode(s, 0), *m = malloc(s);
 		*bad += !p || !m || nd_usable_size(p) != nd_usable_size(m);
 		free(p);
 		free(m);
+		for (unsigned lg = 0; lg <= 12; lg++) {
+			unsigned z = s & 1 ? ND_MALLOCX_ZERO : 0;
+			unsigned char *x = nd_mallocx_onnode(s, 0, lg | z);
+			*bad += !x || ((uintptr_t)x & (((uintptr_t)1 << lg) - 1)) || nd_node_of(x) != 0 ||
+				nd_usable_size(x) < s || (z && (x[0] | x[s - 1]));
+			if (x)
+				memset(x, 0xa5, s);
+			free(x);
+		}
 	}
 	return NULL;
 }
@@ -223,12 +238,49 @@ int main(void)
 	CHECK(nd_mallocx_onnode(48, 1, 0x80) == NULL && errno == EINVAL, "flags 0x80: errno %d", errno);
 	errno = 0;
 	CHECK(nd_mallocx_policy(48, &b0, 0x80 | 4) == NULL && errno == EINVAL, "flags 0x84: errno %d", errno);
+	/* past the fast paths' two branches (an lg up to 12, with or without
+	 * ZERO): lg 31 and 63 refused, with and without ZERO */
+	static const unsigned badf[] = { 31, 63, ND_MALLOCX_ZERO | 31, ND_MALLOCX_ZERO | 63 };
+	for (unsigned i = 0; i < sizeof badf / sizeof badf[0]; i++) {
+		errno = 0;
+		CHECK(nd_mallocx_onnode(48, 1, badf[i]) == NULL && errno == EINVAL, "onnode flags %#x: errno %d", badf[i], errno);
+		errno = 0;
+		CHECK(nd_mallocx_policy(48, &b0, badf[i]) == NULL && errno == EINVAL, "policy flags %#x: errno %d", badf[i],
+		      errno);
+	}
 
 	/* node -1 is ND_NODE_LOCAL for the x call only */
 	errno = 0;
 	CHECK(nd_malloc_onnode(48, -1) == NULL && errno == EINVAL, "nd_malloc_onnode(48, -1): errno %d", errno);
 	errno = 0;
 	CHECK(nd_malloc_onnode(48, 2) == NULL && errno == EINVAL, "nd_malloc_onnode(48, 2): errno %d", errno);
+	/* the x call tests ND_NODE_LOCAL before the node's bound: warm, it
+	 * follows a CPU change at the next call; other nodes out of range
+	 * are still refused */
+	for (int cpu = 0; cpu <= 2; cpu += 2) {
+		nd_emulate_cpu(cpu);
+		int off = 0;
+		for (int round = 0; round < 2; round++) {
+			uint64_t before = _nd_slab_slow_count();
+			for (int i = 0; i < 200; i++) {
+				void *x = nd_mallocx_onnode(48 + (size_t)(i % 5) * 16, ND_NODE_LOCAL, 0);
+				off += !x || nd_node_of(x) != cpu / 2;
+				free(x);
+			}
+			if (round == 1)
+				CHECK(_nd_slab_slow_count() - before <= 5, "x LOCAL on CPU %d, warm: %llu slow paths", cpu,
+				      (unsigned long long)(_nd_slab_slow_count() - before));
+		}
+		CHECK(off == 0, "x LOCAL on CPU %d: %d blocks off node %d", cpu, off, cpu / 2);
+	}
+	nd_emulate_cpu(0);
+	for (int n = -3; n <= 3; n += 5) {
+		errno = 0;
+		CHECK(nd_mallocx_onnode(48, n, 0) == NULL && errno == EINVAL, "nd_mallocx_onnode(48, %d, 0): errno %d", n, errno);
+		errno = 0;
+		CHECK(nd_mallocx_onnode(48, n + 1, 0) == NULL && errno == EINVAL, "nd_mallocx_onnode(48, %d, 0): errno %d",
+		      n + 1, errno);
+	}
 
 	/* threads one after another: each record after the first is a reused
 	 * one (the exit hook put the empty heap back into its heaps[]) */
