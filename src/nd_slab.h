@@ -445,10 +445,11 @@ void _nd_slab_part_push_front(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_full_unlink(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_full_push(_nd_heap_t *h, _nd_slab_t *s);
 /* Before h (owner) takes a new slab of class c: a fully carved partial
- * slab (not the head) of a class above 1 KiB and at most 3/2 of c's size
- * with objects listed moves to the head of c's partial list (lent: lcls =
- * c), so its free objects in resident pages serve c; it goes back to its
- * own class's full list when it runs dry (slab.c). false if none. */
+ * slab (not the head) of a class above 1 KiB, at most twice c's size and
+ * at least as aligned, with objects listed, moves to the head of c's
+ * partial list (lent: lcls = c), so its free objects in resident pages
+ * serve c; it goes back to its own class's full list when it runs dry
+ * (slab.c). false if none. */
 bool _nd_slab_lend(_nd_heap_t *h, unsigned c);
 /* t's current heap becomes h (dir[] rewritten). */
 void _nd_slab_set_heap(_nd_thread_t *t, _nd_heap_t *h);

@@ -354,24 +354,30 @@ void _nd_slab_part_push_front(heap_t *h, slab_t *s)
 /* Lending (issue 11): after random frees a slab of a class above 1 KiB
  * (8-12 objects) keeps one or two live objects, and the free objects in
  * the pages those hold stay resident (the purge takes only pages no
- * object out overlaps) but serve no other class. So a class that needs a
- * new slab first takes such a partial slab of a class at most 3/2 its
- * size: it heads the class's list (lcls) until its free list runs dry,
- * then goes to its own class's full list (_nd_slab_full_push); its
- * withheld objects wait for its own class (_nd_slab_unpurge), and only a
- * fully carved slab is lent (no carving for another class). wl_footprint
- * (refill of 32..1024 B after 90% of the objects were freed): phase 3's
- * page faults 12,641 -> 11,624, madvise calls 3,168 -> 2,699, peak RSS
- * 219.4 -> 218.3 MiB. Donors up to 1 KiB (32+ objects a slab, dense
- * after frees) are not taken: lending among them changed nothing there
- * but cost wl_small 0.1 instructions per pair (more slab changes).
+ * object out overlaps) but serve no other class. So a class c that needs
+ * a new slab first takes such a partial slab of a class d at most twice
+ * its size: it heads c's list (lcls) until its free list runs dry, then
+ * goes to its own class's full list (_nd_slab_full_push); its withheld
+ * objects wait for its own class (_nd_slab_unpurge), and only a fully
+ * carved slab is lent (no carving for another class). d's objects must
+ * be as aligned as c's: aligned_alloc(a, n) takes the first class that
+ * is a multiple of a (so 1024 never borrows 1280 or 1536). wl_footprint
+ * (refill of 32..1024 B after 90% of the objects were freed), phase 3:
+ * page faults 12,641 -> 10,876, madvise calls 3,168 -> 2,063, RSS after
+ * it 219,564 -> 219,960 KiB (the lent objects of 2048 B hold 1 KiB
+ * requests). Up to 3/2 of the size: 12,053 faults, 2,858 calls, 219,276
+ * KiB. Donors up to 1 KiB (32+ objects a slab, dense after frees) are
+ * not taken: lending among them changed nothing there but cost wl_small
+ * 0.1 instructions per pair (more slab changes).
  * LEND_LOOK: partial slabs looked at after a class's head (its own). */
 #define LEND_LOOK 8
 
 bool _nd_slab_lend(heap_t *h, unsigned c)
 {
-	for (unsigned d = c + 1; d < ND_SLAB_CLASSES && 2 * cls_size[d] <= 3 * cls_size[c]; d++) {
-		if (cls_size[d] <= SLAB_BIG_MAX)
+	for (unsigned d = c + 1; d < ND_SLAB_CLASSES && cls_size[d] <= 2 * cls_size[c]; d++) {
+		/* c's objects are aligned to the power of two that divides its
+		 * size (aligned_alloc picks c by it), so d's must be too */
+		if (cls_size[d] <= SLAB_BIG_MAX || __builtin_ctz(cls_size[d]) < __builtin_ctz(cls_size[c]))
 			continue;
 		slab_t *head = h->cur[d];
 		if (head == &_nd_slab_empty)
