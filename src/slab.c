@@ -374,6 +374,8 @@ void _nd_slab_part_push_front(heap_t *h, slab_t *s)
 
 bool _nd_slab_lend(heap_t *h, unsigned c)
 {
+	if (_nd_slab_check) /* check mode's sized free wants a block above half its size */
+		return false;
 	for (unsigned d = c + 1; d < ND_SLAB_CLASSES && cls_size[d] <= 2 * cls_size[c]; d++) {
 		/* c's objects are aligned to the power of two that divides its
 		 * size (aligned_alloc picks c by it), so d's must be too */

@@ -9,10 +9,15 @@
  * must stay aligned, and 1280 B objects are not); every aligned_alloc is
  * aligned; a lent slab that runs dry goes back to its own class, whose
  * allocations still work; freeing everything gives every slab back (none
- * dangles from a list it was lent to); the kept objects are intact. */
+ * dangles from a list it was lent to); the kept objects are intact.
+ * 1000 B requests borrow 2048 B objects, except in check mode (a child
+ * under NODALLOC_CHECK=1), whose sized free wants a block above half its
+ * usable size: nd_free_sized(p, 1000) of a 2048 B object would abort. */
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "internal.h"
@@ -38,8 +43,48 @@ static bool holds(const unsigned char *p, size_t n, unsigned char v)
 	return true;
 }
 
-int main(void)
+/* 2000 B objects, 90% freed, then 1000 B requests: how many got 2048. */
+static int lend_2048(void)
 {
+	enum { K = 800, J = 400 };
+	static void *b[K], *q[J];
+	for (int i = 0; i < K; i++)
+		CHECK((b[i] = malloc(2000)) != NULL);
+	for (int i = 0; i < K; i++)
+		if (i % 10 != 0) {
+			free(b[i]);
+			b[i] = NULL;
+		}
+	int lent = 0;
+	for (int i = 0; i < J; i++) {
+		CHECK((q[i] = malloc(1000)) != NULL);
+		lent += malloc_usable_size(q[i]) == 2048;
+	}
+	for (int i = 0; i < J; i++)
+		nd_free_sized(q[i], 1000);
+	for (int i = 0; i < K; i++)
+		free(b[i]);
+	return lent;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1) { /* the child: check mode lends nothing */
+		CHECK_EQ(lend_2048(), 0);
+		return CHECK_DONE();
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("NODALLOC_CHECK", "1", 1);
+		execl("/proc/self/exe", argv[0], "check", (char *)NULL);
+		_exit(127);
+	}
+	int st = -1;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "check-mode child: status %d", st);
+	int l2 = lend_2048();
+	CHECK(l2 > 0, "%d requests of 1000 B from lent 2048 B slabs", l2);
+
 	static unsigned char *big[N], *mid[M], *small[M], *again[M], *al[M / 4];
 	for (int i = 0; i < N; i++) {
 		big[i] = malloc(1200);
