@@ -183,8 +183,8 @@ ND_API const nd_policy_t *nd_policy_prepare(const nd_policy_t *p);
 ND_API void nd_free_sized(void *p, size_t size);
 ND_API void nd_free_aligned_sized(void *p, size_t align, size_t size);
 /* The usable size malloc(size) gives (nd_usable_size of the result, at
- * least: a large block reused from the cache may be bigger); 0 if size
- * is too big to allocate. */
+ * least: a large block reused from the cache, or an object of a slab a
+ * bigger class lent, may be bigger); 0 if size is too big to allocate. */
 ND_API size_t nd_good_size(size_t size);
 
 /* ---- where memory really is (docs/malloc.md) --------------------------

@@ -95,6 +95,11 @@ static bool unpark_local(heap_t *h, unsigned c)
  * arrived meanwhile: then it stays, to be collected). */
 static void park_full(heap_t *h, slab_t *s)
 {
+	if (nd_unlikely(!s->used)) { /* a lent slab: the rest withheld, nothing out */
+		_nd_slab_part_unlink(h, s);
+		_nd_slab_release(s);
+		return;
+	}
 	uintptr_t z = 0;
 	if (!__atomic_compare_exchange_n(&s->tfree, &z, NOTIFY, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED) && z != NOTIFY)
 		return;
@@ -295,6 +300,8 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 				continue;
 		}
 		if (!h->user && steal(h, c))
+			continue;
+		if (_nd_slab_lend(h, c))
 			continue;
 		s = _nd_slab_new(h, c, pol);
 		if (!s) {

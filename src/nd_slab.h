@@ -318,6 +318,8 @@ typedef struct _nd_slab {
 	uint16_t carved;       /* atomic: objects ever put on a free list (lazy carving) */
 	uint16_t pfree;        /* slab_purge.c (owner): carved - used after its last pass */
 	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
+	uint8_t lcls;          /* the class whose partial list holds it: cls, or the smaller
+				* class it is lent to (_nd_slab_lend); full list: cls */
 	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
 	uint64_t purged;       /* slab_purge.c (owner): bit p: page p was given back, the
 				* free objects starting in it are off the free list */
@@ -442,6 +444,13 @@ void _nd_slab_part_insert(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_part_push_front(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_full_unlink(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_full_push(_nd_heap_t *h, _nd_slab_t *s);
+/* Before h (owner) takes a new slab of class c: a fully carved partial
+ * slab (not the head) of a class above 1 KiB, at most twice c's size and
+ * at least as aligned, with objects listed, moves to the head of c's
+ * partial list (lent: lcls = c), so its free objects in resident pages
+ * serve c; it goes back to its own class's full list when it runs dry
+ * (slab.c). false if none. */
+bool _nd_slab_lend(_nd_heap_t *h, unsigned c);
 /* t's current heap becomes h (dir[] rewritten). */
 void _nd_slab_set_heap(_nd_thread_t *t, _nd_heap_t *h);
 /* Smallest class >= size whose objects are aligned to align, or -1. */

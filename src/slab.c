@@ -222,6 +222,7 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
 	s->cap = cls_cap[c];
 	s->cls = (uint8_t)c;
+	s->lcls = (uint8_t)c;
 	s->node = got;
 	s->node1 = got >= 0 && got < ND_MAX_NODES ? (uint16_t)(got + 1) : ND_SLAB_NODE1_NONE;
 	s->npages = cls_pages[c];
@@ -311,12 +312,12 @@ bool _nd_slab_all_remote(const slab_t *s)
 
 void _nd_slab_part_unlink(heap_t *h, slab_t *s)
 {
-	ND_ASSERT(s->prev ? s->prev->next == s : h->cur[s->cls] == s, "s is on h's partial list");
+	ND_ASSERT(s->prev ? s->prev->next == s : h->cur[s->lcls] == s, "s is on h's partial list");
 	ND_ASSERT(s->fbias == 0, "a partial slab has no full-list bias");
 	if (s->prev)
 		s->prev->next = s->next;
 	else
-		set_cur(h, s->cls, s->next ? s->next : &_nd_slab_empty);
+		set_cur(h, s->lcls, s->next ? s->next : &_nd_slab_empty);
 	if (s->next)
 		s->next->prev = s->prev;
 	s->next = s->prev = NULL;
@@ -326,10 +327,10 @@ void _nd_slab_part_unlink(heap_t *h, slab_t *s)
 void _nd_slab_part_insert(heap_t *h, slab_t *s)
 {
 	ND_ASSERT(s != &_nd_slab_empty && s->fbias == 0 && !s->next && !s->prev, "s is on no list");
-	slab_t *head = h->cur[s->cls];
+	slab_t *head = h->cur[s->lcls];
 	if (head == &_nd_slab_empty) {
 		s->next = s->prev = NULL;
-		set_cur(h, s->cls, s);
+		set_cur(h, s->lcls, s);
 		return;
 	}
 	s->prev = head;
@@ -342,12 +343,58 @@ void _nd_slab_part_insert(heap_t *h, slab_t *s)
 void _nd_slab_part_push_front(heap_t *h, slab_t *s)
 {
 	ND_ASSERT(s != &_nd_slab_empty && s->fbias == 0 && !s->next && !s->prev, "s is on no list");
-	slab_t *head = h->cur[s->cls];
+	slab_t *head = h->cur[s->lcls];
 	s->prev = NULL;
 	s->next = head == &_nd_slab_empty ? NULL : head;
 	if (s->next)
 		s->next->prev = s;
-	set_cur(h, s->cls, s);
+	set_cur(h, s->lcls, s);
+}
+
+/* Lending (issue 11): after random frees a slab of a class above 1 KiB
+ * (8-12 objects) keeps one or two live objects, and the free objects in
+ * the pages those hold stay resident (the purge takes only pages no
+ * object out overlaps) but serve no other class. So a class c that needs
+ * a new slab first takes such a partial slab of a class d at most twice
+ * its size: it heads c's list (lcls) until its free list runs dry, then
+ * goes to its own class's full list (_nd_slab_full_push); its withheld
+ * objects wait for its own class (_nd_slab_unpurge), and only a fully
+ * carved slab is lent (no carving for another class). d's objects must
+ * be as aligned as c's: aligned_alloc(a, n) takes the first class that
+ * is a multiple of a (so 1024 never borrows 1280 or 1536). wl_footprint
+ * (refill of 32..1024 B after 90% of the objects were freed), phase 3:
+ * page faults 12,641 -> 10,876, madvise calls 3,168 -> 2,063, RSS after
+ * it 219,564 -> 219,960 KiB (the lent objects of 2048 B hold 1 KiB
+ * requests). Up to 3/2 of the size: 12,053 faults, 2,858 calls, 219,276
+ * KiB. Donors up to 1 KiB (32+ objects a slab, dense after frees) are
+ * not taken: lending among them changed nothing there but cost wl_small
+ * 0.1 instructions per pair (more slab changes).
+ * LEND_LOOK: partial slabs looked at after a class's head (its own). */
+#define LEND_LOOK 8
+
+bool _nd_slab_lend(heap_t *h, unsigned c)
+{
+	if (_nd_slab_check) /* check mode's sized free wants a block above half its size */
+		return false;
+	for (unsigned d = c + 1; d < ND_SLAB_CLASSES && cls_size[d] <= 2 * cls_size[c]; d++) {
+		/* c's objects are aligned to the power of two that divides its
+		 * size (aligned_alloc picks c by it), so d's must be too */
+		if (cls_size[d] <= SLAB_BIG_MAX || __builtin_ctz(cls_size[d]) < __builtin_ctz(cls_size[c]))
+			continue;
+		slab_t *head = h->cur[d];
+		if (head == &_nd_slab_empty)
+			continue;
+		unsigned k = 0;
+		for (slab_t *s = head->next; s && k < LEND_LOOK; s = s->next, k++) {
+			if (!s->free || s->carved < s->cap || s->lcls != d)
+				continue;
+			_nd_slab_part_unlink(h, s);
+			s->lcls = (uint8_t)c;
+			_nd_slab_part_push_front(h, s);
+			return true;
+		}
+	}
+	return false;
 }
 
 void _nd_slab_full_unlink(heap_t *h, slab_t *s)
@@ -367,13 +414,15 @@ void _nd_slab_full_unlink(heap_t *h, slab_t *s)
 
 void _nd_slab_full_push(heap_t *h, slab_t *s)
 {
+	s->lcls = s->cls; /* a lent slab that ran dry: its own class's again */
 	s->prev = NULL;
 	s->next = h->fullh[s->cls];
 	if (s->next)
 		s->next->prev = s;
 	h->fullh[s->cls] = s;
-	/* used == cap here (nothing free, nothing remote): used - fbias >= 1 */
-	ND_ASSERT(s->used == s->cap && s->fbias == 0, "a slab parked full has every object out");
+	/* nothing listed, nothing remote: every object is out, withheld
+	 * (slab_purge.c) or not carved (a lent slab, _nd_slab_unlend) */
+	ND_ASSERT(!s->free && s->fbias == 0 && s->used >= 1, "a slab parked full has no object listed");
 	uint32_t back = FULL_BACK(s->cap);
 	s->fbias = s->used > back ? s->used - back : 1;
 	s->used -= s->fbias;
@@ -451,7 +500,7 @@ static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
 	if (s->fbias) {
 		_nd_slab_full_unlink(h, s);
 		_nd_slab_part_insert(h, s);
-	} else if (s->used == 0 && h->cur[s->cls] != s) {
+	} else if (s->used == 0 && h->cur[s->lcls] != s) {
 		/* empty and not the one being allocated from: back to the page level */
 		_nd_slab_part_unlink(h, s);
 		_nd_slab_release(s);

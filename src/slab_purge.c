@@ -194,6 +194,8 @@ static unsigned purge_slab(slab_t *s)
 bool _nd_slab_unpurge(slab_t *s)
 {
 	ND_ASSERT(s->free == NULL, "withheld objects come back on an empty free list");
+	if (s->lcls != s->cls) /* lent (_nd_slab_lend): they wait for their own class */
+		return false;
 	while (s->purged) {
 		unsigned p = (unsigned)__builtin_ctzll(s->purged);
 		s->purged &= s->purged - 1;

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+/* A class that needs a new slab first borrows a partial slab of a class
+ * above 1 KiB, at most twice its size and at least as aligned
+ * (_nd_slab_lend, issue 11: wl_footprint's refill of 32..1024 B after 90%
+ * of 1280-2048 B objects were freed): the free objects of 1280 B (those
+ * in pages the purge kept) serve 900 B requests (class 960) before a new
+ * slab of 960 B is taken; a class more than twice as small (512) never
+ * gets them, nor does 1024 (aligned to 1024: aligned_alloc(1024, 1000)
+ * must stay aligned, and 1280 B objects are not); every aligned_alloc is
+ * aligned; a lent slab that runs dry goes back to its own class, whose
+ * allocations still work; freeing everything gives every slab back (none
+ * dangles from a list it was lent to); the kept objects are intact.
+ * 1000 B requests borrow 2048 B objects, except in check mode (a child
+ * under NODALLOC_CHECK=1), whose sized free wants a block above half its
+ * usable size: nd_free_sized(p, 1000) of a 2048 B object would abort. */
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "internal.h"
+
+#define N 2400 /* objects of 1200 B: 200 slabs of 12 */
+#define M 2000
+
+static uint64_t slabs_of(size_t size)
+{
+	_nd_slab_class_stats_t st[ND_SLAB_CLASSES];
+	int n = _nd_slab_class_stats(st, ND_SLAB_CLASSES);
+	for (int c = 0; c < n; c++)
+		if (st[c].size == size)
+			return st[c].slabs;
+	return 0;
+}
+
+static bool holds(const unsigned char *p, size_t n, unsigned char v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+/* 2000 B objects, 90% freed, then 1000 B requests: how many got 2048. */
+static int lend_2048(void)
+{
+	enum { K = 800, J = 400 };
+	static void *b[K], *q[J];
+	for (int i = 0; i < K; i++)
+		CHECK((b[i] = malloc(2000)) != NULL);
+	for (int i = 0; i < K; i++)
+		if (i % 10 != 0) {
+			free(b[i]);
+			b[i] = NULL;
+		}
+	int lent = 0;
+	for (int i = 0; i < J; i++) {
+		CHECK((q[i] = malloc(1000)) != NULL);
+		lent += malloc_usable_size(q[i]) == 2048;
+	}
+	for (int i = 0; i < J; i++)
+		nd_free_sized(q[i], 1000);
+	for (int i = 0; i < K; i++)
+		free(b[i]);
+	return lent;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1) { /* the child: check mode lends nothing */
+		CHECK_EQ(lend_2048(), 0);
+		return CHECK_DONE();
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("NODALLOC_CHECK", "1", 1);
+		execl("/proc/self/exe", argv[0], "check", (char *)NULL);
+		_exit(127);
+	}
+	int st = -1;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "check-mode child: status %d", st);
+	int l2 = lend_2048();
+	CHECK(l2 > 0, "%d requests of 1000 B from lent 2048 B slabs", l2);
+
+	static unsigned char *big[N], *mid[M], *small[M], *again[M], *al[M / 4];
+	for (int i = 0; i < N; i++) {
+		big[i] = malloc(1200);
+		CHECK(big[i] != NULL);
+		memset(big[i], i % 10 == 0 ? 0xb0 : 0, 1200);
+	}
+	for (int i = 0; i < N; i++)
+		if (i % 10 != 0) {
+			free(big[i]);
+			big[i] = NULL;
+		}
+	uint64_t s960 = slabs_of(960), s1280 = slabs_of(1280);
+	CHECK(s1280 >= 150, "%llu slabs of 1280 B after the frees", (unsigned long long)s1280);
+
+	/* 500 B (class 512): 1280 is more than twice that, never lent */
+	for (int i = 0; i < M; i++) {
+		small[i] = malloc(500);
+		CHECK(small[i] != NULL && malloc_usable_size(small[i]) == 512, "500 B in %zu",
+		      small[i] ? malloc_usable_size(small[i]) : 0);
+	}
+	/* 1000 B (class 1024, whose objects are 1024-aligned): never 1280 */
+	for (int i = 0; i < M / 4; i++) {
+		al[i] = aligned_alloc(1024, 1000);
+		CHECK(al[i] != NULL && (uintptr_t)al[i] % 1024 == 0 && malloc_usable_size(al[i]) != 1280,
+		      "aligned_alloc(1024, 1000): %p", (void *)al[i]);
+	}
+	/* 900 B (class 960): the 1280 B slabs' free objects first */
+	int lent = 0;
+	for (int i = 0; i < M; i++) {
+		mid[i] = i % 4 == 3 ? aligned_alloc(64, 900) : malloc(900);
+		CHECK(mid[i] != NULL && (uintptr_t)mid[i] % 64 == 0);
+		size_t u = malloc_usable_size(mid[i]);
+		CHECK(u >= 900 && u <= 1920, "900 B in %zu", u);
+		lent += u > 960;
+		memset(mid[i], 0x3c, u);
+	}
+	/* the first one already; about 3 per slab (the rest of a slab's free
+	 * objects are withheld in the pages the purge gave back: not lent) */
+	CHECK(malloc_usable_size(mid[0]) == 1280, "first 900 B from a lent slab");
+	CHECK(lent >= M / 5, "%d of %d requests of 900 B from lent slabs", lent, M);
+	CHECK(slabs_of(960) - s960 <= (uint64_t)(M - lent) / 34 + 2, "960 B slabs %llu -> %llu with %d lent",
+	      (unsigned long long)s960, (unsigned long long)slabs_of(960), lent);
+	CHECK_EQ(slabs_of(1280), s1280); /* no new slab: the lent ones serve */
+
+	/* the class lent from still allocates (dry lent slabs are its own again) */
+	for (int i = 0; i < M; i++) {
+		again[i] = malloc(1200);
+		CHECK(again[i] != NULL && malloc_usable_size(again[i]) == 1280);
+		memset(again[i], 0x5a, 1200);
+	}
+	for (int i = 0; i < N; i++)
+		CHECK(!big[i] || holds(big[i], 1200, 0xb0), "kept object %d intact", i);
+	for (int i = 0; i < M; i++) {
+		CHECK(holds(mid[i], 900, 0x3c), "lent object %d intact", i);
+		CHECK(holds(again[i], 1200, 0x5a), "object %d intact", i);
+	}
+
+	for (int i = 0; i < M; i++) {
+		free(mid[i]);
+		free(small[i]);
+		free(again[i]);
+	}
+	for (int i = 0; i < M / 4; i++)
+		free(al[i]);
+	for (int i = 0; i < N; i++)
+		free(big[i]);
+	/* each class keeps at most its current slab (a lent one counts in
+	 * its own class) */
+	uint64_t left = slabs_of(512) + slabs_of(960) + slabs_of(1024) + slabs_of(1280);
+	CHECK(left <= 4, "%llu slabs left", (unsigned long long)left);
+	return CHECK_DONE();
+}
