@@ -45,7 +45,8 @@ EOF
 done
 for f in "$tmp"/cg.*; do
 	callgrind_annotate --threshold=100 "$f" | grep '/lib[0-9]*\.so\]$' |
-		sed -E 's/^ *([0-9,]+) .*:([A-Za-z0-9_.]+) \[.*/\1 \2/; s/,//g'
+		sed -E 's/^ *([0-9,]+) .*:([A-Za-z0-9_.]+) \[.*/\1 \2/; s/,//g' |
+		sed "s|\$| ${f##*/}|"
 done >"$tmp/cost"
 sort -u "$tmp/sections" >"$tmp/sec"
 {
@@ -60,9 +61,13 @@ sort -u "$tmp/sections" >"$tmp/sec"
 *(.text)
 KEEP (*(SORT_NONE(.fini)))
 EOF2
-	awk '{ c[$2] += $1 } END { for (f in c) print c[f], f }' "$tmp/cost" | sort -k1,1nr -k2 |
+	# the functions most processes run first (init, exit, the malloc
+	# family: every process's), then by cost: a small program's code
+	# stays at the head however the costly paths grow
+	awk '{ c[$2] += $1; if (!(($2, $3) in in_p)) { in_p[$2, $3] = 1; n[$2]++ } }
+		END { for (f in c) print n[f], c[f], f }' "$tmp/cost" | sort -k1,1nr -k2,2nr -k3 |
 		awk 'NR == FNR { sec[$1] = sec[$1] " " $2; next }
-			{ n = split(sec[$2], s, " "); for (j = 1; j <= n; j++) if (!seen[s[j]]++) printf "*(%s)\n", s[j] }' \
+			{ n = split(sec[$3], s, " "); for (j = 1; j <= n; j++) if (!seen[s[j]]++) printf "*(%s)\n", s[j] }' \
 			"$tmp/sec" -
 } >src/hot_text.ld
 echo "src/hot_text.ld: $(grep -c '^\*(\.text\.' src/hot_text.ld) functions"
