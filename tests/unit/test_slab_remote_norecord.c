@@ -26,31 +26,7 @@
 #include "check.h"
 #include "child_fixture.h"
 #include "internal.h"
-
-enum { N = 200, SZ = 64, SLAB_CAP = 256 }; /* 64-byte class: 16 KiB slabs of 256 */
-static void *obj[N];
-
-static void alloc_all(void)
-{
-	for (int i = 0; i < N; i++)
-		obj[i] = malloc(SZ);
-}
-
-/* How many of obj[] come back among SLAB_CAP allocations of the class. */
-static int reused(void)
-{
-	static void *again[SLAB_CAP];
-	int hit = 0;
-	for (int i = 0; i < SLAB_CAP; i++)
-		again[i] = malloc(SZ);
-	for (int i = 0; i < N; i++)
-		for (int j = 0; j < SLAB_CAP; j++)
-			if (again[j] == obj[i]) {
-				hit++;
-				break;
-			}
-	return hit;
-}
+#include "remote_fixture.h"
 
 /* The class's remote frees counted so far (sent home, or by threads that
  * exited). */
@@ -66,28 +42,42 @@ static struct {
 	unsigned pending;
 	uint64_t sent, counted;
 } seen;
+static uint64_t before; /* remote_frees() when the case started */
 
-/* Frees every obj[] (never allocates) and exits without flushing. */
-static void *freer(void *arg)
+/* Frees obj[lo .. hi) and notes what the calling thread then holds
+ * (not the counters: their walk takes the record lock). */
+static void free_and_see(int lo, int hi)
 {
-	uint64_t before = *(uint64_t *)arg;
-	seen.start_ok = _nd_tls == &_nd_thread_boot;
-	for (int i = 0; i < N; i++)
+	for (int i = lo; i < hi; i++)
 		free(obj[i]);
 	seen.record = !_nd_thread_none(_nd_tls);
 	seen.pending = _nd_slab_remote_pending();
 	seen.sent = _nd_slab_remote_sent();
+}
+
+/* obj[] allocated here, fn run in a thread to its end. */
+static void run_freer(void *(*fn)(void *))
+{
+	alloc_all();
+	before = remote_frees();
+	pthread_t t;
+	pthread_create(&t, NULL, fn, NULL);
+	pthread_join(t, NULL);
+}
+
+/* Frees every obj[] (never allocates) and exits without flushing. */
+static void *freer(void *arg)
+{
+	(void)arg;
+	seen.start_ok = _nd_tls == &_nd_thread_boot;
+	free_and_see(0, N);
 	seen.counted = remote_frees() - before;
 	return NULL;
 }
 
 static int case_batch(void)
 {
-	alloc_all();
-	uint64_t before = remote_frees();
-	pthread_t t;
-	pthread_create(&t, NULL, freer, &before);
-	pthread_join(t, NULL);
+	run_freer(freer);
 	CHECK(seen.start_ok, "the thread started without a record");
 	CHECK(seen.record, "the thread has a record after its frees");
 	CHECK(seen.sent >= 1 && seen.sent <= N / 8, "200 remote frees of one slab: %llu splices",
@@ -103,25 +93,18 @@ static int case_batch(void)
  * does), then frees: no record, every object home and counted at once. */
 static void *freer_after_exit(void *arg)
 {
-	uint64_t before = *(uint64_t *)arg;
+	(void)arg;
 	free(malloc(SZ)); /* a record */
 	_nd_slab_thread_exit();
 	seen.start_ok = _nd_tls == &_nd_thread_gone;
-	for (int i = 0; i < N; i++)
-		free(obj[i]);
-	seen.record = !_nd_thread_none(_nd_tls);
-	seen.pending = _nd_slab_remote_pending();
+	free_and_see(0, N);
 	seen.counted = remote_frees() - before;
 	return NULL;
 }
 
 static int case_gone(void)
 {
-	alloc_all();
-	uint64_t before = remote_frees();
-	pthread_t t;
-	pthread_create(&t, NULL, freer_after_exit, &before);
-	pthread_join(t, NULL);
+	run_freer(freer_after_exit);
 	CHECK(seen.start_ok, "past its exit the thread points at the gone record");
 	CHECK(!seen.record, "no record made by a free past the exit");
 	CHECK_EQ(seen.pending, 0u);
@@ -138,13 +121,10 @@ static bool walked;
 
 static void *freer_busy(void *arg)
 {
-	uint64_t before = *(uint64_t *)arg;
+	(void)arg;
 	while (__atomic_load_n(&go, __ATOMIC_ACQUIRE) != 1)
 		sched_yield();
-	for (int i = 0; i < N - 1; i++)
-		free(obj[i]);
-	seen.record = !_nd_thread_none(_nd_tls);
-	seen.pending = _nd_slab_remote_pending();
+	free_and_see(0, N - 1);
 	__atomic_store_n(&freed, 1, __ATOMIC_RELEASE);
 	while (__atomic_load_n(&go, __ATOMIC_ACQUIRE) != 2)
 		sched_yield();
@@ -171,9 +151,9 @@ static void hold_lock(_nd_thread_t *t, void *arg)
 static int case_busy(void)
 {
 	alloc_all();
-	uint64_t before = remote_frees();
+	before = remote_frees();
 	pthread_t t;
-	pthread_create(&t, NULL, freer_busy, &before);
+	pthread_create(&t, NULL, freer_busy, NULL);
 	_nd_thread_each(hold_lock, NULL);
 	__atomic_store_n(&go, 2, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
