@@ -296,7 +296,7 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 		if (!flushed) {
 			flushed = true;
 			_nd_thread_t *me = _nd_tls; /* h's owner */
-			if (me != &_nd_thread_boot && _nd_slab_rf_flush_all(me))
+			if (!_nd_thread_none(me) && _nd_slab_rf_flush_all(me))
 				continue;
 		}
 		if (!h->user && steal(h, c))

@@ -470,10 +470,9 @@ unsigned _nd_slab_rf_flush_all(_nd_thread_t *t);
 /* One entry of t's buffer goes home (its count reached its max). */
 void _nd_slab_rf_flush(_nd_thread_t *t, _nd_rfree_t *e);
 /* t's entry of o's class held another slab (or none): it goes home and
- * starts a chain of s with o; classes too small to batch send o now. */
+ * starts a chain of s with o; classes too small to batch send o now. A
+ * thread without a record (t read-only) gets one, else sends o now. */
 void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o);
-/* A thread without a record frees o of s: sent at once, counted. */
-void _nd_slab_free_remote_now(_nd_slab_t *s, void **o);
 /* The owner's push of its marked o of s, with the slow path's work
  * (empty, or s was full). */
 void _nd_slab_free_own(_nd_slab_t *s, void **o);

@@ -160,16 +160,28 @@ typedef struct _nd_thread {
 	struct _nd_thread *all_next;  /* every record ever made (append only) */
 } _nd_thread_t;
 
-/* The shared read-only record of a thread that has none yet: every key
- * NONE, cpu_override -1. Never written: writers call _nd_thread_self(). */
+/* The shared read-only records of a thread without one of its own: boot
+ * before its first record, gone once its record was released at its exit
+ * (a record made after the last destructor round would never be released).
+ * Same contents: every key NONE, cpu_override -1. Never written: writers
+ * call _nd_thread_self(). */
 extern const _nd_thread_t _nd_thread_boot __attribute__((visibility("hidden")));
+extern const _nd_thread_t _nd_thread_gone __attribute__((visibility("hidden")));
 extern ND_TLS _nd_thread_t *_nd_tls __attribute__((visibility("hidden")));
+static inline bool _nd_thread_none(const _nd_thread_t *t)
+{
+	return t == &_nd_thread_boot || t == &_nd_thread_gone;
+}
 /* The calling thread's record, made on first use (NULL only if no memory). */
 _nd_thread_t *_nd_thread_make(void);
+/* The same for a free: made only before the thread's exit (boot), and
+ * NULL, not waiting, while another thread holds the record lock (a free
+ * never waits for a lock, even in a signal handler). */
+_nd_thread_t *_nd_thread_make_free(void);
 static inline _nd_thread_t *_nd_thread_self(void)
 {
 	_nd_thread_t *t = _nd_tls;
-	if (nd_likely(t != &_nd_thread_boot))
+	if (nd_likely(!_nd_thread_none(t)))
 		return t;
 	return _nd_thread_make();
 }
@@ -183,7 +195,7 @@ void _nd_thread_invalidate(_nd_thread_t *t);
  * lower rank). */
 void _nd_thread_each(void (*fn)(_nd_thread_t *t, void *arg), void *arg);
 /* Thread exit: fn(record) runs first (heap.c parks the heaps), then the
- * record goes back to the pool and the thread's pointer to the boot one. */
+ * record goes back to the pool and the thread's pointer to the gone one. */
 void _nd_thread_set_exit_hook(void (*fn)(_nd_thread_t *));
 /* What the thread-exit destructor does, for the calling thread (tests). */
 void _nd_thread_exit_now(void);

@@ -450,7 +450,7 @@ static inline int fallback_cpu(void)
 	_nd_thread_t *t = _nd_tls; /* fb_cpu, fb_count: the thread record's */
 	int c = t->cpu_override;
 	if (c < 0) {
-		if (nd_unlikely(t == &_nd_thread_boot) && !(t = _nd_thread_self()))
+		if (nd_unlikely(_nd_thread_none(t)) && !(t = _nd_thread_self()))
 			return pc.first_cpu;
 		if ((t->fb_count++ & 63) == 0)
 			t->fb_cpu = _nd_topo_cpu_slow();

@@ -174,7 +174,7 @@ static const nd_policy_t *refresh(void)
 		e = __atomic_load_n(&proc_pol, __ATOMIC_ACQUIRE);
 	if (!e)
 		e = &_nd_policy_local;
-	if (t != &_nd_thread_boot) { /* no record yet: answer without caching */
+	if (!_nd_thread_none(t)) { /* no record yet: answer without caching */
 		t->pol_eff = e;
 		t->pol_gen = g;
 	}

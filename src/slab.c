@@ -529,8 +529,8 @@ static bool bw_owner_idle(const slab_t *s, uint32_t n, unsigned c)
 }
 
 /* The free of o (marked) by a thread that does not own s and does not
- * borrow it: a leaf while the entry of s's class holds s (the boot record
- * borrows nothing and its entries hold none). */
+ * borrow it: a leaf while the entry of s's class holds s (a read-only
+ * record borrows nothing and its entries hold none). */
 static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
 {
 	unsigned c = s->cls;
@@ -543,10 +543,7 @@ static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
 			_nd_slab_rf_flush(t, e);
 		return;
 	}
-	if (t == &_nd_thread_boot) /* no record: at once, counted globally */
-		_nd_slab_free_remote_now(s, o);
-	else
-		_nd_slab_free_remote_new(t, s, o);
+	_nd_slab_free_remote_new(t, s, o);
 }
 
 /* The push onto t's borrowed list of s's class left its used <= 0 (the

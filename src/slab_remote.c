@@ -54,10 +54,14 @@ static void remote_send(slab_t *s, void **head, void **tail, uint32_t n)
  * splice, so the owner's cache line of tfree is written once per batch,
  * not once per object. At most a quarter of a slab (and RF_MAX objects)
  * waits, so the owner is not starved of its own memory; classes whose
- * slabs hold fewer than 8 objects are not buffered. A thread without a
- * record (one that never allocated, or past its exit hook) sends each
- * object at once: a free never makes a record, which a free run after the
- * thread's exit hook could leak. */
+ * slabs hold fewer than 8 objects are not buffered. A thread that never
+ * allocated gets its record at its first remote free (xmalloc-test's
+ * releaser threads only free: without one, each of their frees was a
+ * CAS home and an add to gone_remote[], one line shared by them all). A
+ * thread past its exit hook (a record made then would never be released,
+ * nor the objects waiting in it), or whose record cannot be made now
+ * (no memory, or another thread holds the record lock), sends each
+ * object at once. */
 #define RF_MAX 32
 
 static inline uint32_t rf_limit(const slab_t *s)
@@ -70,13 +74,6 @@ static inline uint32_t rf_limit(const slab_t *s)
  * without a record add their remote frees here at once), for
  * _nd_slab_class_stats. */
 static uint64_t gone_remote[ND_SLAB_CLASSES], gone_refill[ND_SLAB_CLASSES];
-
-/* A remote free by a thread without a record: sent at once, counted here. */
-void _nd_slab_free_remote_now(_nd_slab_t *s, void **o)
-{
-	__atomic_fetch_add(&gone_remote[s->cls], 1, __ATOMIC_RELAXED);
-	remote_send(s, o, o, 1);
-}
 
 void _nd_slab_rf_flush(_nd_thread_t *t, _nd_rfree_t *e)
 {
@@ -101,12 +98,17 @@ unsigned _nd_slab_rf_flush_all(_nd_thread_t *t)
 	return n;
 }
 
-/* free_home's entry did not hold s: a thread without a record sends o
- * at once, and so does anyone for a public heap's slab (nd_slab.h,
- * ND_SLAB_NODE1_UHEAP); else the entry goes home and starts a chain of s
- * with o. */
+/* free_home's entry did not hold s: a thread without a record gets one;
+ * a thread that cannot have one sends o at once, and so does anyone for a
+ * public heap's slab (nd_slab.h, ND_SLAB_NODE1_UHEAP); else the entry goes
+ * home and starts a chain of s with o. */
 void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
 {
+	if (nd_unlikely(_nd_thread_none(t)) && !(t = _nd_thread_make_free())) {
+		__atomic_fetch_add(&gone_remote[s->cls], 1, __ATOMIC_RELAXED);
+		remote_send(s, o, o, 1);
+		return;
+	}
 	uint32_t m = rf_limit(s);
 	if (m < 2 || s->node1 == ND_SLAB_NODE1_UHEAP) {
 		__atomic_store_n(&t->cls_remote[s->cls], t->cls_remote[s->cls] + 1, __ATOMIC_RELAXED);
@@ -248,7 +250,7 @@ int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n)
 void _nd_slab_flush_remote(void)
 {
 	_nd_thread_t *t = _nd_tls;
-	if (t != &_nd_thread_boot) {
+	if (!_nd_thread_none(t)) {
 		_nd_slab_bw_flush_all(t);
 		_nd_slab_rf_flush_all(t);
 	}

@@ -9,8 +9,10 @@
  * Records are carved from mmap'd chunks, never unmapped (another thread
  * may still store NONE into a key of a record whose thread has exited),
  * pooled at thread exit and reused. A thread without a record points at
- * the read-only boot record: readers need no test, writers go through
- * _nd_thread_self(), which makes the record.
+ * a read-only record (boot, or gone past its exit): readers need no test,
+ * writers go through _nd_thread_self(), which makes the record. A free
+ * makes one too, but only for a boot thread and without waiting for the
+ * lock (_nd_thread_make_free).
  */
 #include <pthread.h>
 #include <string.h>
@@ -25,6 +27,7 @@ static const uint64_t zero64;
 	  .xmask = ND_XMASK_INIT, .scls = ND_SCLS_INIT }
 
 const _nd_thread_t _nd_thread_boot = BOOT_INIT;
+const _nd_thread_t _nd_thread_gone = BOOT_INIT;
 ND_TLS _nd_thread_t *_nd_tls = (_nd_thread_t *)&_nd_thread_boot;
 
 /* Protects pool, all, chunk carving and the key's creation. Taken with at
@@ -55,36 +58,38 @@ static void reset(_nd_thread_t *t)
 	t->all_next = all_next;
 }
 
-_nd_thread_t *_nd_thread_make(void)
+/* The record (locked: thread_lock), from the pool or a chunk; NULL if no
+ * memory. */
+static _nd_thread_t *carve(void)
 {
-	_nd_thread_t *t = _nd_tls;
-	if (t != &_nd_thread_boot)
-		return t;
-	_nd_lock(&thread_lock);
 	if (!have_key && pthread_key_create(&key, destructor) == 0)
 		have_key = true;
-	t = pool;
+	_nd_thread_t *t = pool;
 	if (t) {
 		pool = t->pool_next;
-	} else {
-		size_t sz = ND_ALIGN_UP(sizeof(_nd_thread_t), ND_CACHE_LINE);
-		if ((size_t)(chunk_end - chunk_cur) < sz) {
-			int err;
-			char *c = _nd_os_mmap(CHUNK_BYTES, false, &err);
-			if (c) {
-				chunk_cur = c;
-				chunk_end = c + CHUNK_BYTES;
-			}
-		}
-		if ((size_t)(chunk_end - chunk_cur) >= sz) {
-			t = (_nd_thread_t *)(void *)chunk_cur;
-			chunk_cur += sz;
-			memset(t, 0, sizeof *t);
-			t->all_next = all;
-			__atomic_store_n(&all, t, __ATOMIC_RELEASE);
+		return t;
+	}
+	size_t sz = ND_ALIGN_UP(sizeof(_nd_thread_t), ND_CACHE_LINE);
+	if ((size_t)(chunk_end - chunk_cur) < sz) {
+		int err;
+		char *c = _nd_os_mmap(CHUNK_BYTES, false, &err);
+		if (c) {
+			chunk_cur = c;
+			chunk_end = c + CHUNK_BYTES;
 		}
 	}
-	_nd_unlock(&thread_lock);
+	if ((size_t)(chunk_end - chunk_cur) < sz)
+		return NULL;
+	t = (_nd_thread_t *)(void *)chunk_cur;
+	chunk_cur += sz;
+	memset(t, 0, sizeof *t);
+	t->all_next = all;
+	__atomic_store_n(&all, t, __ATOMIC_RELEASE);
+	return t;
+}
+
+static _nd_thread_t *attach(_nd_thread_t *t)
+{
 	if (!t)
 		return NULL;
 	reset(t);
@@ -94,9 +99,32 @@ _nd_thread_t *_nd_thread_make(void)
 	return t;
 }
 
+_nd_thread_t *_nd_thread_make(void)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (!_nd_thread_none(t))
+		return t;
+	_nd_lock(&thread_lock);
+	t = carve();
+	_nd_unlock(&thread_lock);
+	return attach(t);
+}
+
+_nd_thread_t *_nd_thread_make_free(void)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (t != &_nd_thread_boot)
+		return _nd_thread_none(t) ? NULL : t;
+	if (!_nd_trylock(&thread_lock))
+		return NULL;
+	t = carve();
+	_nd_unlock(&thread_lock);
+	return attach(t);
+}
+
 void _nd_thread_invalidate(_nd_thread_t *t)
 {
-	if (t == &_nd_thread_boot)
+	if (_nd_thread_none(t))
 		return;
 	__atomic_store_n(&t->key, ND_KEY_NONE, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&t->lkey, ND_KEY_NONE, __ATOMIC_RELAXED);
@@ -133,7 +161,7 @@ static void release(_nd_thread_t *t)
 	if (exit_hook)
 		exit_hook(t);
 	if (_nd_tls == t)
-		_nd_tls = (_nd_thread_t *)&_nd_thread_boot;
+		_nd_tls = (_nd_thread_t *)&_nd_thread_gone;
 	_nd_lock(&thread_lock);
 	t->pool_next = pool;
 	pool = t;
@@ -142,7 +170,8 @@ static void release(_nd_thread_t *t)
 
 /* pthread key destructor (not a TLS destructor, which may call calloc):
  * a malloc after it makes a new record and sets the key again, and glibc
- * then runs this once more. */
+ * then runs this once more (if its rounds are not over: a free after it
+ * makes none, as glibc's last frees come after the rounds). */
 static void destructor(void *arg)
 {
 	if (arg)
@@ -159,7 +188,7 @@ void _nd_thread_fini(void)
 void _nd_thread_exit_now(void)
 {
 	_nd_thread_t *t = _nd_tls;
-	if (t == &_nd_thread_boot)
+	if (_nd_thread_none(t))
 		return;
 	if (have_key)
 		pthread_setspecific(key, NULL);

@@ -515,11 +515,11 @@ __attribute__((noinline)) static int cpu_s_nd_topo_lower(void)
 	struct _nd_rseq_abi *r = th->rseq;
 	if (!r) {
 		r = _nd_os_rseq_area();
-		if (th != &_nd_thread_boot)
+		if (!_nd_thread_none(th))
 			th->rseq = r ? r : (struct _nd_rseq_abi *)1;
 	}
 	uint32_t c = (uintptr_t)r > 1 ? __atomic_load_n(&r->cpu_id, __ATOMIC_RELAXED) : UINT32_MAX;
-	if (c == (uint32_t)-2 && th != &_nd_thread_boot) /* RSEQ_CPU_ID_REGISTRATION_FAILED: for good */
+	if (c == (uint32_t)-2 && !_nd_thread_none(th)) /* RSEQ_CPU_ID_REGISTRATION_FAILED: for good */
 		th->rseq = (struct _nd_rseq_abi *)1;
 	if (c >= ND_TOPO_MAX_CPUS) { /* -1 not registered yet, -2 failed, or none */
 		unsigned cpu = 0, node = 0;

@@ -25,32 +25,9 @@
 #include "check.h"
 #include "child_fixture.h"
 #include "internal.h"
+#include "remote_fixture.h"
 
-enum { N = 200, SZ = 64, SLAB_CAP = 256 }; /* 64-byte class: 16 KiB slabs of 256 */
-static void *obj[N];
 static void *volatile sink;
-
-static void alloc_all(void)
-{
-	for (int i = 0; i < N; i++)
-		obj[i] = malloc(SZ);
-}
-
-/* How many of obj[] come back among SLAB_CAP allocations of the class. */
-static int reused(void)
-{
-	static void *again[SLAB_CAP];
-	int hit = 0;
-	for (int i = 0; i < SLAB_CAP; i++)
-		again[i] = malloc(SZ);
-	for (int i = 0; i < N; i++)
-		for (int j = 0; j < SLAB_CAP; j++)
-			if (again[j] == obj[i]) {
-				hit++;
-				break;
-			}
-	return hit;
-}
 
 static unsigned pending_seen;
 static uint64_t sent_seen;
@@ -59,7 +36,7 @@ static uint64_t sent_seen;
 static void *freer(void *arg)
 {
 	(void)arg;
-	sink = malloc(1000); /* a record: frees without one go home at once */
+	sink = malloc(1000); /* a thread that allocates (test_slab_remote_norecord: one that does not) */
 	free(sink);
 	for (int i = 0; i < N; i++)
 		free(obj[i]);
