@@ -301,6 +301,11 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 		}
 		if (!h->user && steal(h, c))
 			continue;
+		s = _nd_slab_take_empty(h, c);
+		if (s) {
+			_nd_slab_part_push_front(h, s);
+			continue;
+		}
 		if (_nd_slab_lend(h, c))
 			continue;
 		s = _nd_slab_new(h, c, pol);
@@ -401,12 +406,13 @@ static inline heap_t *heap_get(_nd_thread_t *t, int node)
 	return heap_attach(t, node);
 }
 
-/* Gives the slabs with nothing live back to the page level (their remote
- * lists need no walk: the counts tell) and moves full slabs that got
- * remote frees to the partial list. Caller owns h (its thread, or a parked
- * heap taken out of the pool). */
+/* Gives the slabs with nothing live back to the page level (the kept
+ * empty ones too; remote lists need no walk: the counts tell) and moves
+ * full slabs that got remote frees to the partial list. Caller owns h (its
+ * thread, or a parked heap taken out of the pool). */
 static void heap_trim(heap_t *h)
 {
+	_nd_slab_release_empty(h);
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
 		slab_t *s = h->fullh[c];
 		while (s) {
@@ -430,6 +436,18 @@ static void heap_trim(heap_t *h)
 			s = nx;
 		}
 	}
+}
+
+void _nd_heap_trim_self(void)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (t == &_nd_thread_boot)
+		return;
+	for (int i = 0; i < t->nheaps; i++)
+		if (t->heaps[i] != &heap_none)
+			_nd_slab_release_empty(t->heaps[i]);
+	for (int i = 0; i < t->nph; i++)
+		_nd_slab_release_empty(t->ph[i]);
 }
 
 /* Thread gone (or a policy heap evicted): trim, then park the heap in its
@@ -914,6 +932,7 @@ void _nd_heap_user_destroy(heap_t *h)
 	/* no owner from here: any thread may destroy (set_cur then leaves
 	 * every thread's dir[] alone: none mirrors a public heap) */
 	__atomic_store_n(&h->owner, NULL, __ATOMIC_RELAXED);
+	_nd_slab_release_empty(h);
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
 		slab_t *s;
 		while ((s = h->fullh[c]) != NULL) {

@@ -215,6 +215,10 @@ uint64_t _nd_purge_slot(_nd_arena_t *a);
 /* After a free put dirty pages back (slot lock held): the dirty limit,
  * and the decay clock started. */
 void _nd_purge_after_free(_nd_arena_t *a);
+/* Would n more dirty free pages, taken from the pages in use, put node's
+ * slot past its dirty limit? A lock-free hint: the slab level keeps empty
+ * slabs only while they would not (slab.c, keep_empty). */
+bool _nd_purge_over(int node, uint64_t n);
 /* Decay: purge slots whose dirty pages have been free for decay_ns
  * (called on page-level calls; no thread). */
 void _nd_purge_decay(void);

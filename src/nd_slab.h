@@ -363,6 +363,10 @@ typedef struct nd_heap {
 	struct nd_heap *pool_next;      /* pool of the node, or the policy pool (their lock) */
 	uint64_t pnext;                 /* slab_purge.c (owner): its next pass comes when a new
 					 * slab's node has this many pages committed */
+	/* kept empty slabs (slab.c, owner): per class, linked by next */
+	_nd_slab_t *empty[ND_SLAB_CLASSES];
+	uint64_t emask;                 /* classes whose empty[] list is not empty */
+	uint32_t epages;                /* pages of the kept empty slabs */
 } _nd_heap_t;
 _Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur), "_nd_heap_t starts with cur[]");
 
@@ -429,6 +433,12 @@ static inline void _nd_slab_check_link(const _nd_slab_t *s, void *const *o, cons
  * == 0 or every object out is on the remote list. */
 _nd_slab_t *_nd_slab_new(_nd_heap_t *h, unsigned c, const nd_policy_t *pol);
 void _nd_slab_release(_nd_slab_t *s);
+/* Kept empty slabs (owner of h): a slab of class c from h's kept ones
+ * (one of c as it was, else one of another class with as many pages,
+ * made a slab of c), on no list; NULL if none. Every kept one back to the
+ * page level (trim, a heap's pass, thread exit). */
+_nd_slab_t *_nd_slab_take_empty(_nd_heap_t *h, unsigned c);
+void _nd_slab_release_empty(_nd_heap_t *h);
 /* The same with objects out (a public heap's destroy frees them all). */
 void _nd_slab_drop(_nd_slab_t *s);
 /* Up to a page of never-used objects onto the (empty) free list. */
@@ -503,6 +513,9 @@ bool _nd_slab_unpurge(_nd_slab_t *s);
 
 /* Registers the thread-exit hook (after _nd_slab_init). 0. */
 int _nd_heap_init(void);
+/* The calling thread's heaps give their kept empty slabs back to the page
+ * level (malloc_trim; other threads' heaps are theirs to touch). */
+void _nd_heap_trim_self(void);
 /* malloc for size <= ND_SLAB_MAX: the calling thread's heap of its CPU's
  * memory node under the thread's policy. NULL with errno ENOMEM; NULL with
  * errno untouched before the init is done (the caller runs it). */

@@ -38,6 +38,7 @@ struct nd_heap;
 /* Size classes (docs/malloc.md): 16..128 by 16, ..512 by 32, ..1024 by 64,
  * then 4 per power of two. */
 #define ND_SLAB_CLASSES 48
+_Static_assert(ND_SLAB_CLASSES <= 64, "class masks (rf_mask, a heap's notify) are 64-bit words");
 
 /* slab.c's hot slab fields (nd_slab.h describes them): the fast paths'
  * part of a slab header, and of the record's borrowed lists bw[]. Two
@@ -128,6 +129,7 @@ typedef struct _nd_thread {
 	uint64_t cls_remote[ND_SLAB_CLASSES]; /* frees into slabs of other threads */
 	uint64_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
 	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
+	uint64_t rf_mask;        /* bit c: rf[c] holds a chain (a flush walks only these) */
 	/* borrowed lists (nd_slab.h, _nd_slab_free_push): objects this thread freed into
 	 * other threads' slabs on node bw_node1 - 1 (and into its own slabs
 	 * flagged ND_TP_MIX), kept for its own mallocs of the class

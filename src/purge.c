@@ -112,16 +112,31 @@ uint64_t _nd_purge_slot(_nd_arena_t *a)
 	return purged;
 }
 
+/* Dirty limit: 4 purge blocks, or 4x what the node has in use (used).
+ * It was 1/8: a program freeing 90% then allocating again (bench
+ * footprint) purged most of it and faulted it back (1.44x glibc's time;
+ * 4x: 1.09x, end RSS 14 MiB instead of 13, glibc 130). The decay gives
+ * back what stays unused; the limit only bounds the amount. */
+static uint64_t dirty_lim(uint64_t used)
+{
+	uint64_t lim = used * ND_DIRTY_RATIO;
+	return lim > g.dirty_limit ? lim : g.dirty_limit;
+}
+
+bool _nd_purge_over(int node, uint64_t n)
+{
+	if (node < 0 || node >= g.node_limit)
+		return false;
+	const _nd_arena_t *a = &g.arenas[node];
+	uint64_t used = __atomic_load_n(&a->used, __ATOMIC_RELAXED);
+	uint64_t df = __atomic_load_n(&a->bd.dirty_free, __ATOMIC_RELAXED);
+	return df + n > dirty_lim(used > n ? used - n : 0);
+}
+
 void _nd_purge_after_free(_nd_arena_t *a)
 {
 	uint64_t df = a->bd.dirty_free;
-	/* Dirty limit: 4 purge blocks, or 4x what the node has in use. It was
-	 * 1/8: a program freeing 90% then allocating again (bench footprint)
-	 * purged most of it and faulted it back (1.44x glibc's time; 4x:
-	 * 1.09x, end RSS 14 MiB instead of 13, glibc 130). The decay gives
-	 * back what stays unused; the limit only bounds the amount. */
-	uint64_t lim = __atomic_load_n(&a->used, __ATOMIC_RELAXED) * ND_DIRTY_RATIO;
-	if (df > (lim > g.dirty_limit ? lim : g.dirty_limit))
+	if (df > dirty_lim(__atomic_load_n(&a->used, __ATOMIC_RELAXED)))
 		_nd_purge_slot(a);
 	else if (df && g.decay_ns && !__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED))
 		__atomic_store_n(&a->dirty_since, _nd_os_now_ns() | 1, __ATOMIC_RELAXED);

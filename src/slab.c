@@ -193,6 +193,15 @@ static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
 	}
 }
 
+static void set_class(slab_t *s, unsigned c)
+{
+	s->size = cls_size[c];
+	s->mul = cls_mul[c];
+	s->cap = cls_cap[c];
+	s->cls = (uint8_t)c;
+	s->lcls = (uint8_t)c;
+}
+
 /* A new slab of class c for heap h: a run under pol wanting h's node. */
 slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 {
@@ -217,12 +226,8 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	memset(s, 0, an);
 	memset((char *)s + an_end, 0, sizeof *s - an_end);
 	s->start = p;
-	s->size = cls_size[c];
-	s->mul = cls_mul[c];
+	set_class(s, c);
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
-	s->cap = cls_cap[c];
-	s->cls = (uint8_t)c;
-	s->lcls = (uint8_t)c;
 	s->node = got;
 	s->node1 = got >= 0 && got < ND_MAX_NODES ? (uint16_t)(got + 1) : ND_SLAB_NODE1_NONE;
 	s->npages = cls_pages[c];
@@ -246,6 +251,92 @@ void _nd_slab_drop(slab_t *s)
 	int mnode = s->node >= 0 && s->node < ND_MAX_NODES ? s->node : 0;
 	__atomic_store_n(&s->heap, NULL, __ATOMIC_RELAXED);
 	_nd_meta_hdr_put(mnode, s);
+}
+
+/* ---- kept empty slabs (owner of the heap) ----------------------------------
+ * An emptied slab that is not the current one stays with its heap, up to
+ * EMPTY_KEEP pages per heap, instead of going back to the page level (as
+ * mimalloc keeps retired pages in the thread's segments): a program that
+ * frees everything and allocates again took each slab back from the page
+ * level, ~2000 instructions per slab (page run, descriptors, slab map,
+ * header, carving). A heap that needs a slab of class c takes a kept one
+ * of c as it was (free list and carving kept), else one of another class
+ * with as many pages, made a slab of c (its page descriptors and map
+ * entries already name the header). The kept pages go back to the page
+ * level past the bound (the newest emptied slab goes), when the heap
+ * grows (slab_purge.c's pass), at malloc_trim and when the heap is
+ * trimmed or parked (thread exit). */
+#define EMPTY_KEEP 1024u /* pages (4 MiB) */
+static uint64_t cls_same[ND_SLAB_CLASSES]; /* classes whose slabs have cls_pages[c] pages */
+
+static bool keep_empty(heap_t *h, slab_t *s)
+{
+	ND_ASSERT(s->used + s->fbias == 0 && !s->next && !s->prev, "a kept slab is empty and on no list");
+	/* only on the heap's own node: a spreading heap (node -1) chooses
+	 * each slab's node when it takes one, and a node heap's slab on a
+	 * fallback node is not reused once empty */
+	if (s->node != h->node)
+		return false;
+	uint32_t n = h->epages + s->npages;
+	/* kept pages are dirty free memory the page level does not see: if
+	 * they were its own they would go past its dirty limit, so they go
+	 * back and it purges (bench wl_footprint's end: the page level's
+	 * limit follows its pages in use, and kept slabs counted there) */
+	if (_nd_purge_over(s->node, n)) {
+		_nd_slab_release_empty(h);
+		return false;
+	}
+	if (n > EMPTY_KEEP)
+		return false;
+	s->next = h->empty[s->cls];
+	h->empty[s->cls] = s;
+	h->emask |= (uint64_t)1 << s->cls;
+	h->epages += s->npages;
+	return true;
+}
+
+slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
+{
+	uint64_t m = h->emask & cls_same[c];
+	if (!m)
+		return NULL;
+	unsigned k = m >> c & 1 ? c : (unsigned)__builtin_ctzll(m);
+	slab_t *s = h->empty[k];
+	h->empty[k] = s->next;
+	if (!s->next)
+		h->emask &= ~((uint64_t)1 << k);
+	s->next = NULL;
+	h->epages -= s->npages;
+	__atomic_store_n(&s->tp, my_tp(), __ATOMIC_RELAXED); /* nothing out: no borrowed one (ND_TP_MIX) */
+	ND_ASSERT(s->used == 0 && s->npages == cls_pages[c] && !(__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR),
+		  "a kept slab has nothing out and the pages of c");
+	s->pfree = 0; /* slab_purge.c: its frees since a pass count from 0 */
+	s->lcls = (uint8_t)c; /* on c's lists, even if it was lent when it emptied */
+	if (k != c) {
+		/* nothing of class k is out: carving starts again (objects
+		 * of k left in the pages are not reachable: never carved) */
+		set_class(s, c);
+		s->free = NULL;
+		__atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->lim, 0, __ATOMIC_RELAXED);
+		s->purged = 0;
+	}
+	return s;
+}
+
+void _nd_slab_release_empty(heap_t *h)
+{
+	for (uint64_t m = h->emask; m; m &= m - 1) {
+		unsigned c = (unsigned)__builtin_ctzll(m);
+		slab_t *s;
+		while ((s = h->empty[c]) != NULL) {
+			h->empty[c] = s->next;
+			s->next = NULL;
+			_nd_slab_release(s);
+		}
+	}
+	h->emask = 0;
+	h->epages = 0;
 }
 
 /* Puts up to one page worth (at least one object) of never-used objects on
@@ -501,9 +592,11 @@ static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
 		_nd_slab_full_unlink(h, s);
 		_nd_slab_part_insert(h, s);
 	} else if (s->used == 0 && h->cur[s->lcls] != s) {
-		/* empty and not the one being allocated from: back to the page level */
+		/* empty and not the one being allocated from: kept, or back to
+		 * the page level */
 		_nd_slab_part_unlink(h, s);
-		_nd_slab_release(s);
+		if (!keep_empty(h, s))
+			_nd_slab_release(s);
 	}
 }
 
@@ -721,6 +814,10 @@ int _nd_slab_init(void)
 		cls_dn[c] = (uint8_t)(cls_size[c] <= ND_SLAB_DIR_MAX ? hi - lo + 1 : 0);
 		ND_ASSERT(cls_dn[c] <= 8 && (cls_dn[c] & (cls_dn[c] - 1)) == 0, "a class has 0, 1, 2, 4 or 8 dir[] entries");
 	}
+	for (c = 0; c < ND_SLAB_CLASSES; c++)
+		for (unsigned k = 0; k < ND_SLAB_CLASSES; k++)
+			if (cls_pages[k] == cls_pages[c])
+				cls_same[c] |= (uint64_t)1 << k;
 	_nd_slab_check = _nd_opt_int(ND_OPT_CHECK) != 0;
 	_nd_meta_map_init();
 	return 0;

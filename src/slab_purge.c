@@ -254,6 +254,7 @@ static size_t pass(heap_t *h, int node)
 	if (_nd_slab_check)
 		return 0;
 	uint64_t w;
+	_nd_slab_release_empty(h); /* the heap grows: its kept slabs were of other page counts */
 	size_t n = purge_heap(h, &w);
 	h->pnext = committed(node) + (w / 8 > PASS_MIN ? w / 8 : PASS_MIN);
 	return n;

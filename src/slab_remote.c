@@ -81,20 +81,23 @@ void _nd_slab_rf_flush(_nd_thread_t *t, _nd_rfree_t *e)
 	if (!s)
 		return;
 	e->slab = NULL;
+	t->rf_mask &= ~((uint64_t)1 << s->cls);
 	t->rf_sent++;
 	uint64_t *nrem = &t->cls_remote[s->cls]; /* statistics (a snapshot reads it) */
 	__atomic_store_n(nrem, *nrem + e->n, __ATOMIC_RELAXED);
 	remote_send(s, e->head, e->tail, e->n);
 }
 
-/* Every entry of t's buffer goes home; returns how many were sent. */
+/* Every entry of t's buffer goes home; returns how many were sent. Only
+ * the entries of rf_mask: a heap's refill calls this before each new slab,
+ * and walking every class cost ~400 instructions with nothing buffered
+ * (shlike: 4.8% of all instructions). */
 unsigned _nd_slab_rf_flush_all(_nd_thread_t *t)
 {
 	unsigned n = 0;
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		n += t->rf[c].slab != NULL;
-		_nd_slab_rf_flush(t, &t->rf[c]);
-	}
+	for (uint64_t m = t->rf_mask; m; m &= m - 1, n++)
+		_nd_slab_rf_flush(t, &t->rf[__builtin_ctzll(m)]);
+	ND_ASSERT(!t->rf_mask, "every entry of the buffer went home");
 	return n;
 }
 
@@ -122,6 +125,7 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
 	e->n = 1;
 	e->max = m;
 	e->slab = (_nd_slab_hot_t *)s;
+	t->rf_mask |= (uint64_t)1 << s->cls;
 }
 
 /* ---- borrowed lists (internal.h, _nd_thread_t.bw) ------------------------

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+/* Kept empty slabs (slab.c, keep_empty): a heap keeps the slabs its frees
+ * empty (up to EMPTY_KEEP pages, and only while the page level would keep
+ * as many dirty pages) and takes them again before the page level.
+ *  - churn:  rounds of 3000 blocks of 1..1000 B (shlike's pattern: freed
+ *            in allocation order, allocated again, freed in a 7-stride
+ *            order) take page runs in the first round only; each round
+ *            took ~70 runs when emptied slabs went back to the page level;
+ *  - other:  the empty slabs of one class serve another class of as many
+ *            pages (2 KiB -> 512 B: both 16 KiB slabs) without a run, and
+ *            its objects are whole and distinct;
+ *  - trim:   malloc_trim gives the calling thread's kept slabs back;
+ *  - exit:   a thread's exit gives its kept slabs back;
+ *  - purge:  kept pages count against the page level's dirty limit: past
+ *            it they go back (bench wl_footprint's end RSS).
+ * Each case runs in the main thread of this process, in this order. */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "child_fixture.h"
+#include "internal.h"
+
+/* Page runs the page level handed out so far (every node). */
+static uint64_t runs(void)
+{
+	nd_stats_t st;
+	st.version = ND_STATS_VERSION;
+	if (nd_stats_get(&st) != 0)
+		return 0;
+	uint64_t n = 0;
+	for (int i = 0; i < st.node_limit && i < ND_STATS_NODES; i++)
+		n += st.nodes[i].numa_hit + st.nodes[i].numa_miss;
+	return n;
+}
+
+/* Slabs alive (kept ones count: their headers name a heap). */
+static uint64_t slabs(void)
+{
+	nd_class_stats_t cs[64];
+	int n = nd_stats_classes(cs, 64);
+	uint64_t k = 0;
+	for (int i = 0; i < n; i++)
+		k += cs[i].slabs;
+	return k;
+}
+
+static _nd_heap_t *my_heap(void) { return (_nd_heap_t *)_nd_tls->heap; }
+
+enum { N = 3000, ROUNDS = 6 };
+static void *p[N]; /* static: no run of its own between the counts */
+
+static void fill_round(uint32_t seed)
+{
+	for (int i = 0; i < N; i++) {
+		seed = seed * 1103515245u + 12345u;
+		size_t sz = 1 + seed % 1000;
+		p[i] = malloc(sz);
+		memset(p[i], i & 0xff, sz);
+	}
+}
+
+static void churn(void)
+{
+	uint64_t after1 = 0;
+	for (int r = 0; r < ROUNDS; r++) {
+		fill_round(7);
+		for (int i = 0; i < N; i++)
+			free(p[i]);
+		fill_round(7);
+		for (int k = 0; k < 7; k++)
+			for (int i = k; i < N; i += 7)
+				free(p[i]);
+		if (r == 0)
+			after1 = runs();
+	}
+	uint64_t end = runs();
+	CHECK(end == after1, "page runs taken after the first round: %llu", (unsigned long long)(end - after1));
+	CHECK(my_heap()->epages > 0, "the heap keeps empty slabs");
+}
+
+static void other_class(void)
+{
+	enum { BIG = 2048, NB = 64, SMALL = 512, NS = 6 * 32 };
+	static char *b[NB], *s[NS];
+	for (int i = 0; i < NB; i++)
+		b[i] = malloc(BIG);
+	for (int i = 0; i < NB; i++)
+		free(b[i]);
+	uint32_t kept = my_heap()->epages;
+	uint64_t before = runs();
+	for (int i = 0; i < NS; i++) {
+		s[i] = malloc(SMALL);
+		memset(s[i], i & 0xff, SMALL);
+	}
+	CHECK(kept >= 6 * 4, "2 KiB slabs kept: %u pages", kept);
+	CHECK(runs() == before, "512-byte objects took %llu page runs", (unsigned long long)(runs() - before));
+	int bad = 0;
+	for (int i = 0; i < NS; i++)
+		for (int j = 0; j < SMALL; j++)
+			bad += (unsigned char)s[i][j] != (i & 0xff);
+	CHECK(bad == 0, "%d bytes of 512-byte objects overwritten", bad);
+	for (int i = 0; i < NS; i++)
+		free(s[i]);
+}
+
+static void trim(void)
+{
+	CHECK(my_heap()->epages > 0, "kept slabs before malloc_trim");
+	uint64_t before = slabs();
+	malloc_trim(0);
+	CHECK(my_heap()->epages == 0 && my_heap()->emask == 0, "malloc_trim leaves %u kept pages", my_heap()->epages);
+	CHECK(slabs() < before, "slabs %llu -> %llu", (unsigned long long)before, (unsigned long long)slabs());
+}
+
+static uint32_t exit_kept;
+static void *worker(void *arg)
+{
+	(void)arg;
+	fill_round(11);
+	for (int i = 0; i < N; i++)
+		free(p[i]);
+	exit_kept = my_heap()->epages;
+	return NULL;
+}
+
+static void thread_exit(void)
+{
+	uint64_t before = slabs();
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, worker, NULL) == 0);
+	pthread_join(t, NULL);
+	CHECK(exit_kept > 0, "the worker kept empty slabs");
+	CHECK(slabs() <= before, "slabs %llu -> %llu after the worker's exit", (unsigned long long)before,
+	      (unsigned long long)slabs());
+}
+
+/* Kept pages count as dirty free pages against the page level's limit
+ * (in a child: NODALLOC_PURGE_THRESHOLD=1M, a limit of 4 MiB while little
+ * is in use, and no decay to purge meanwhile). The heap keeps 2 MiB of
+ * 32 KiB slabs (1000-byte objects), then 2.5 MiB of 64 KiB blocks go back
+ * to the page level dirty: the next emptied slab would put the two past
+ * the limit, so every kept slab goes back (and the page level purges).
+ * Kept regardless, they raised bench wl_footprint's end RSS 12 -> 50 MiB:
+ * counted as pages in use they moved the page level's limit. */
+static int purge_child(void)
+{
+	enum { PER = 32, NK = 64 * PER, NP = NK + 2 * PER, NL = 40 };
+	static char *q[NP], *l[NL];
+	for (int i = 0; i < NP; i++) {
+		q[i] = malloc(1000);
+		memset(q[i], 1, 1000);
+	}
+	for (int i = 0; i < NK; i++)
+		free(q[i]);
+	uint32_t kept = my_heap()->epages;
+	CHECK(kept >= 60 * 8, "kept %u pages of 1000-byte slabs", kept);
+	for (int i = 0; i < NL; i++) {
+		l[i] = malloc(64 << 10);
+		memset(l[i], 2, 64 << 10);
+	}
+	for (int i = 0; i < NL; i++)
+		free(l[i]);
+	_nd_page_info_t in;
+	CHECK(_nd_page_info(0, &in) == 0);
+	CHECK(in.dirty_pages >= NL * 16, "dirty pages %llu", (unsigned long long)in.dirty_pages);
+	CHECK(my_heap()->epages == kept, "kept %u -> %u pages", kept, my_heap()->epages);
+	for (int i = NK; i < NK + PER; i++) /* the slab before the current one */
+		free(q[i]);
+	CHECK(my_heap()->epages == 0, "%u pages still kept", my_heap()->epages);
+	CHECK(_nd_page_info(0, &in) == 0);
+	CHECK(in.dirty_pages < NL * 16, "the page level purged: %llu dirty pages", (unsigned long long)in.dirty_pages);
+	for (int i = NK + PER; i < NP; i++)
+		free(q[i]);
+	return CHECK_DONE();
+}
+
+static void purge(const char *self)
+{
+	char out[4096];
+	int st = run_child(self, (char *const[]){ (char *)self, "purge", NULL }, "NODALLOC_PURGE_DECAY_MS", "0", true,
+			   out, sizeof out);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "purge: status %d: %s", st, out);
+}
+
+int main(int argc, char **argv)
+{
+	free(malloc(1)); /* the thread's heap */
+	if (argc > 1 && strcmp(argv[1], "purge") == 0)
+		return purge_child();
+	churn();
+	other_class();
+	trim();
+	thread_exit();
+	unsetenv("NODALLOC_PURGE_THRESHOLD"); /* the default: a 4 MiB dirty limit */
+	purge("/proc/self/exe");
+	return CHECK_DONE();
+}
