@@ -43,6 +43,25 @@
 
 /* ---- the workload (the child of an env case) ----------------------------- */
 
+/* An emulated topology with a node of less than 64 MiB ("mem=1": one byte)
+ * caps the heap as NODALLOC_ARENA_RESERVE does: ENOMEM is then the
+ * workload's right answer (seed 1795730069, case 599: 'cpus=0-8191 mem=1'). */
+static bool small_node(const char *spec)
+{
+	for (const char *m = strstr(spec, "mem="); m; m = strstr(m + 4, "mem=")) {
+		char *end;
+		unsigned long long n = strtoull(m + 4, &end, 10);
+		const char *u = strchr("KMGT", *end ? *end & ~0x20 : 0);
+		if (end == m + 4)
+			continue;
+		if (*end && u)
+			n <<= 10 * (u - "KMGT" + 1);
+		if (n < (64ull << 20))
+			return true;
+	}
+	return false;
+}
+
 static void *remote_free(void *p)
 {
 	free(p);
@@ -361,6 +380,7 @@ static int env_fuzz(char *self, long ncases)
 				unseen = *d && strspn(d, "0123456789") == strlen(d) && strcmp(v, "1") != 0 && strcmp(v, "2") != 0;
 			}
 			capped |= eq(vars[i], "NODALLOC_ARENA_RESERVE");
+			capped |= eq(vars[i], "NODALLOC_TOPOLOGY") && small_node(v);
 			if (eq(vars[i], "NODALLOC_ABORT_ON_CONFIG_ERROR"))
 				aborts = !strcasecmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "on") || !strcasecmp(v, "true");
 		}
