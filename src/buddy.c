@@ -56,7 +56,8 @@ void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, un
 	b->order_max = order_max;
 	b->purge_order = purge_order;
 	for (unsigned o = 0; o <= ND_BUDDY_MAX_ORDER; o++)
-		b->head[o] = b->dhead[o] = b->shead[o] = NIL;
+		b->head[o] = b->dhead[o] = b->dtail[o] = b->shead[o] = NIL;
+	b->seq = 0;
 }
 
 /* The list a free block of order o belongs on. */
@@ -75,7 +76,7 @@ static void push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty, bool sp
 	d->order = (uint8_t)o;
 	d->npages = dirty;
 	d->use = ND_USE_NONE;
-	d->user = 0;
+	d->user = dirty ? ++b->seq : 0;
 	d->prev = NIL;
 	ND_ASSERT(!spare || !dirty, "a spare block is clean");
 	d->flags = (uint8_t)((d->flags & ~ND_PGF_SPARE) | (spare ? ND_PGF_SPARE : 0));
@@ -83,6 +84,8 @@ static void push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty, bool sp
 	d->next = *l;
 	if (d->next != NIL)
 		b->desc[d->next].prev = i;
+	else if (dirty)
+		b->dtail[o] = i;
 	*l = i;
 	b->free_pages += 1ull << o;
 	/* written under the slot lock, read lock-free (page.c): relaxed atomics */
@@ -108,12 +111,15 @@ void _nd_buddy_del(_nd_buddy_t *b, uint32_t i)
 		*list_of(b, o, d->npages, d->flags & ND_PGF_SPARE) = d->next;
 	if (d->next != NIL)
 		b->desc[d->next].prev = d->prev;
+	else if (d->npages)
+		b->dtail[o] = d->prev;
 	b->free_pages -= 1ull << o;
 	__atomic_store_n(&b->dirty_free, b->dirty_free - d->npages, __ATOMIC_RELAXED);
 	b->nblocks--;
 	d->state = ND_PG_TAIL;
 	d->order = 0;
 	d->npages = 0;
+	d->user = 0;
 	d->flags &= (uint8_t)~ND_PGF_SPARE;
 }
 
@@ -296,13 +302,18 @@ void _nd_buddy_merge_clean(_nd_buddy_t *b)
 			nx = b->desc[i].next;
 			uint32_t u = i ^ (1u << o);
 			const _nd_pagedesc_t *bd = &b->desc[u];
-			if (bd->state != ND_PG_FREE || bd->order != o || bd->npages || b->desc[i].npages)
+			uint64_t md = bd->npages;
+			if (bd->state != ND_PG_FREE || bd->order != o || b->desc[i].npages ||
+			    (md && (o + 1 >= b->purge_order || md * 4 < (2ull << o))))
 				continue;
 			if (nx == u)
 				nx = bd->next;
 			_nd_buddy_del(b, i);
 			_nd_buddy_del(b, u);
-			_nd_buddy_push(b, i & u, o + 1, 0);
+			if (md) /* a dirty buddy left by a partial purge: free_block's rule */
+				free_block(b, i & u, o + 1, md);
+			else
+				_nd_buddy_push(b, i & u, o + 1, 0);
 		}
 	}
 }

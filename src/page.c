@@ -302,7 +302,7 @@ static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big)
 	}
 	_nd_buddy_give(&a->bd, i, n, !big, true);
 	_nd_room_give(a, n); /* first: the dirty limit follows the pages in use */
-	_nd_purge_after_free(a);
+	_nd_purge_after_free(a, n);
 	_nd_unlock(&a->lock);
 	_nd_room_stats(_nd_stats_in_use, a->node, -(int64_t)n);
 }
