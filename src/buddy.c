@@ -56,7 +56,8 @@ void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, un
 	b->order_max = order_max;
 	b->purge_order = purge_order;
 	for (unsigned o = 0; o <= ND_BUDDY_MAX_ORDER; o++)
-		b->head[o] = b->dhead[o] = b->shead[o] = NIL;
+		b->head[o] = b->dhead[o] = b->dtail[o] = b->shead[o] = NIL;
+	b->seq = 0;
 }
 
 /* The list a free block of order o belongs on. */
@@ -75,7 +76,7 @@ static void push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty, bool sp
 	d->order = (uint8_t)o;
 	d->npages = dirty;
 	d->use = ND_USE_NONE;
-	d->user = 0;
+	d->user = dirty ? ++b->seq : 0;
 	d->prev = NIL;
 	ND_ASSERT(!spare || !dirty, "a spare block is clean");
 	d->flags = (uint8_t)((d->flags & ~ND_PGF_SPARE) | (spare ? ND_PGF_SPARE : 0));
@@ -83,6 +84,8 @@ static void push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty, bool sp
 	d->next = *l;
 	if (d->next != NIL)
 		b->desc[d->next].prev = i;
+	else if (dirty)
+		b->dtail[o] = i;
 	*l = i;
 	b->free_pages += 1ull << o;
 	/* written under the slot lock, read lock-free (page.c): relaxed atomics */
@@ -108,12 +111,15 @@ void _nd_buddy_del(_nd_buddy_t *b, uint32_t i)
 		*list_of(b, o, d->npages, d->flags & ND_PGF_SPARE) = d->next;
 	if (d->next != NIL)
 		b->desc[d->next].prev = d->prev;
+	else if (d->npages)
+		b->dtail[o] = d->prev;
 	b->free_pages -= 1ull << o;
 	__atomic_store_n(&b->dirty_free, b->dirty_free - d->npages, __ATOMIC_RELAXED);
 	b->nblocks--;
 	d->state = ND_PG_TAIL;
 	d->order = 0;
 	d->npages = 0;
+	d->user = 0;
 	d->flags &= (uint8_t)~ND_PGF_SPARE;
 }
 
@@ -160,6 +166,30 @@ static unsigned first_of(const uint32_t *l, unsigned k, unsigned max)
 	return k;
 }
 
+/*
+ * A block of the purge order made of two free buddies of the order below
+ * (o), one dirty at least, taken whole. Dirty blocks never merge up to the
+ * purge order (invariant I), so a run of that order took clean pages every
+ * time while the dirty halves its predecessors left stayed free side by
+ * side until a purge. Looks at the first PAIR_SCAN dirty blocks of order o
+ * only. NIL if none.
+ */
+#define PAIR_SCAN 16
+static uint32_t take_pair(_nd_buddy_t *b, unsigned o, uint64_t *dirty)
+{
+	int n = 0;
+	for (uint32_t i = b->dhead[o]; i != NIL && n < PAIR_SCAN; i = b->desc[i].next, n++) {
+		uint32_t j = i ^ (1u << o);
+		if (b->desc[j].state != ND_PG_FREE || b->desc[j].order != o)
+			continue;
+		*dirty = b->desc[i].npages + b->desc[j].npages;
+		_nd_buddy_del(b, i);
+		_nd_buddy_del(b, j);
+		return i & j;
+	}
+	return NIL;
+}
+
 uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty)
 {
 	/* dirty blocks lie below purge_order (invariant I) */
@@ -168,6 +198,8 @@ uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty)
 	while (o < top && b->dhead[o] == NIL)
 		o++;
 	uint32_t i;
+	if (o == top && k == top && k > 0 && k <= b->order_max && (i = take_pair(b, k - 1, dirty)) != NIL)
+		return i;
 	if (o < top) {
 		i = b->dhead[o];
 	} else {
@@ -296,13 +328,18 @@ void _nd_buddy_merge_clean(_nd_buddy_t *b)
 			nx = b->desc[i].next;
 			uint32_t u = i ^ (1u << o);
 			const _nd_pagedesc_t *bd = &b->desc[u];
-			if (bd->state != ND_PG_FREE || bd->order != o || bd->npages || b->desc[i].npages)
+			uint64_t md = bd->npages;
+			if (bd->state != ND_PG_FREE || bd->order != o || b->desc[i].npages ||
+			    (md && (o + 1 >= b->purge_order || md * 4 < (2ull << o))))
 				continue;
 			if (nx == u)
 				nx = bd->next;
 			_nd_buddy_del(b, i);
 			_nd_buddy_del(b, u);
-			_nd_buddy_push(b, i & u, o + 1, 0);
+			if (md) /* a dirty buddy left by a partial purge: free_block's rule */
+				free_block(b, i & u, o + 1, md);
+			else
+				_nd_buddy_push(b, i & u, o + 1, 0);
 		}
 	}
 }

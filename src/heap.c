@@ -500,10 +500,10 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 /* After a thread's exit parked its heaps (their empty slabs went back to
  * the page level): node's committed free pages go back to the OS if they
  * exceed half of its pages in use and two purge blocks, at most once per
- * EXIT_TRIM_NS per node. The page level keeps up to 4x its pages in use
- * for 1 s (purge.c), right for one program's phases but not for thread
- * churn, where exits leave free pages that later threads do not reuse
- * (slab sizes differ) and that stay resident: wl_threads (50 rounds of 4
+ * EXIT_TRIM_NS per node. The page level keeps freed pages up to the recent
+ * peak of its pages in use for 1 s (purge.c), right for one program's
+ * phases but not for thread churn, where exits leave free pages that
+ * later threads do not reuse (slab sizes differ) and that stay resident: wl_threads (50 rounds of 4
  * threads) peaked at 5.9-6.7 MiB, glibc 4.8-5.1; with this 4.8-4.9 MiB,
  * 3.2-3.5k minor faults instead of 1.6-1.9k (mimalloc 5.5k, jemalloc 20k).
  * The floor and the rate bound what a program pays whose threads do reuse

@@ -61,13 +61,16 @@ typedef struct _nd_buddy {
 	unsigned order_max;    /* the slot holds 2^order_max pages */
 	unsigned purge_order;  /* free blocks of this order or more are clean (invariant I) */
 	uint32_t head[ND_BUDDY_MAX_ORDER + 1];  /* clean free blocks by order (ND_BUDDY_NIL: empty) */
-	uint32_t dhead[ND_BUDDY_MAX_ORDER + 1]; /* dirty free blocks by order (all below purge_order) */
+	uint32_t dhead[ND_BUDDY_MAX_ORDER + 1]; /* dirty free blocks by order (all below purge_order), newest first */
+	uint32_t dtail[ND_BUDDY_MAX_ORDER + 1]; /* their last (oldest) blocks: purges start there */
+	uint64_t seq;          /* dirty blocks pushed so far: a dirty free head's user is its number (its age) */
 	uint32_t shead[ND_BUDDY_MAX_ORDER + 1]; /* spare blocks by order: clean tails of big runs, taken last */
 } _nd_buddy_t;
 /* An empty slot (no free block: the caller gives the usable range). */
 void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, unsigned purge_order);
 /* Link block i of order o (dirty: 0 or 2^o committed pages) / unlink it
- * (its head becomes a TAIL). */
+ * (its head becomes a TAIL). A dirty block gets the next sequence number
+ * in its head's user (use NONE: no layer reads it). */
 void _nd_buddy_push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty);
 void _nd_buddy_del(_nd_buddy_t *b, uint32_t i);
 /* Free block i (dirty, its pages purged by the caller) becomes clean: its
@@ -91,7 +94,8 @@ uint64_t _nd_buddy_give_head(_nd_buddy_t *b, uint64_t h, uint64_t from, uint64_t
 void _nd_buddy_give(_nd_buddy_t *b, uint64_t s, uint64_t len, bool dirty, bool merge);
 /* Head i of a run of n pages served by node. */
 void _nd_buddy_mark_run(_nd_buddy_t *b, uint32_t i, uint64_t n, int node);
-/* After a purge pass: merge clean free buddies (one pass per order). */
+/* After a purge pass: merge clean free buddies (one pass per order), and
+ * a clean one with a dirty one as freeing does (partial passes). */
 void _nd_buddy_merge_clean(_nd_buddy_t *b);
 uint64_t _nd_buddy_count_dirty(const _nd_buddy_t *b, uint64_t i, uint64_t n);
 void _nd_buddy_clear_dirty(_nd_buddy_t *b, uint64_t i, uint64_t n);
@@ -124,6 +128,10 @@ typedef struct _nd_arena {
 	/* Decay (purge.c; atomic): ns when the slot's oldest dirty free pages
 	 * were freed, 0 when it holds none. */
 	uint64_t dirty_since;
+	/* The dirty limit's high-water mark of `used` (written under the slot
+	 * lock, read without it by _nd_purge_over): this decay
+	 * period's and the last one's (purge.c). */
+	uint64_t peak_cur, peak_prev;
 } __attribute__((aligned(ND_CACHE_LINE))) _nd_arena_t;
 
 typedef struct _nd_page_global {
@@ -212,9 +220,9 @@ bool _nd_purge_range(const _nd_arena_t *a, void *p, size_t len, int advice);
 /* Every dirty free block of a node slot purged (merged madvise calls),
  * then merged. Slot lock held. Returns pages purged. */
 uint64_t _nd_purge_slot(_nd_arena_t *a);
-/* After a free put dirty pages back (slot lock held): the dirty limit,
- * and the decay clock started. */
-void _nd_purge_after_free(_nd_arena_t *a);
+/* After a free put `freed` pages back (slot lock held, `used` already
+ * lowered): the dirty limit, and the decay clock started. */
+void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed);
 /* Would n more dirty free pages, taken from the pages in use, put node's
  * slot past its dirty limit? A lock-free hint: the slab level keeps empty
  * slabs only while they would not (slab.c, keep_empty). */

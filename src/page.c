@@ -304,7 +304,7 @@ static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big)
 	}
 	_nd_buddy_give(&a->bd, i, n, !big, true);
 	_nd_room_give(a, n); /* first: the dirty limit follows the pages in use */
-	_nd_purge_after_free(a);
+	_nd_purge_after_free(a, n);
 	if (big) /* small ranges go back dirty: only a purge (trim) makes them clean */
 		_nd_room_shrink(a);
 	_nd_unlock(&a->lock);

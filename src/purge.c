@@ -3,16 +3,19 @@
  * Giving memory back to the OS (docs/arenas.md "Committed memory").
  *
  * Runs of at least the purge threshold are purged when freed (page.c);
- * smaller ones go back to the free lists dirty (still committed). A slot's
- * dirty free pages are purged all at once when
- *  - they exceed its dirty limit (4 purge blocks, or 4x the pages the
- *    node has in use, if more): the limit bounds the waste;
- *  - the oldest of them have been free for NODALLOC_PURGE_DECAY_MS (the
- *    decay, like jemalloc's dirty_decay_ms): memory a program stopped
- *    using goes back even when it stays under the limit. The clock starts
- *    when a slot with no dirty free page gets some; it is checked on
- *    page-level calls (no thread);
- *  - malloc_trim / nd_trim ask (_nd_page_trim).
+ * smaller ones go back to the free lists dirty (still committed). Each
+ * dirty free block carries its age (the buddy's push number: lists are
+ * newest first, dtail[] the oldest). A slot's dirty free pages are purged
+ *  - past its dirty limit (_nd_purge_after_free: what brings the pages in
+ *    use back to their recent peak, within bounds): the oldest first,
+ *    down to 3/4 of the limit, not all of them;
+ *  - all of them when the oldest have been free for
+ *    NODALLOC_PURGE_DECAY_MS (the decay, like jemalloc's dirty_decay_ms):
+ *    memory a program stopped using goes back even under the limit. The
+ *    clock starts when a slot with no dirty free page gets some; it is
+ *    checked on page-level calls (no thread);
+ *  - all of them when malloc_trim / nd_trim ask (_nd_page_trim), or a
+ *    thread exit finds many (heap.c exit_trim).
  * A pass collects the dirty blocks, sorts them by address and makes one
  * madvise per stretch of adjacent ones: after a slab workload the dirty
  * blocks are mostly neighbours (one call instead of dozens).
@@ -24,7 +27,7 @@
 
 #define g _nd_page_g
 #define PASS_MAX 64 /* dirty blocks sorted per batch of a pass */
-#define ND_DIRTY_RATIO 4 /* dirty free pages kept per page in use (at most) */
+#define ND_KEEP_BLOCKS 16 /* purge blocks of dirty pages a slot may keep for its recent peak */
 
 static int warned_mbind, warned_purge;
 
@@ -90,21 +93,39 @@ static uint64_t purge_batch(_nd_arena_t *a, piece_t *pc, int n)
 	return purged;
 }
 
-uint64_t _nd_purge_slot(_nd_arena_t *a)
+/*
+ * Purges the oldest dirty blocks (lowest sequence numbers: each order's
+ * list is newest first, so a merge of the lists from their tails) until
+ * at most keep dirty pages remain. Slot lock held. Returns pages purged.
+ */
+static uint64_t purge_oldest(_nd_arena_t *a, uint64_t keep)
 {
 	_nd_buddy_t *b = &a->bd;
 	uint64_t purged = 0;
 	unsigned top = g.purge_order <= b->order_max ? g.purge_order : b->order_max + 1;
+	uint32_t cur[ND_BUDDY_MAX_ORDER + 1];
 	piece_t pc[PASS_MAX];
 	int n;
-	do { /* a batch leaves the dirty lists: the next starts at their heads */
+	do { /* a batch leaves the dirty lists: the next starts at their tails */
+		uint64_t want = b->dirty_free > keep ? b->dirty_free - keep : 0;
+		for (unsigned o = 0; o < top; o++)
+			cur[o] = b->dtail[o];
 		n = 0;
-		for (unsigned o = 0; o < top && n < PASS_MAX; o++)
-			for (uint32_t i = b->dhead[o]; i != ND_BUDDY_NIL && n < PASS_MAX; i = b->desc[i].next)
-				pc[n++] = (piece_t){ i, o };
+		for (uint64_t got = 0; got < want && n < PASS_MAX;) {
+			unsigned o = top;
+			for (unsigned k = 0; k < top; k++)
+				if (cur[k] != ND_BUDDY_NIL && (o == top || b->desc[cur[k]].user < b->desc[cur[o]].user))
+					o = k;
+			if (o == top)
+				break;
+			pc[n++] = (piece_t){ cur[o], o };
+			got += b->desc[cur[o]].npages;
+			cur[o] = b->desc[cur[o]].prev;
+		}
 		purged += purge_batch(a, pc, n);
 	} while (n == PASS_MAX);
-	__atomic_store_n(&a->dirty_since, 0, __ATOMIC_RELAXED);
+	if (!b->dirty_free)
+		__atomic_store_n(&a->dirty_since, 0, __ATOMIC_RELAXED);
 	if (!purged)
 		return 0;
 	_nd_buddy_merge_clean(b);
@@ -112,15 +133,38 @@ uint64_t _nd_purge_slot(_nd_arena_t *a)
 	return purged;
 }
 
-/* Dirty limit: 4 purge blocks, or 4x what the node has in use (used).
- * It was 1/8: a program freeing 90% then allocating again (bench
- * footprint) purged most of it and faulted it back (1.44x glibc's time;
- * 4x: 1.09x, end RSS 14 MiB instead of 13, glibc 130). The decay gives
- * back what stays unused; the limit only bounds the amount. */
-static uint64_t dirty_lim(uint64_t used)
+uint64_t _nd_purge_slot(_nd_arena_t *a)
 {
-	uint64_t lim = used * ND_DIRTY_RATIO;
-	return lim > g.dirty_limit ? lim : g.dirty_limit;
+	return purge_oldest(a, 0);
+}
+
+/*
+ * Dirty limit: the slot keeps the dirty pages that bring its pages in use
+ * back to their recent peak (the high-water mark of `used` over this decay
+ * period and the last), at most max(ND_KEEP_BLOCKS purge blocks, the
+ * pages in use) of them, and at least g.dirty_limit (4 purge blocks). So a
+ * phase that frees everything and allocates again keeps its pages (it was
+ * max(4 purge blocks, 4x the pages in use): a loop freeing its 7 MB of
+ * blocks and allocating them again purged and faulted them in every
+ * round, 15.8x mimalloc's time), memory freed past the peak
+ * (fragmentation) goes back, and so does the end of a program's big phase
+ * past the cap (bench footprint's end RSS). Past the limit the oldest
+ * dirty blocks go, down to 3/4 of it (fewer, larger passes); the decay
+ * gives back the rest. The peaks are written under the slot lock and read
+ * without it by _nd_purge_over (relaxed: a hint).
+ */
+static uint64_t dirty_keep(const _nd_arena_t *a, uint64_t used, uint64_t peak)
+{
+	uint64_t pc = __atomic_load_n(&a->peak_cur, __ATOMIC_RELAXED);
+	uint64_t pp = __atomic_load_n(&a->peak_prev, __ATOMIC_RELAXED);
+	peak = peak > pc ? peak : pc;
+	peak = peak > pp ? peak : pp;
+	uint64_t keep = peak > used ? peak - used : 0, cap = g.dirty_limit / 4 * ND_KEEP_BLOCKS;
+	if (cap < used)
+		cap = used;
+	if (keep > cap)
+		keep = cap;
+	return keep < g.dirty_limit ? g.dirty_limit : keep;
 }
 
 bool _nd_purge_over(int node, uint64_t n)
@@ -130,16 +174,32 @@ bool _nd_purge_over(int node, uint64_t n)
 	const _nd_arena_t *a = &g.arenas[node];
 	uint64_t used = __atomic_load_n(&a->used, __ATOMIC_RELAXED);
 	uint64_t df = __atomic_load_n(&a->bd.dirty_free, __ATOMIC_RELAXED);
-	return df + n > dirty_lim(used > n ? used - n : 0);
+	/* the pages in use now are a peak too: the peaks move only when the
+	 * page level gets pages back, and kept slabs are still in use there */
+	return df + n > dirty_keep(a, used > n ? used - n : 0, used);
 }
 
-void _nd_purge_after_free(_nd_arena_t *a)
+void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed)
 {
 	uint64_t df = a->bd.dirty_free;
-	if (df > dirty_lim(__atomic_load_n(&a->used, __ATOMIC_RELAXED)))
-		_nd_purge_slot(a);
-	else if (df && g.decay_ns && !__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED))
+	uint64_t used = __atomic_load_n(&a->used, __ATOMIC_RELAXED);
+	if (used + freed > a->peak_cur)
+		__atomic_store_n(&a->peak_cur, used + freed, __ATOMIC_RELAXED);
+	uint64_t keep = dirty_keep(a, used, 0);
+	if (df > keep) {
+		purge_oldest(a, keep - keep / 4);
+	} else if (df && g.decay_ns && !__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&a->dirty_since, _nd_os_now_ns() | 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* The decay of one slot (lock held): every dirty block goes, and the
+ * peak's period ends. */
+static void decay_slot(_nd_arena_t *a)
+{
+	_nd_purge_slot(a);
+	__atomic_store_n(&a->peak_prev, a->peak_cur, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->peak_cur, __atomic_load_n(&a->used, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 }
 
 void _nd_purge_decay(void)
@@ -157,7 +217,7 @@ void _nd_purge_decay(void)
 		if (now - since < g.decay_ns || !_nd_trylock(&a->lock))
 			continue; /* busy: the next call sees it */
 		if (__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED) == since)
-			_nd_purge_slot(a);
+			decay_slot(a);
 		_nd_unlock(&a->lock);
 	}
 }

@@ -2,7 +2,8 @@
 /* Page level, returning memory: a freed run at or above the purge
  * threshold leaves the committed count and the resident set at once;
  * small freed runs stay committed (dirty) until the slot holds more than
- * its dirty limit or a trim; committed bytes follow exactly.
+ * its dirty limit (then the oldest excess goes) or a trim; committed bytes
+ * follow exactly.
  * The binary runs on nodalloc's malloc, which takes pages (and commits
  * them) on the CPUs' memory nodes: the exact counts are taken on a CPU-less
  * emulated node (TN) that malloc never touches under the local policy. */
@@ -50,6 +51,7 @@ int main(void)
 	CHECK(nd_topology_emulate("0: cpus=0-1 mem=1G; 1: mem=1G", err, sizeof err) == 0, "emulate: %s", err);
 	_nd_opt_set("purge_threshold", "1M");
 	_nd_opt_set("purge", "dontneed");
+	_nd_opt_set("purge_decay_ms", "0"); /* the counts below are the limit's alone */
 	void *warm = _nd_page_alloc_exact(TN, 1, 1); /* sets the arenas up */
 	CHECK(warm != NULL);
 	_nd_page_info_t in;
@@ -129,21 +131,25 @@ int main(void)
 	_nd_page_trim(TN);
 	c0 = committed(TN);
 
-	/* Past the dirty limit (4 << purge_order = 1024 pages, or 4x the
-	 * pages in use) a free purges every dirty block: never more than the
-	 * limit stays dirty. */
+	/* The dirty limit: what brings the pages in use back to their recent
+	 * peak, at most max(16 purge blocks, the pages in use), at least 4
+	 * purge blocks (1024 pages); never more than that stays dirty. */
 	for (int k = 0; k < 400; k++) {
 		small[k] = _nd_page_alloc_exact(TN, 4, 1);
 		CHECK(small[k] != NULL);
 		small[k][0] = 1;
 	}
-	uint64_t maxdirty = 0;
+	CHECK(_nd_page_info(TN, &in) == 0);
+	uint64_t peak = in.used_pages, maxdirty = 0;
 	for (int k = 0; k < 400; k++) {
 		CHECK(_nd_page_free(small[k]) == 0);
 		CHECK(_nd_page_info(TN, &in) == 0);
 		if (in.dirty_pages > maxdirty)
 			maxdirty = in.dirty_pages;
-		uint64_t lim = 4 * in.used_pages > 1024 ? 4 * in.used_pages : 1024;
+		uint64_t cap = in.used_pages > 4096 ? in.used_pages : 4096;
+		uint64_t lim = peak - in.used_pages < cap ? peak - in.used_pages : cap;
+		if (lim < 1024)
+			lim = 1024;
 		CHECK(in.dirty_pages <= lim, "dirty pages %llu over the limit %llu", (unsigned long long)in.dirty_pages,
 		      (unsigned long long)lim);
 	}
@@ -151,6 +157,45 @@ int main(void)
 	CHECK(maxdirty >= 1000, "dirty pages only reached %llu", (unsigned long long)maxdirty);
 	CHECK_EQ(committed(TN) - c0, in.dirty_pages * 4096);
 	char e[200] = "";
+	CHECK(_nd_page_check(TN, e, sizeof e) == 0, "%s", e);
+
+	/* A phase that frees all its runs and allocates them again keeps its
+	 * pages: nothing is purged, nothing new committed (the limit was
+	 * max(1024 pages, 4x the pages in use): every round purged most of
+	 * the 1600 pages freed and faulted them in again). */
+	_nd_page_trim(TN);
+	c0 = committed(TN);
+	for (int round = 0; round < 5; round++) {
+		for (int k = 0; k < 400; k++) {
+			small[k] = _nd_page_alloc_exact(TN, 4, 1);
+			CHECK(small[k] != NULL);
+		}
+		CHECK(committed(TN) - c0 == 1600 * 4096, "round %d: committed +%llu", round, (unsigned long long)(committed(TN) - c0));
+		for (int k = 0; k < 400; k++)
+			CHECK(_nd_page_free(small[k]) == 0);
+		CHECK(committed(TN) - c0 == 1600 * 4096, "round %d: committed +%llu after the frees", round, (unsigned long long)(committed(TN) - c0));
+	}
+	_nd_page_trim(TN);
+
+	/* Past the limit only the excess goes, the oldest first: 100 MiB
+	 * freed in order leave the 16 purge blocks of the cap, at least 3/4
+	 * of them, and the last freed run's pages are among them (the whole
+	 * slot was purged each time). */
+	enum { BIG = 400 };
+	static char *run[BIG];
+	c0 = committed(TN);
+	for (int k = 0; k < BIG; k++) {
+		run[k] = _nd_page_alloc_exact(TN, 64, 1);
+		CHECK(run[k] != NULL);
+	}
+	for (int k = 0; k < BIG; k++)
+		CHECK(_nd_page_free(run[k]) == 0);
+	CHECK(_nd_page_info(TN, &in) == 0);
+	CHECK(in.dirty_pages <= 4096 && in.dirty_pages >= 3072, "dirty pages %llu after freeing %d",
+	      (unsigned long long)in.dirty_pages, BIG * 64);
+	CHECK_EQ(committed(TN) - c0, in.dirty_pages * 4096);
+	CHECK(!(_nd_page_desc(run[0])->flags & ND_PGF_DIRTY), "the first run freed was kept");
+	CHECK(_nd_page_desc(run[BIG - 1])->flags & ND_PGF_DIRTY, "the last run freed was purged");
 	CHECK(_nd_page_check(TN, e, sizeof e) == 0, "%s", e);
 	CHECK(_nd_page_free(warm) == 0);
 	return CHECK_DONE();
