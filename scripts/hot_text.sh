@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Writes src/hot_text.ld: the library's functions that a process runs
-# (init, exit, the malloc family, threads, remote frees, large blocks), laid
+# (init, exit, the malloc family, C++'s new and delete, threads, remote
+# frees, large blocks), laid
 # out first in .text so that they share one 64 KiB fault-around window
 # (issue 11: start-up resident memory). The list is what callgrind sees the
 # bench workloads, coreutils, a shell's forks and python run under
-# LD_PRELOAD, costliest first. Several build trees (gcc's, clang's) give
+# LD_PRELOAD (and a C++ test program), those most processes run first,
+# then costliest first. Several build trees (gcc's, clang's) give
 # the union: a section one compiler does not make costs the other nothing.
 #   scripts/hot_text.sh [build-dir...]   (needs valgrind and the bench built)
 set -eu
@@ -21,7 +23,7 @@ for build in "$@"; do
 	bin="$build/bench"
 	while read -r cmd; do
 		i=$((i + 1))
-		eval "LD_PRELOAD=\"\$lib\" valgrind --tool=callgrind --trace-children=yes \
+		eval "LD_PRELOAD=\"\$lib\" valgrind --tool=callgrind --demangle=no --trace-children=yes \
 			--callgrind-out-file=\"\$tmp/cg.$i.%p\" $cmd" >/dev/null 2>&1 || true
 	done <<EOF
 $bin/wl_small 20000
@@ -31,6 +33,7 @@ $bin/wl_larson 2 1 2000
 $bin/wl_footprint 3000
 $bin/wl_large 5 4
 $bin/wl_xfree 2 20000
+$build/nd_cxx_new
 cat /proc/self/smaps
 ls -l /usr/bin
 sh -c "ls -l /usr/bin | sort | head -1; x=\\\$(echo forked); echo \\\$x"

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// C++ new/delete arrive through nodalloc's malloc/free (linked, not
-// preloaded): every kind of allocation the library can see is its own.
+// C++ new/delete arrive in nodalloc (linked, not preloaded: its operators
+// new and delete, src/malloc.c): every kind of allocation the library can
+// see is its own.
 #include <cstdio>
 #include <cstdlib>
 #include <map>
