@@ -30,14 +30,22 @@
  *    largest one, and only upward, missed where its next pages were
  *    another block's.
  *  - shed: when fresh pages are taken (a miss, or the grown part of a
- *    cached run), the oldest cached runs, half as many pages, go back
- *    first (the last one cut), so the cache does not simply add fresh
- *    pages to the ones it holds. wl_large 200, peak RSS and 4 KiB page
- *    faults under NODALLOC_THP=never (the pages the kernel zeroes):
- *    shedding as many as a miss takes and growing the largest run only,
- *    upward, 398 MiB and 194k; now 384 MiB and 163k (glibc 413 and 183k,
- *    jemalloc 379 and 739k). All of both: 359 MiB but 193k; half of a
- *    miss's and none of a growth's: 411 MiB and 120k.
+ *    cached run), the oldest cached runs, as many pages as a miss takes,
+ *    half a growth's, go back first (the last one cut), but only those
+ *    that take the cache and the fresh pages over a quarter of the bound:
+ *    the cache neither simply adds fresh pages to the ones it holds nor
+ *    empties itself for them (each shed page is one the kernel zeroes
+ *    again). wl_large 200, peak RSS and 4 KiB page faults under
+ *    NODALLOC_THP=never (the pages the kernel zeroes): shedding as many
+ *    as a miss takes and growing the largest run only, upward, 398 MiB
+ *    and 194k; half of both: 384 MiB and 163k (glibc 413 and 183k,
+ *    jemalloc 379 and 739k); now 402 MiB and 136k. All of both: 359 MiB
+ *    but 193k; half of a miss's and none of a growth's: 411 MiB and 120k,
+ *    but malloc-large (the same shape, 300) 471 MiB (jemalloc 416): now
+ *    432 MiB and 180k faults (half of both: 417 and 211k). Any share of
+ *    a growth without the quarter: 150k-165k; a quarter of the bound
+ *    kept with other shares, or 1/3 or 1/5 of it: 123k-175k, some over
+ *    1.1x jemalloc's RSS.
  *  - join: a freed run is joined with the cached runs right before and
  *    after it (_nd_page_join: no purge) when the whole fits the bound, so
  *    the churn of blocks of many sizes finds runs large enough to cut.
@@ -76,6 +84,7 @@
 
 #define CACHE_RUNS 16                  /* runs per node cache */
 #define CACHE_MIN ((uint64_t)64 << 20) /* bytes a node may always cache */
+#define SHED_KEEP 4                    /* shedding keeps 1/SHED_KEEP of the bound cached */
 #define USER_REUSED ((uintptr_t)1 << 63)
 
 typedef struct cached {
@@ -468,18 +477,22 @@ static void *cache_take(int node, uint64_t np, uint64_t ap, uint64_t *fresh)
 	return r.p;
 }
 
-/* Before a miss takes np fresh pages on node: the oldest cached runs, np
- * pages of them, go back to the page level (the last one cut when the end
- * it keeps is at least the purge threshold). */
+/* Before np fresh pages are taken on node: the oldest cached runs, np
+ * pages of them but no more than take the cache and np over 1/SHED_KEEP
+ * of its bound, go back to the page level (the last one cut when the end it
+ * keeps is at least the purge threshold). */
 static void shed(int node, uint64_t np)
 {
 	lnode_t *ln = &lnodes[node];
-	if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+	if (!np || !__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
 		return;
+	uint64_t keep = (_nd_large_cache_limit(node) / SHED_KEEP) >> ND_PAGE_SHIFT;
 	cached_t out[CACHE_RUNS];
 	int nout = 0;
 	uint64_t got = 0;
 	_nd_lock(&ln->lock);
+	uint64_t have = (ln->bytes >> ND_PAGE_SHIFT) + np;
+	np = have <= keep ? 0 : have - keep < np ? have - keep : np;
 	while (ln->n && got < np) {
 		out[nout] = take_entry(ln, 0);
 		got += out[nout++].npages;
@@ -508,7 +521,7 @@ static void *node_run(size_t np, size_t ap, const nd_policy_t *pol, int want_nod
 			uint64_t fresh = 0; /* pages a grown cached run took fresh */
 			if ((p = cache_take(n, np, ap, &fresh)))
 				*reused = true;
-			shed(n, (p ? fresh : np) / 2);
+			shed(n, p ? fresh / 2 : np);
 		}
 		if (!p)
 			p = _nd_page_alloc_exact(n, np, ap);

@@ -9,7 +9,8 @@
  * block (its rest stays cached when at least the purge threshold) and
  * adjacent cached runs are joined, with no purge; when none fits, the
  * largest one that can grow in place, either way, serves; fresh pages
- * taken shed half as many cached ones; calloc clears a reused run;
+ * taken shed as many cached ones (half a growth's) over a quarter of
+ * the bound; calloc clears a reused run;
  * freeing a cached run again is a double free; spread runs are never
  * cached; NODALLOC_LARGE_DECAY_MS=0 turns the cache off.
  *
@@ -273,9 +274,10 @@ static void held_around(char **h, char **a, char **b)
 	CHECK_EQ(_nd_large_cached(TN), 8 * MiB);
 }
 
-/* A miss gives back half as many cached pages as it takes fresh ones,
- * oldest first, the last run cut: the cache does not simply add fresh
- * pages to those it holds. */
+/* A miss gives back as many cached pages as it takes fresh ones, but only
+ * those over a quarter of the bound (16 MiB here), oldest first, the last
+ * run cut: the cache does not simply add fresh pages to those it holds,
+ * nor empty itself for them (wl_large's kernel-zeroed pages). */
 static void miss_sheds(void)
 {
 	_nd_large_flush(-1);
@@ -283,27 +285,45 @@ static void miss_sheds(void)
 	char *h[5], *a, *b;
 	held_around(h, &a, &b);
 	CHECK_EQ(COMMITTED(TN) - c0, 20 * MiB);
-	/* no cached run fits or grows to 6 MiB: 3 MiB of a (the oldest) go
-	 * back, its last MiB stays cached; 6 fresh MiB (as many shed before:
-	 * a whole, b cut to its last 2 MiB, 20 MiB committed) */
+	/* no cached run fits or grows to 6 MiB: 8 cached + 6 fresh is 10 over
+	 * the quarter, so all 6 go: a whole, then b's first 2 MiB, its last 2
+	 * stay cached (half as many before: a's last MiB stayed, b whole) */
 	char *m = nd_malloc_onnode(6 * MiB, TN);
 	CHECK(m != NULL);
-	CHECK_EQ(_nd_large_cached(TN), 5 * MiB);
-	CHECK_EQ(COMMITTED(TN) - c0, 23 * MiB);
+	CHECK_EQ(_nd_large_cached(TN), 2 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 20 * MiB);
 	char *e = nd_malloc_onnode(1 * MiB, TN);
-	CHECK(e == a + 3 * MiB, "a's end stays cached: %p, a %p", (void *)e, (void *)a);
+	CHECK(e == b + 2 * MiB, "b's end stays cached: %p, b %p", (void *)e, (void *)b);
 	nd_free(e);
 	nd_free(m);
 	h[1] = h[3] = NULL;
 	for (int i = 0; i < 5; i++)
 		nd_free(h[i]);
 	flushed_clean(c0);
+	/* h0 a h1 (2 MiB each), a alone cached: a 3 MiB miss brings the cache to
+	 * 5 MiB, 1 over the quarter: only a's first MiB goes (half the miss
+	 * before: 1.5 MiB, and a's last half MiB, below the purge threshold,
+	 * went with it) */
+	adjacent(h, (const int[]){ 2, 2, 2 }, 3);
+	nd_free(h[1]);
+	m = nd_malloc_onnode(3 * MiB, TN);
+	CHECK(m != NULL);
+	CHECK_EQ(_nd_large_cached(TN), 1 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, (uint64_t)(2 + 1 + 2 + 3) * MiB);
+	e = nd_malloc_onnode(1 * MiB, TN);
+	CHECK(e == h[1] + 1 * MiB, "a's end stays cached: %p, a %p", (void *)e, (void *)h[1]);
+	nd_free(e);
+	nd_free(m);
+	nd_free(h[0]);
+	nd_free(h[2]);
+	flushed_clean(c0);
 }
 
 /* No cached run fits: the largest one that can grow does, after its end
  * or before its start, even when larger ones cannot (the old code tried
  * the largest only, upward only, and missed). Its old pages are not
- * purged; half the fresh pages it took are shed. */
+ * purged; half the fresh pages it took are shed (all over a quarter of
+ * the bound here). */
 static void grows_other(void)
 {
 	_nd_large_flush(-1);
