@@ -166,30 +166,6 @@ static unsigned first_of(const uint32_t *l, unsigned k, unsigned max)
 	return k;
 }
 
-/*
- * A block of the purge order made of two free buddies of the order below
- * (o), one dirty at least, taken whole. Dirty blocks never merge up to the
- * purge order (invariant I), so a run of that order took clean pages every
- * time while the dirty halves its predecessors left stayed free side by
- * side until a purge. Looks at the first PAIR_SCAN dirty blocks of order o
- * only. NIL if none.
- */
-#define PAIR_SCAN 16
-static uint32_t take_pair(_nd_buddy_t *b, unsigned o, uint64_t *dirty)
-{
-	int n = 0;
-	for (uint32_t i = b->dhead[o]; i != NIL && n < PAIR_SCAN; i = b->desc[i].next, n++) {
-		uint32_t j = i ^ (1u << o);
-		if (b->desc[j].state != ND_PG_FREE || b->desc[j].order != o)
-			continue;
-		*dirty = b->desc[i].npages + b->desc[j].npages;
-		_nd_buddy_del(b, i);
-		_nd_buddy_del(b, j);
-		return i & j;
-	}
-	return NIL;
-}
-
 uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty)
 {
 	/* dirty blocks lie below purge_order (invariant I) */
@@ -198,8 +174,6 @@ uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty)
 	while (o < top && b->dhead[o] == NIL)
 		o++;
 	uint32_t i;
-	if (o == top && k == top && k > 0 && k <= b->order_max && (i = take_pair(b, k - 1, dirty)) != NIL)
-		return i;
 	if (o < top) {
 		i = b->dhead[o];
 	} else {
