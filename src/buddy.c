@@ -219,6 +219,15 @@ static inline unsigned piece_order(uint64_t s, uint64_t len)
 /* Frees one aligned block, merging with free buddies; a merge that would
  * make a block holding dirty pages of order >= purge_order (invariant I),
  * or less than 1/4 dirty, stops. */
+/* May two free buddies of order o with md committed pages between them
+ * merge? Clean ones always; dirty ones only below the purge order
+ * (invariant I) and while at least a quarter of the merged block is
+ * dirty (a mostly clean block stays apart from a dirty scrap). */
+static inline bool may_merge(const _nd_buddy_t *b, unsigned o, uint64_t md)
+{
+	return !md || (o + 1 < b->purge_order && md * 4 >= (2ull << o));
+}
+
 static void free_block(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
 {
 	/* The old head (a run head) becomes a tail if it merges as an upper half. */
@@ -230,7 +239,7 @@ static void free_block(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
 		if (bd->state != ND_PG_FREE || bd->order != o)
 			break;
 		uint64_t md = dirty + bd->npages;
-		if (md && (o + 1 >= b->purge_order || md * 4 < (2ull << o)))
+		if (!may_merge(b, o, md))
 			break;
 		_nd_buddy_del(b, u);
 		i &= ~(1u << o);
@@ -303,8 +312,7 @@ void _nd_buddy_merge_clean(_nd_buddy_t *b)
 			uint32_t u = i ^ (1u << o);
 			const _nd_pagedesc_t *bd = &b->desc[u];
 			uint64_t md = bd->npages;
-			if (bd->state != ND_PG_FREE || bd->order != o || b->desc[i].npages ||
-			    (md && (o + 1 >= b->purge_order || md * 4 < (2ull << o))))
+			if (bd->state != ND_PG_FREE || bd->order != o || b->desc[i].npages || !may_merge(b, o, md))
 				continue;
 			if (nx == u)
 				nx = bd->next;

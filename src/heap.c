@@ -441,7 +441,7 @@ static void heap_trim(heap_t *h)
 void _nd_heap_trim_self(void)
 {
 	_nd_thread_t *t = _nd_tls;
-	if (t == &_nd_thread_boot)
+	if (_nd_thread_none(t))
 		return;
 	for (int i = 0; i < t->nheaps; i++)
 		if (t->heaps[i] != &heap_none)

@@ -270,10 +270,15 @@ static inline __attribute__((always_inline)) bool free_fast(void *p)
 	return true;
 }
 
-void nd_free(void *p)
+static inline __attribute__((always_inline)) void free_body(void *p)
 {
 	if (!free_fast(p))
 		free_slow(p);
+}
+
+void nd_free(void *p)
+{
+	free_body(p);
 }
 
 /* realloc's new block: on node (where the old one is, fallback along its
@@ -583,8 +588,7 @@ OVERRIDE void _ZdaPvm(void *p, size_t size) __attribute__((alias("nd_free_sized"
 #define CXX_DELETE(sym, ...)                                                      \
 	OVERRIDE void sym(void *p, __VA_ARGS__)                                    \
 	{                                                                          \
-		if (!free_fast(p))                                                 \
-			free_slow(p);                                              \
+		free_body(p);                                                      \
 	}
 CXX_DELETE(_ZdlPvRKSt9nothrow_t, const void *nt)
 CXX_DELETE(_ZdaPvRKSt9nothrow_t, const void *nt)

@@ -240,7 +240,7 @@ void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n)
  * (2 MiB at least). The new pages join the free lists clean; the hole
  * starts after them.
  */
-static bool grow_to(_nd_arena_t *a, uint64_t need)
+bool _nd_room_grow_to(_nd_arena_t *a, uint64_t need)
 {
 	_nd_buddy_t *b = &a->bd;
 	uint64_t slot = 1ull << g.order_max, m = a->mapped;
@@ -294,12 +294,7 @@ static bool grow_to(_nd_arena_t *a, uint64_t need)
 bool _nd_room_grow(_nd_arena_t *a, unsigned k)
 {
 	uint64_t bl = 1ull << k;
-	return grow_to(a, ND_ALIGN_UP(a->mapped, bl) + bl);
-}
-
-bool _nd_room_grow_to(_nd_arena_t *a, uint64_t end)
-{
-	return grow_to(a, end);
+	return _nd_room_grow_to(a, ND_ALIGN_UP(a->mapped, bl) + bl);
 }
 
 /*
