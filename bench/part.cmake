@@ -39,3 +39,10 @@ foreach(src ${ND_BENCH_INTERNAL})
   target_link_libraries(${name} PRIVATE -Wl,--whole-archive nodalloc_static -Wl,--no-whole-archive pthread)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
 endforeach()
+
+# wl_touch and run.sh's check of BENCH_SETTLE (tests/bench_settle_test.sh).
+if(NODALLOC_BUILD_TESTS)
+  add_test(NAME bench.settle
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/bench_settle_test.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+  set_tests_properties(bench.settle PROPERTIES LABELS unit TIMEOUT 120)
+endif()

@@ -23,6 +23,10 @@
 #   BENCH_BASELINE=lib  also measure this libnodalloc.so (e.g. built from an
 #                       older commit) as "baseline", with its own ratios to
 #                       the peers: a change's before/after in one run
+#   BENCH_SETTLE=MiB    before every timed run, touch and free MiB of huge
+#                       pages (wl_touch): every allocator then starts with
+#                       the kernel's free huge blocks warm, as on a machine
+#                       without free page reporting (docs/benchmarks.md)
 set -u
 
 usage() { echo "usage: bash bench/run.sh <builddir>" >&2; exit 2; }
@@ -38,9 +42,11 @@ REPS=${BENCH_REPS:-7}
 case $REPS in '' | *[!0-9]* | 0) echo "run.sh: bad BENCH_REPS '$REPS': expected a positive integer" >&2; exit 2 ;; esac
 TIMEOUT=${BENCH_TIMEOUT:-120}
 case $TIMEOUT in '' | *[!0-9]* | 0) echo "run.sh: bad BENCH_TIMEOUT '$TIMEOUT': expected seconds > 0" >&2; exit 2 ;; esac
+SETTLE=${BENCH_SETTLE:-}
+case $SETTLE in *[!0-9]* | 0*) echo "run.sh: bad BENCH_SETTLE '$SETTLE': expected MiB > 0" >&2; exit 2 ;; esac
 LIBDIR=/usr/lib/x86_64-linux-gnu
 MEASURE=$BIN/nd_measure
-for f in "$MEASURE" "$BIN"/wl_{small,prodcons,larson,footprint,large,threads,xfree,probe}; do
+for f in "$MEASURE" "$BIN"/wl_{small,prodcons,larson,footprint,large,threads,xfree,probe,touch}; do
 	[ -x "$f" ] || { echo "run.sh: $f is missing: build first (cmake --build $BUILD)" >&2; exit 2; }
 done
 mkdir -p "$RESULTS"
@@ -135,7 +141,7 @@ say "nodalloc benchmarks  $(date -u '+%Y-%m-%d %H:%M UTC')"
 say "commit $(git -C "$HERE/.." rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$HERE/.." status --porcelain -- src 2>/dev/null | grep -q . && echo ' + uncommitted src/ changes')"
 say "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ -n "${NOTE_2N:-}" ] && say "$NOTE_2N"
-say "allocators: ${ALLOCS[*]}; repetitions: $REPS (median)$([ "$QUICK" = 1 ] && echo '; QUICK mode (tiny counts)')"
+say "allocators: ${ALLOCS[*]}; repetitions: $REPS (median)$([ "$QUICK" = 1 ] && echo '; QUICK mode (tiny counts)')$([ -n "$SETTLE" ] && echo "; BENCH_SETTLE=$SETTLE (huge pages warmed before each run)")"
 if [ "$ND_STATE" = bootstrap ]; then
 	say ""
 	say "*** libnodalloc.so is still the BOOTSTRAP that forwards to glibc's malloc:"
@@ -165,6 +171,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 			pre=()
 			[ -n "${PRELOAD[$a]}" ] && pre=(-p "${PRELOAD[$a]}")
 			[ -n "${ENVS[$a]:-}" ] && pre+=(-e "${ENVS[$a]}")
+			[ -n "$SETTLE" ] && "$BIN/wl_touch" "$SETTLE" 1 >/dev/null
 			"$MEASURE" "${pre[@]}" -t "$TIMEOUT" -- "$prog" "$@" >"$TMP/out" 2>"$TMP/err"
 			st=$?
 			r=$(grep '^RESULT' "$TMP/out")
