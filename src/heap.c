@@ -264,6 +264,19 @@ static bool steal(heap_t *h, unsigned c)
 	return true;
 }
 
+/* s, h's current slab of class c, has nothing listed: has the slab behind
+ * it (after unparking c's full slabs that got remote frees) objects to
+ * give? Then those go first and s's next page is carved only once no
+ * slab of the class has any: carving first kept every class's pages of
+ * two slabs resident under a producer/consumer ring (issue 11). */
+static bool ready_behind(heap_t *h, const slab_t *s, unsigned c)
+{
+	slab_t *nx = s->next;
+	if (!nx && unpark(h, c))
+		nx = s->next;
+	return nx && (nx->free || (__atomic_load_n(&nx->tfree, __ATOMIC_RELAXED) & TF_PTR));
+}
+
 /* Pops an object of class c from heap h (owner), refilling as needed. */
 static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 {
@@ -275,8 +288,14 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 		slab_t *s = h->cur[c];
 		if (s != &_nd_slab_empty) {
 			if (!s->free && !_nd_slab_collect(s) && !(s->purged && _nd_slab_unpurge(s)) &&
-			    s->carved < s->cap)
+			    s->carved < s->cap) {
+				if (ready_behind(h, s, c)) {
+					_nd_slab_part_unlink(h, s);
+					_nd_slab_part_insert(h, s);
+					continue;
+				}
 				_nd_slab_carve(s);
+			}
 			void **o = s->free;
 			if (o) {
 				_nd_slab_check_link(s, o, "malloc");
@@ -729,7 +748,7 @@ void *_nd_heap_malloc(size_t size)
 	if (nd_likely(_nd_slab_key_ok(t, &t->key))) {
 		unsigned c = class_of(size);
 		/* the borrowed list first (nd_slab.h, _nd_slab_free_list): recently freed */
-		_nd_slab_hot_t *b = &t->bw[c];
+		_nd_slab_hot_t *b = _nd_thread_bw(t, c);
 		void *o = _nd_slab_pop(b->free ? b : (_nd_slab_hot_t *)t->heap->cur[c]);
 		if (nd_likely(o != NULL))
 			return o;

@@ -56,7 +56,7 @@ int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
  * live here, used by malloc.c's inlined paths and slab.c's and heap.c's
  * alike; the hot fields they touch (_nd_slab_hot_t: a line that every
  * free reads, then a line with free and used) are defined in nd_thread.h,
- * whose record embeds the borrowed lists bw[] that the fast path pops
+ * whose record embeds the borrowed lists (bwl[]) that the fast path pops
  * like a slab (only their free and used mean anything). slab.c owns
  * every field.
  *
@@ -195,7 +195,7 @@ static inline __attribute__((always_inline)) _nd_slab_hot_t *_nd_slab_free_list(
 	unsigned c = s->cls;
 	uint64_t *nrem = &t->cls_remote[c];
 	__atomic_store_n(nrem, *nrem + !_nd_slab_owns(tp), __ATOMIC_RELAXED);
-	return &t->bw[c];
+	return _nd_thread_bw(t, c);
 }
 
 /* The malloc fast path: dir[] is valid while *cpu64 == key. */
@@ -466,7 +466,7 @@ void _nd_slab_set_heap(_nd_thread_t *t, _nd_heap_t *h);
 /* Smallest class >= size whose objects are aligned to align, or -1. */
 int _nd_slab_class_for(size_t size, size_t align);
 /* malloc of class c found its list empty (key valid, t a real record):
- * an object of t's borrowed list bw[c] (dir[] then points at it), else
+ * an object of t's borrowed list of c (dir[] then points at it), else
  * NULL with dir[] back on the heap's current slab. */
 void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c);
 /* t->dir's entries of class c point at s (every write of the current

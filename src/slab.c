@@ -148,9 +148,9 @@ void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 	}
 	t->heap = h;
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		if (!t->bw[c].free)
-			t->bw[c].used = 0; /* idle (nd_thread.h) */
-		_nd_slab_dir_class(t, c, t->bw[c].free ? &t->bw[c] : (_nd_slab_hot_t *)h->cur[c]);
+		if (!_nd_thread_bw(t, c)->free)
+			_nd_thread_bw(t, c)->used = 0; /* idle (nd_thread.h) */
+		_nd_slab_dir_class(t, c, _nd_thread_bw(t, c)->free ? _nd_thread_bw(t, c) : (_nd_slab_hot_t *)h->cur[c]);
 	}
 }
 
@@ -646,7 +646,7 @@ static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
 static void bw_pushed(_nd_thread_t *t, slab_t *s)
 {
 	unsigned c = s->cls;
-	_nd_slab_hot_t *b = &t->bw[c];
+	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
 	void **o = b->free;
 	if (!o[0]) {
 		b->used = cls_bw[c];
@@ -725,7 +725,7 @@ void _nd_slab_free_other(void *p, _nd_slab_hot_t *s)
 	 * branch (its owner's own frees come mixed with borrowed ones) */
 	if (!(tp & ND_TP_MIX))
 		__atomic_compare_exchange_n(&s->tp, &tp, tp | ND_TP_MIX, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-	_nd_slab_hot_t *b = &t->bw[sl->cls];
+	_nd_slab_hot_t *b = _nd_thread_bw(t, sl->cls);
 	uint64_t *nrem = &t->cls_remote[sl->cls]; /* statistics (a snapshot reads it) */
 	__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);
 	if (nd_unlikely(_nd_slab_push(b, p)))

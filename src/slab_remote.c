@@ -7,10 +7,10 @@
  *  - remote_send: one CAS splices a chain home onto the slab's tfree;
  *  - the remote-free buffer: per class, one slab's chain waits in the
  *    thread's record (rf[]) and goes home in one splice;
- *  - borrowed lists (bw[]): a same-node object stays with the freeing
+ *  - borrowed lists (bwl[]): a same-node object stays with the freeing
  *    thread for its next mallocs;
  *  - a thread's exit, and the per-class statistics these paths count.
- * Ownership: rf[] and bw[] belong to the record's thread; other threads
+ * Ownership: rf[] and bwl[] belong to the record's thread; other threads
  * touch only a slab's tfree (CAS) and its heap's notify mask (atomic OR).
  */
 #include <string.h>
@@ -169,7 +169,7 @@ static void bw_send(void **o)
 void _nd_slab_bw_flush_all(_nd_thread_t *t)
 {
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		_nd_slab_hot_t *b = &t->bw[c];
+		_nd_slab_hot_t *b = _nd_thread_bw(t, c);
 		void **o = b->free;
 		if (!o)
 			continue;
@@ -183,7 +183,7 @@ void _nd_slab_bw_flush_all(_nd_thread_t *t)
 
 void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 {
-	_nd_slab_hot_t *b = &t->bw[c];
+	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
 	if (b->free) {
 		_nd_slab_dir_class(t, c, b);
 		return _nd_slab_pop(b);
@@ -266,7 +266,7 @@ unsigned _nd_slab_remote_pending(void)
 	unsigned n = 0;
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
 		n += t->rf[c].slab ? t->rf[c].n : 0;
-		for (void **o = t->bw[c].free; o; o = o[0])
+		for (void **o = _nd_thread_bw(t, c)->free; o; o = o[0])
 			n++;
 	}
 	return n;
