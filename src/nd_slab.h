@@ -454,6 +454,10 @@ void _nd_slab_part_insert(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_part_push_front(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_full_unlink(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_full_push(_nd_heap_t *h, _nd_slab_t *s);
+/* heap.c's refill: s, the only slab of its class's partial list, parks
+ * full (the caller set NOTIFY) and b, a full slab of the class, heads the
+ * partial list in its place. */
+void _nd_slab_swap_full(_nd_heap_t *h, _nd_slab_t *s, _nd_slab_t *b);
 /* Before h (owner) takes a new slab of class c: a fully carved partial
  * slab (not the head) of a class above 1 KiB, at most twice c's size and
  * at least as aligned, with objects listed, moves to the head of c's
