@@ -864,7 +864,7 @@ static bool pc_valid(const struct _nd_pcache *e)
  * stores nothing: key stays NONE, no CPU pair equals it. */
 static void pc_key_store(_nd_thread_t *t, struct _nd_pcache *e, const nd_policy_t *p, uint64_t pair)
 {
-	if (_nd_slab_check || e->user != p)
+	if (_nd_slab_check || (e->user != p && e->pol != p))
 		return;
 	if (p->mode == ND_POLICY_WEIGHTED && e->pol != p) {
 		e->lane = (const uint64_t *)(const void *)p->weights;
@@ -885,7 +885,7 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 	count_slow(t);
 	struct _nd_pcache *e = NULL;
 	for (int i = 0; i < ND_PCACHE && !e; i++)
-		if (t->pc[i].user == p && _nd_slab_pc_same(&t->pc[i], p))
+		if (t->pc[i].pol == p || (t->pc[i].user == p && _nd_slab_pc_same(&t->pc[i], p)))
 			e = &t->pc[i];
 	if (!e) {
 		char err[200];
@@ -895,7 +895,9 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 			return NULL; /* errno EINVAL or ENOMEM */
 		}
 		e = &t->pc[t->pc_next++ % ND_PCACHE];
-		e->user = pc_cacheable(p) ? p : ND_PC_NOUSER;
+		/* a prepared policy (p is its interned copy) is found by
+		 * pol: place.c tests user first, and its compare would pass */
+		e->user = ip != p && pc_cacheable(p) ? p : ND_PC_NOUSER;
 		e->pol = ip;
 		e->heap = NULL;
 		e->lane = NULL;

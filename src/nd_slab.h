@@ -204,12 +204,6 @@ static inline __attribute__((always_inline)) bool _nd_slab_key_ok(const _nd_thre
 	return *t->cpu64 == ND_LOAD_RELAXED(*key);
 }
 
-/* The user of a cache entry that matches no caller's object (uncached
- * topology, heap parked): never NULL, so the fast path, which reads the
- * object once user == p, never reads a NULL one (nd_malloc_policy(size,
- * NULL) is the default policy). */
-#define ND_PC_NOUSER ((const nd_policy_t *)(const void *)&_nd_policy_local)
-
 /* nd_malloc_policy's cache entry e still describes the caller's object p:
  * the words a valid policy can differ in on a topology of at most 64
  * nodes (8 for weighted; heap.c caches no other): mode and flags,
