@@ -204,12 +204,6 @@ static inline __attribute__((always_inline)) bool _nd_slab_key_ok(const _nd_thre
 	return *t->cpu64 == ND_LOAD_RELAXED(*key);
 }
 
-/* The user of a cache entry that matches no caller's object (uncached
- * topology, heap parked): never NULL, so the fast path, which reads the
- * object once user == p, never reads a NULL one (nd_malloc_policy(size,
- * NULL) is the default policy). */
-#define ND_PC_NOUSER ((const nd_policy_t *)(const void *)&_nd_policy_local)
-
 /* nd_malloc_policy's cache entry e still describes the caller's object p:
  * the words a valid policy can differ in on a topology of at most 64
  * nodes (8 for weighted; heap.c caches no other): mode and flags,
@@ -454,6 +448,10 @@ void _nd_slab_part_insert(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_part_push_front(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_full_unlink(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_full_push(_nd_heap_t *h, _nd_slab_t *s);
+/* heap.c's refill: s, the only slab of its class's partial list, parks
+ * full (the caller set NOTIFY) and b, a full slab of the class, heads the
+ * partial list in its place. */
+void _nd_slab_swap_full(_nd_heap_t *h, _nd_slab_t *s, _nd_slab_t *b);
 /* Before h (owner) takes a new slab of class c: a fully carved partial
  * slab (not the head) of a class above 1 KiB, at most twice c's size and
  * at least as aligned, with objects listed, moves to the head of c's

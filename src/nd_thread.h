@@ -105,7 +105,7 @@ typedef struct _nd_thread {
 		uint64_t bits0;          /* user's nodes.bits[0] then */
 		uint64_t key;            /* atomic: *lane when resolved, else NONE */
 		const uint64_t *lane;    /* cpu64 then, or (weighted plain) user's weights[0..7] */
-		const nd_policy_t *user; /* the caller's pointer, NULL = unused */
+		const nd_policy_t *user; /* the caller's plain object; ND_PC_NOUSER: none */
 		uint64_t w0;             /* user's weights[0..7] then (weighted) */
 		uint32_t max;            /* largest size served from the heap */
 		struct nd_heap *heap;
@@ -190,6 +190,12 @@ static inline bool _nd_thread_none(const _nd_thread_t *t)
 {
 	return t == &_nd_thread_boot || t == &_nd_thread_gone;
 }
+/* The user of a cache entry that matches no caller's object (a fresh
+ * record's entries, an uncached topology, a heap parked): never NULL, so
+ * the fast path, which reads the object once user == p, never reads a
+ * NULL one (nd_malloc_policy(size, NULL) is the default policy). The
+ * boot record: no caller passes its address. */
+#define ND_PC_NOUSER ((const nd_policy_t *)(const void *)&_nd_thread_boot)
 /* The calling thread's record, made on first use (NULL only if no memory). */
 _nd_thread_t *_nd_thread_make(void);
 /* The same for a free: made only before the thread's exit (boot), and

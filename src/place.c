@@ -389,19 +389,22 @@ static inline __attribute__((always_inline)) bool pc_serves(_nd_thread_t *t, con
 
 /* The pop from the heap of entry 0 when it serves p; NULL: a miss. The
  * entry's test comes first, each kind in a branch of its own (pc_serves'
- * two, written apart): the plain object's compare then jumps to the size
- * test when it matches, instead of falling through to a jump back (one
- * instruction per call). */
+ * two, written apart), the plain object's first: its address test is
+ * then the only one in front of its compare, and the prepared policy
+ * pays the failed address test instead (2 instructions moved from the
+ * dearer kind to the cheaper: 29 and 21 before, 27 and 23). An entry's
+ * user is never NULL (ND_PC_NOUSER), so p NULL goes to the second test
+ * (a fresh entry's pol is NULL, its key NONE: a miss). */
 static inline __attribute__((always_inline)) void *policy_pop(_nd_thread_t *t, const nd_policy_t *p, size_t size)
 {
 	const struct _nd_pcache *e = &t->pc[0];
 	unsigned c;
-	if (nd_likely(e->pol == p)) {
-		if (nd_likely(_nd_slab_key_ok(t, &e->key)) && nd_likely(fast_cls(t, size, &e->max, &c)))
+	if (e->user == p) {
+		if (pc_hit(e, p) && nd_likely(fast_cls(t, size, &e->max, &c)))
 			return heap_pop(e->heap, c);
 		return NULL;
 	}
-	if (e->user == p && pc_hit(e, p) && nd_likely(fast_cls(t, size, &e->max, &c)))
+	if (nd_likely(e->pol == p) && nd_likely(_nd_slab_key_ok(t, &e->key)) && nd_likely(fast_cls(t, size, &e->max, &c)))
 		return heap_pop(e->heap, c);
 	return NULL;
 }

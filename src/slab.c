@@ -520,6 +520,18 @@ void _nd_slab_full_push(heap_t *h, slab_t *s)
 }
 
 
+/* s heads its class's partial list alone and parks full (NOTIFY set by
+ * the caller); b, a full slab of the class, takes its place: one set_cur
+ * where part_unlink and part_push_front make two. */
+void _nd_slab_swap_full(heap_t *h, slab_t *s, slab_t *b)
+{
+	ND_ASSERT(h->cur[s->cls] == s && s->lcls == s->cls && !s->next && !s->prev && b->cls == s->cls,
+		  "s is its class's only partial slab, b one of its full ones");
+	_nd_slab_full_unlink(h, b);
+	_nd_slab_full_push(h, s);
+	set_cur(h, b->lcls, b);
+}
+
 uint64_t _nd_slab_slow_count(void) { return _nd_tls->slow; }
 
 void _nd_slab_thread_exit(void)

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+/* The refill that finds the current slab dry and its class's partial list
+ * otherwise empty (heap.c's swap_dry, one list update): the dry slab parks
+ * full and the full slab with the most owner frees back serves next, as
+ * park_full then unpark_local chose it before. Slabs S0, S1 are filled
+ * (full list), S2 is current; 2 objects of S0 and 4 of S1 are freed
+ * (fewer than FULL_BACK: they stay on the full list). Draining S2 takes
+ * S1 (4 back), its 4 objects come out, then S0 (2 back; S2 has none),
+ * then a new slab. Every object is freed at the end and the class's
+ * statistics count no object out. */
+#include <stdlib.h>
+
+#include "check.h"
+#include "internal.h"
+
+#define SIZE 640 /* a class nothing else here uses */
+#define MAX 4096
+
+static void *obj[MAX];
+static int nobj;
+
+static _nd_slab_t *slab_of(const void *p)
+{
+	return (_nd_slab_t *)(void *)_nd_slab_of(p);
+}
+
+static void *take(void)
+{
+	void *p = malloc(SIZE);
+	CHECK(p != NULL);
+	if (nobj < MAX)
+		obj[nobj++] = p;
+	return p;
+}
+
+/* Frees k objects of slab s (from the list of those taken). */
+static void give_back(_nd_slab_t *s, int k)
+{
+	for (int i = 0; i < nobj && k; i++)
+		if (obj[i] && slab_of(obj[i]) == s) {
+			free(obj[i]);
+			obj[i] = NULL;
+			k--;
+		}
+	CHECK(k == 0);
+}
+
+static uint64_t objects_out(void)
+{
+	_nd_slab_class_stats_t st[ND_SLAB_CLASSES];
+	int n = _nd_slab_class_stats(st, ND_SLAB_CLASSES);
+	for (int i = 0; i < n; i++)
+		if (st[i].size == _nd_slab_class_size(_nd_slab_class_of(SIZE)))
+			return st[i].objects;
+	return ~0ull;
+}
+
+int main(void)
+{
+	_nd_slab_t *s[3] = { NULL, NULL, NULL };
+	int ns = 0;
+	/* until a third slab serves */
+	while (ns < 3 && nobj < MAX) {
+		_nd_slab_t *x = slab_of(take());
+		if (ns == 0 || x != s[ns - 1]) {
+			for (int i = 0; i < ns; i++)
+				CHECK(x != s[i], "a filled slab served again");
+			s[ns++] = x;
+		}
+	}
+	CHECK(ns == 3);
+	if (ns < 3)
+		return CHECK_DONE();
+	CHECK(s[0]->cap / 2 > 4, "FULL_BACK is above the frees below");
+	give_back(s[0], 2);
+	give_back(s[1], 4);
+	/* drain S2 */
+	void *p;
+	while (slab_of(p = take()) == s[2])
+		;
+	CHECK(slab_of(p) == s[1], "the slab with the most room back serves after the dry one");
+	for (int i = 0; i < 3; i++)
+		CHECK(slab_of(take()) == s[1], "its 3 other objects");
+	p = take();
+	CHECK(slab_of(p) == s[0], "then the one with 2 back (the dry one has none)");
+	CHECK(slab_of(take()) == s[0]);
+	p = take();
+	CHECK(slab_of(p) != s[0] && slab_of(p) != s[1] && slab_of(p) != s[2], "then a new slab");
+	for (int i = 0; i < nobj; i++)
+		free(obj[i]);
+	CHECK(objects_out() == 0, "objects out: %llu", (unsigned long long)objects_out());
+	return CHECK_DONE();
+}
