@@ -188,6 +188,34 @@ static void straddling(void)
 	free(obj[0]);
 }
 
+/* 192-byte objects (21.3 a page): the scan leaves a page at its first
+ * object out for the object that holds the next page's first byte, which
+ * may start in the page it leaves (21: bytes 4032-4223) and be the only
+ * one out there. Out: 5 and `keep`; the pages that go are `gone`. */
+static void skip_scan(unsigned keep, uint64_t gone)
+{
+	void *obj[128], *extra[300];
+	_nd_slab_t *s = full_slab(180, obj, extra, 300);
+	CHECK_EQ(s->size, 192);
+	CHECK_EQ(s->npages, 4);
+	for (unsigned k = 0; k < s->cap; k++)
+		fill(obj[k], 192, (int)k + 1);
+	for (unsigned k = 0; k < s->cap; k++)
+		if (k != 5 && k != keep)
+			free(obj[k]);
+	CHECK(_nd_slab_purge_heap(s->heap) >= (size_t)__builtin_popcountll(gone));
+	CHECK(s->purged == gone, "pages purged %#llx, expected %#llx (object %u out)", (unsigned long long)s->purged,
+	      (unsigned long long)gone, keep);
+	for (unsigned pg = 0; pg < 4; pg++)
+		CHECK(resident(s->start + pg * 4096) == !(gone >> pg & 1), "page %u", pg);
+	CHECK(holds(obj[5], 192, 6) && holds(obj[keep], 192, (int)keep + 1), "live objects intact");
+	free(obj[5]);
+	free(obj[keep]);
+	for (int i = 0; i < 300; i++)
+		if (slab_of(extra[i]) != s)
+			free(extra[i]);
+}
+
 enum { NOBJ = 4096 };
 static void *many[NOBJ];
 
@@ -296,6 +324,8 @@ int main(void)
 	}
 	big_objects();
 	straddling();
+	skip_scan(21, 0xc); /* 21 keeps pages 0 and 1 */
+	skip_scan(42, 0x8); /* 42 (8064-8255) keeps pages 1 and 2 */
 	refused();
 	rss_drop(false);
 	rss_drop(true);
