@@ -140,17 +140,24 @@ static void refused(void)
 	big_back(s, obj, extra);
 }
 
+/* full_slab of a 4-page slab of `size`-byte objects, object k stamped k + 1. */
+static _nd_slab_t *stamped_slab(size_t req, unsigned size, void **obj, void **extra, int nextra)
+{
+	_nd_slab_t *s = full_slab(req, obj, extra, nextra);
+	CHECK_EQ(s->size, size);
+	CHECK_EQ(s->npages, 4);
+	for (unsigned k = 0; k < s->cap; k++)
+		fill(obj[k], size, (int)k + 1);
+	return s;
+}
+
 /* 1280-byte objects straddle pages: only pages no live object overlaps go,
  * the object starting in a kept page stays on the list, and allocating
  * the slab empty again hands out every other object exactly once. */
 static void straddling(void)
 {
 	void *obj[64], *extra[60];
-	_nd_slab_t *s = full_slab(1200, obj, extra, 60);
-	CHECK_EQ(s->size, 1280);
-	CHECK_EQ(s->npages, 4);
-	for (unsigned k = 0; k < s->cap; k++)
-		fill(obj[k], 1280, (int)k + 1);
+	_nd_slab_t *s = stamped_slab(1200, 1280, obj, extra, 60);
 	for (unsigned k = 1; k < s->cap; k++)
 		free(obj[k]);
 	CHECK(_nd_slab_purge_heap(s->heap) >= 3); /* page 0 holds object 0 */
@@ -195,11 +202,7 @@ static void straddling(void)
 static void skip_scan(unsigned keep, uint64_t gone)
 {
 	void *obj[128], *extra[300];
-	_nd_slab_t *s = full_slab(180, obj, extra, 300);
-	CHECK_EQ(s->size, 192);
-	CHECK_EQ(s->npages, 4);
-	for (unsigned k = 0; k < s->cap; k++)
-		fill(obj[k], 192, (int)k + 1);
+	_nd_slab_t *s = stamped_slab(180, 192, obj, extra, 300);
 	for (unsigned k = 0; k < s->cap; k++)
 		if (k != 5 && k != keep)
 			free(obj[k]);
