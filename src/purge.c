@@ -8,7 +8,8 @@
  * newest first, dtail[] the oldest). A slot's dirty free pages are purged
  *  - past its dirty limit (_nd_purge_after_free: what brings the pages in
  *    use back to their recent peak, within bounds): the oldest first,
- *    down to 3/4 of the limit, not all of them;
+ *    down to 3/4 of the limit (while the pages in use come back to the
+ *    peak: the excess and one purge block), not all of them;
  *  - all of them when the oldest have been free for
  *    NODALLOC_PURGE_DECAY_MS (the decay, like jemalloc's dirty_decay_ms):
  *    memory a program stopped using goes back even under the limit. The
@@ -152,8 +153,13 @@ uint64_t _nd_purge_slot(_nd_arena_t *a)
  * dirty blocks go, down to 3/4 of it (fewer, larger passes); the decay
  * gives back the rest. The peaks are written under the slot lock and read
  * without it by _nd_purge_over (relaxed: a hint).
+ * *back: the peak bounds the limit (not the cap or the floor): the pages
+ * in use are on their way back to it, and the dirty pages will serve
+ * them, so a pass takes the excess and one purge block only (down to 3/4
+ * of it, the refill of bench footprint purged 20 MiB for an excess of
+ * 0.4 MiB and faulted every page in again before its end).
  */
-static uint64_t dirty_keep(const _nd_arena_t *a, uint64_t used, uint64_t peak)
+static uint64_t dirty_keep(const _nd_arena_t *a, uint64_t used, uint64_t peak, bool *back)
 {
 	uint64_t pc = __atomic_load_n(&a->peak_cur, __ATOMIC_RELAXED);
 	uint64_t pp = __atomic_load_n(&a->peak_prev, __ATOMIC_RELAXED);
@@ -162,6 +168,7 @@ static uint64_t dirty_keep(const _nd_arena_t *a, uint64_t used, uint64_t peak)
 	uint64_t keep = peak > used ? peak - used : 0, cap = g.dirty_limit / 4 * ND_KEEP_BLOCKS;
 	if (cap < used)
 		cap = used;
+	*back = keep > g.dirty_limit && keep <= cap;
 	if (keep > cap)
 		keep = cap;
 	return keep < g.dirty_limit ? g.dirty_limit : keep;
@@ -174,9 +181,10 @@ bool _nd_purge_over(int node, uint64_t n)
 	const _nd_arena_t *a = &g.arenas[node];
 	uint64_t used = __atomic_load_n(&a->used, __ATOMIC_RELAXED);
 	uint64_t df = __atomic_load_n(&a->bd.dirty_free, __ATOMIC_RELAXED);
+	bool back;
 	/* the pages in use now are a peak too: the peaks move only when the
 	 * page level gets pages back, and kept slabs are still in use there */
-	return df + n > dirty_keep(a, used > n ? used - n : 0, used);
+	return df + n > dirty_keep(a, used > n ? used - n : 0, used, &back);
 }
 
 void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed)
@@ -185,9 +193,10 @@ void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed)
 	uint64_t used = __atomic_load_n(&a->used, __ATOMIC_RELAXED);
 	if (used + freed > a->peak_cur)
 		__atomic_store_n(&a->peak_cur, used + freed, __ATOMIC_RELAXED);
-	uint64_t keep = dirty_keep(a, used, 0);
+	bool back;
+	uint64_t keep = dirty_keep(a, used, 0, &back);
 	if (df > keep) {
-		purge_oldest(a, keep - keep / 4);
+		purge_oldest(a, keep - (back ? g.dirty_limit / 4 : keep / 4));
 	} else if (df && g.decay_ns && !__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&a->dirty_since, _nd_os_now_ns() | 1, __ATOMIC_RELAXED);
 	}

@@ -73,6 +73,16 @@ static inline uint32_t first_in_page(const slab_t *s, unsigned p)
 	return (uint32_t)((((size_t)p << ND_PAGE_SHIFT) + s->size - 1) / s->size);
 }
 
+/* After object k, out and ending in page lp: the object that holds the
+ * first byte of page lp + 1 (the ones between lie in pages k already
+ * keeps: at 10% use a page of 256 B objects is decided by its first
+ * object out, not by its 16 markers). */
+static inline uint32_t past_page(const slab_t *s, uint32_t k, unsigned lp)
+{
+	uint32_t n = (uint32_t)(((size_t)(lp + 1) << ND_PAGE_SHIFT) / s->size);
+	return n > k + 1 ? n : k + 1;
+}
+
 /* madvise [first, last] pages of s; false if the call failed. */
 static bool give_back(slab_t *s, unsigned first, unsigned last)
 {
@@ -93,16 +103,17 @@ __attribute__((no_sanitize_thread)) static uint64_t maybe_free(const slab_t *s, 
 {
 	uint64_t maybe = below >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << below) - 1;
 	uint32_t size = s->size;
-	for (uint32_t k = 0; k < s->carved; k++) {
+	for (uint32_t k = 0; k < s->carved;) {
 		size_t b = (size_t)k * size;
 		unsigned hp = (unsigned)(b >> ND_PAGE_SHIFT);
-		if (s->purged >> hp & 1)
+		if ((s->purged >> hp & 1) || ((void *const *)(s->start + b))[1] == (const void *)s) {
+			k++;
 			continue;
-		if (((void *const *)(s->start + b))[1] == (const void *)s)
-			continue;
+		}
 		unsigned lp = (unsigned)((b + size - 1) >> ND_PAGE_SHIFT);
 		for (unsigned p = hp; p <= lp && p < 64; p++)
 			maybe &= ~((uint64_t)1 << p);
+		k = past_page(s, k, lp);
 	}
 	return maybe;
 }
@@ -132,16 +143,17 @@ static unsigned purge_slab(slab_t *s)
 	 * minus those an object out overlaps (withheld objects count as
 	 * free: their pages are marked) */
 	uint64_t cand = below >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << below) - 1;
-	for (uint32_t k = 0; k < carved; k++) {
-		if (fr[k / 64] >> (k % 64) & 1)
-			continue;
+	for (uint32_t k = 0; k < carved;) {
 		size_t b = (size_t)k * size;
 		unsigned hp = (unsigned)(b >> ND_PAGE_SHIFT);
-		if (s->purged >> hp & 1)
-			continue; /* withheld */
+		if ((fr[k / 64] >> (k % 64) & 1) || (s->purged >> hp & 1)) { /* free, or withheld */
+			k++;
+			continue;
+		}
 		unsigned lp = (unsigned)((b + size - 1) >> ND_PAGE_SHIFT);
 		for (unsigned p = hp; p <= lp && p < 64; p++)
 			cand &= ~((uint64_t)1 << p);
+		k = past_page(s, k, lp);
 	}
 	/* marked pages were given back already (an object that starts in an
 	 * earlier page and was used since may have touched one again: it

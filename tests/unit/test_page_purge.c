@@ -177,6 +177,38 @@ int main(void)
 	}
 	_nd_page_trim(TN);
 
+	/* On the way back to the peak only the excess goes, and one purge
+	 * block: 64 MiB of runs, every other one freed (the dirty pages bring
+	 * the pages in use back to the peak: the limit), then a run that no
+	 * dirty block fits takes clean pages and the next free is past the
+	 * limit by 64 pages. It purged down to 3/4 of the limit (2100 pages,
+	 * which the way back faults in again: bench footprint's refill). */
+	enum { HALF = 512 };
+	static char *sixteen[2 * HALF];
+	c0 = committed(TN);
+	for (int k = 0; k < 2 * HALF; k++) {
+		sixteen[k] = _nd_page_alloc_exact(TN, 16, 1);
+		CHECK(sixteen[k] != NULL);
+	}
+	for (int k = 0; k < 2 * HALF; k += 2)
+		CHECK(_nd_page_free(sixteen[k]) == 0);
+	CHECK(_nd_page_info(TN, &in) == 0);
+	CHECK_EQ(in.dirty_pages, HALF * 16);
+	char *fresh = _nd_page_alloc_exact(TN, 64, 1);
+	CHECK(fresh != NULL);
+	CHECK(_nd_page_free(sixteen[1]) == 0);
+	uint64_t before = HALF * 16 + 16;
+	CHECK(_nd_page_info(TN, &in) == 0);
+	CHECK(in.dirty_pages < before, "nothing purged past the limit (dirty %llu)", (unsigned long long)in.dirty_pages);
+	CHECK(before - in.dirty_pages <= 64 + 256 + 16, "%llu pages purged for an excess of 64",
+	      (unsigned long long)(before - in.dirty_pages));
+	CHECK_EQ(committed(TN) - c0, (64 + in.dirty_pages + (2 * HALF - HALF - 1) * 16) * 4096);
+	CHECK(_nd_page_free(fresh) == 0);
+	for (int k = 3; k < 2 * HALF; k += 2)
+		CHECK(_nd_page_free(sixteen[k]) == 0);
+	CHECK(_nd_page_check(TN, e, sizeof e) == 0, "%s", e);
+	_nd_page_trim(TN);
+
 	/* Past the limit only the excess goes, the oldest first: 100 MiB
 	 * freed in order leave the 16 purge blocks of the cap, at least 3/4
 	 * of them, and the last freed run's pages are among them (the whole

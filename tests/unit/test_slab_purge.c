@@ -140,17 +140,24 @@ static void refused(void)
 	big_back(s, obj, extra);
 }
 
+/* full_slab of a 4-page slab of `size`-byte objects, object k stamped k + 1. */
+static _nd_slab_t *stamped_slab(size_t req, unsigned size, void **obj, void **extra, int nextra)
+{
+	_nd_slab_t *s = full_slab(req, obj, extra, nextra);
+	CHECK_EQ(s->size, size);
+	CHECK_EQ(s->npages, 4);
+	for (unsigned k = 0; k < s->cap; k++)
+		fill(obj[k], size, (int)k + 1);
+	return s;
+}
+
 /* 1280-byte objects straddle pages: only pages no live object overlaps go,
  * the object starting in a kept page stays on the list, and allocating
  * the slab empty again hands out every other object exactly once. */
 static void straddling(void)
 {
 	void *obj[64], *extra[60];
-	_nd_slab_t *s = full_slab(1200, obj, extra, 60);
-	CHECK_EQ(s->size, 1280);
-	CHECK_EQ(s->npages, 4);
-	for (unsigned k = 0; k < s->cap; k++)
-		fill(obj[k], 1280, (int)k + 1);
+	_nd_slab_t *s = stamped_slab(1200, 1280, obj, extra, 60);
 	for (unsigned k = 1; k < s->cap; k++)
 		free(obj[k]);
 	CHECK(_nd_slab_purge_heap(s->heap) >= 3); /* page 0 holds object 0 */
@@ -186,6 +193,30 @@ static void straddling(void)
 		if (slab_of(extra[i]) != s)
 			free(extra[i]);
 	free(obj[0]);
+}
+
+/* 192-byte objects (21.3 a page): the scan leaves a page at its first
+ * object out for the object that holds the next page's first byte, which
+ * may start in the page it leaves (21: bytes 4032-4223) and be the only
+ * one out there. Out: 5 and `keep`; the pages that go are `gone`. */
+static void skip_scan(unsigned keep, uint64_t gone)
+{
+	void *obj[128], *extra[300];
+	_nd_slab_t *s = stamped_slab(180, 192, obj, extra, 300);
+	for (unsigned k = 0; k < s->cap; k++)
+		if (k != 5 && k != keep)
+			free(obj[k]);
+	CHECK(_nd_slab_purge_heap(s->heap) >= (size_t)__builtin_popcountll(gone));
+	CHECK(s->purged == gone, "pages purged %#llx, expected %#llx (object %u out)", (unsigned long long)s->purged,
+	      (unsigned long long)gone, keep);
+	for (unsigned pg = 0; pg < 4; pg++)
+		CHECK(resident(s->start + pg * 4096) == !(gone >> pg & 1), "page %u", pg);
+	CHECK(holds(obj[5], 192, 6) && holds(obj[keep], 192, (int)keep + 1), "live objects intact");
+	free(obj[5]);
+	free(obj[keep]);
+	for (int i = 0; i < 300; i++)
+		if (slab_of(extra[i]) != s)
+			free(extra[i]);
 }
 
 enum { NOBJ = 4096 };
@@ -296,6 +327,8 @@ int main(void)
 	}
 	big_objects();
 	straddling();
+	skip_scan(21, 0xc); /* 21 keeps pages 0 and 1 */
+	skip_scan(42, 0x8); /* 42 (8064-8255) keeps pages 1 and 2 */
 	refused();
 	rss_drop(false);
 	rss_drop(true);
