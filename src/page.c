@@ -153,13 +153,13 @@ static void *node_alloc(int node, uint64_t n, uint64_t align)
 		return NULL;
 	_nd_lock(&a->lock);
 	uint64_t d;
-	uint32_t i = _nd_buddy_take(&a->bd, k, &d);
+	uint32_t i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL && !g.lazy && _nd_room_grow(a, k)) /* eager: the hole costs no purge, no call */
-		i = _nd_buddy_take(&a->bd, k, &d);
+		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL && a->bd.dirty_free && _nd_purge_slot(a)) /* dirty blocks kept buddies apart */
-		i = _nd_buddy_take(&a->bd, k, &d);
+		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL && _nd_room_grow(a, k)) /* lazy reservation */
-		i = _nd_buddy_take(&a->bd, k, &d);
+		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL) {
 		_nd_unlock(&a->lock);
 		_nd_room_give(a, n);

@@ -102,7 +102,7 @@ static uint64_t purge_oldest(_nd_arena_t *a, uint64_t keep)
 {
 	_nd_buddy_t *b = &a->bd;
 	uint64_t purged = 0;
-	unsigned top = g.purge_order <= b->order_max ? g.purge_order : b->order_max + 1;
+	unsigned top = g.purge_order < b->order_max ? g.purge_order + 1 : b->order_max + 1;
 	uint32_t cur[ND_BUDDY_MAX_ORDER + 1];
 	piece_t pc[PASS_MAX];
 	int n;
