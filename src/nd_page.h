@@ -222,6 +222,9 @@ bool _nd_purge_range(const _nd_arena_t *a, void *p, size_t len, int advice);
 /* Every dirty free block of a node slot purged (merged madvise calls),
  * then merged. Slot lock held. Returns pages purged. */
 uint64_t _nd_purge_slot(_nd_arena_t *a);
+/* The same for the dirty blocks numbered below stamp (freed, or merged,
+ * before the slot's push count was stamp: _nd_page_dirty_stamp). */
+uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp);
 /* After a free put `freed` pages back (slot lock held, `used` already
  * lowered): the dirty limit, and the decay clock started. */
 void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed);
@@ -287,6 +290,12 @@ int _nd_page_node_of(const void *p);
 /* Return committed free pages of node's slot (-1: every slot) to the OS
  * now (malloc_trim). Returns bytes purged. */
 size_t _nd_page_trim(int node);
+/* Number of the next dirty block node's slot will hold (0: no such
+ * slot): blocks freed or merged from now on are numbered at least this. */
+uint64_t _nd_page_dirty_stamp(int node);
+/* _nd_page_trim of node's dirty free blocks numbered below stamp: those
+ * free since then and not reused (nor merged) in between. */
+size_t _nd_page_trim_older(int node, uint64_t stamp);
 /* Introspection for tests, tools and benchmarks. node -1 = mixed slot. */
 typedef struct _nd_page_info {
 	bool usable;
