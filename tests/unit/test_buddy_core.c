@@ -47,6 +47,19 @@ static void unrun(uint32_t i, bool dirty)
 	_nd_buddy_give(&b, i, n, dirty, true);
 }
 
+/* A run of n pages (129..255) in a block of order 8, freed dirty: that
+ * block is one free block again, holding the run's n dirty pages. */
+static uint32_t run_freed_whole(uint64_t n)
+{
+	uint32_t i = run(n, 8);
+	unrun(i, true);
+	check_ok("run freed");
+	CHECK(desc[i].state == ND_PG_FREE && desc[i].order == 8 && desc[i].npages == n,
+	      "freed %llu-page run: block of order %u, %llu dirty", (unsigned long long)n, desc[i].order,
+	      (unsigned long long)desc[i].npages);
+	return i;
+}
+
 int main(void)
 {
 	_nd_buddy_init(&b, desc, ORDER, 4); /* dirty blocks stay below 16 pages */
@@ -267,12 +280,7 @@ int main(void)
 	for (unsigned t = 0; t < PAGES; t++)
 		desc[t] = (_nd_pagedesc_t){ 0 };
 	_nd_buddy_push(&b, 0, ORDER, 0);
-	uint32_t m192 = run(192, 8);
-	unrun(m192, true);
-	check_ok("192 pages freed");
-	CHECK(desc[m192].state == ND_PG_FREE && desc[m192].order == 8 && desc[m192].npages == 192,
-	      "freed 192-page run: block of order %u, %llu dirty", desc[m192].order,
-	      (unsigned long long)desc[m192].npages);
+	uint32_t m192 = run_freed_whole(192);
 	uint32_t m150 = _nd_buddy_take(&b, 8, true, &d);
 	CHECK(m150 == m192 && d == 192, "150 pages at %u (dirty %llu), the freed run was at %u", m150,
 	      (unsigned long long)d, m192);
@@ -289,12 +297,7 @@ int main(void)
 	for (int pass = 0; pass < ORDER; pass++)
 		_nd_buddy_merge_clean(&b);
 	CHECK_EQ(b.nblocks, 1);
-	uint32_t m196 = run(196, 8);
-	unrun(m196, true);
-	check_ok("196 pages freed");
-	CHECK(desc[m196].state == ND_PG_FREE && desc[m196].order == 8 && desc[m196].npages == 196,
-	      "freed 196-page run: block of order %u, %llu dirty", desc[m196].order,
-	      (unsigned long long)desc[m196].npages);
+	uint32_t m196 = run_freed_whole(196);
 	uint32_t big256 = _nd_buddy_take(&b, 8, false, &d);
 	CHECK(big256 != m196 && d == 0, "a 256-page run at %u (dirty %llu) beside the dirty block at %u", big256,
 	      (unsigned long long)d, m196);
