@@ -13,10 +13,16 @@
  *
  * Committed memory: ND_PGF_DIRTY on a page of a free block means "counted
  * as committed"; a free head keeps the number of such pages in npages. A
- * block holding a dirty page is dirty: it stays below purge_order
+ * block holding a dirty page is dirty: it stays at or below purge_order
  * (invariant I: dirty blocks stop merging there and wait for a purge pass,
- * purge.c, after which _nd_buddy_merge_clean merges what became clean).
- * Below purge_order a dirty block merges with a clean buddy too while
+ * purge.c, after which _nd_buddy_merge_clean merges what became clean),
+ * and one of purge_order serves small runs only, so a big run (at least
+ * the purge threshold, so of order purge_order or more) is always cut
+ * from clean memory. A small run of more than half a purge block takes
+ * a block of purge_order: when these were all clean, every such run
+ * (mstress' 640-800 KB blocks) faulted in fresh pages while its freed
+ * predecessors waited dirty in two halves (215k of its 280k fresh pages).
+ * Up to purge_order a dirty block merges with a clean buddy too while
  * the result stays at least 1/4 dirty, the count staying exact
  * (splitting counts flags, and keeps the dirtier half for the run): a
  * freed run that was not a power of two otherwise leaves dirty pieces of
@@ -70,7 +76,7 @@ static void push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty, bool sp
 {
 	ND_ASSERT(o <= b->order_max && (i & ((1ull << o) - 1)) == 0, "a free block is aligned to its size");
 	ND_ASSERT(dirty <= (1ull << o), "a free block's dirty pages are some of its pages");
-	ND_ASSERT(dirty == 0 || o < b->purge_order, "a dirty free block is below purge_order (invariant I)");
+	ND_ASSERT(dirty == 0 || o <= b->purge_order, "a dirty free block is not above purge_order (invariant I)");
 	_nd_pagedesc_t *d = &b->desc[i];
 	d->state = ND_PG_FREE;
 	d->order = (uint8_t)o;
@@ -166,10 +172,13 @@ static unsigned first_of(const uint32_t *l, unsigned k, unsigned max)
 	return k;
 }
 
-uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty)
+uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, bool small, uint64_t *dirty)
 {
-	/* dirty blocks lie below purge_order (invariant I) */
-	unsigned top = b->purge_order <= b->order_max ? b->purge_order : b->order_max + 1;
+	/* dirty blocks lie at or below purge_order, those of purge_order
+	 * serve small runs only (invariant I) */
+	unsigned top = b->purge_order + small;
+	if (top > b->order_max + 1)
+		top = b->order_max + 1;
 	unsigned o = k;
 	while (o < top && b->dhead[o] == NIL)
 		o++;
@@ -216,17 +225,16 @@ static inline unsigned piece_order(uint64_t s, uint64_t len)
 	return o;
 }
 
-/* Frees one aligned block, merging with free buddies; a merge that would
- * make a block holding dirty pages of order >= purge_order (invariant I),
- * or less than 1/4 dirty, stops. */
 /* May two free buddies of order o with md committed pages between them
- * merge? Clean ones always; dirty ones only below the purge order
+ * merge? Clean ones always; dirty ones only up to the purge order
  * (invariant I) and while at least a quarter of the merged block is
  * dirty (a mostly clean block stays apart from a dirty scrap). */
 static inline bool may_merge(const _nd_buddy_t *b, unsigned o, uint64_t md)
 {
-	return !md || (o + 1 < b->purge_order && md * 4 >= (2ull << o));
+	return !md || (o < b->purge_order && md * 4 >= (2ull << o));
 }
+
+/* Frees one aligned block, merging with free buddies while may_merge. */
 
 static void free_block(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
 {
@@ -249,8 +257,39 @@ static void free_block(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
 	_nd_buddy_push(b, i, o, dirty);
 }
 
+/*
+ * The aligned block of order k at s, when free blocks tile it, becomes one
+ * block (then merges on as freeing does) if may_merge allows its dirty
+ * pages. Freed piece by piece, a run that is not a power of two did not:
+ * the last small dirty piece met the clean pieces of the tail given back
+ * when the run was cut and stopped at the 1/4 rule (a 196-page run's
+ * 4-page piece beside its 16- and 32-page tail), so the block never served
+ * a run of its size again and each such run faulted in fresh pages
+ * (mstress: its 640-800 KB blocks).
+ */
+static void coalesce(_nd_buddy_t *b, uint64_t s, unsigned k)
+{
+	uint64_t e = s + (1ull << k), md = 0;
+	for (uint64_t j = s; j < e; j += 1ull << b->desc[j].order) {
+		const _nd_pagedesc_t *d = &b->desc[j];
+		if (d->state != ND_PG_FREE || (j == s && d->order >= k))
+			return; /* in use, or already one block */
+		md += d->npages;
+	}
+	if (!may_merge(b, k - 1, md))
+		return;
+	for (uint64_t j = s; j < e;) {
+		uint64_t n = 1ull << b->desc[j].order;
+		_nd_buddy_del(b, (uint32_t)j);
+		j += n;
+	}
+	free_block(b, (uint32_t)s, k, md);
+}
+
 void _nd_buddy_give(_nd_buddy_t *b, uint64_t s, uint64_t len, bool dirty, bool merge)
 {
+	uint64_t s0 = s;
+	unsigned k = len > 1 ? floor_log2(len - 1) + 1 : 0;
 	while (len) {
 		unsigned o = piece_order(s, len);
 		uint64_t n = 1ull << o;
@@ -261,13 +300,15 @@ void _nd_buddy_give(_nd_buddy_t *b, uint64_t s, uint64_t len, bool dirty, bool m
 		s += n;
 		len -= n;
 	}
+	if (merge && (s - s0) != (1ull << k) && !(s0 & ((1ull << k) - 1)) && k <= b->order_max)
+		coalesce(b, s0, k);
 }
 
 uint64_t _nd_buddy_give_tail(_nd_buddy_t *b, uint64_t i, unsigned k, uint64_t d, uint64_t n)
 {
 	uint64_t bl = 1ull << k, s = i + n, len = bl - n, td = 0;
 	ND_ASSERT(n > 0 && n <= bl, "a run fits the block it was cut from");
-	bool spare = k >= b->purge_order; /* clean (invariant I) */
+	bool spare = k >= b->purge_order; /* clean unless a small run's (invariant I) */
 	while (len) {
 		unsigned o = piece_order(s, len);
 		uint64_t pn = 1ull << o;
@@ -352,7 +393,7 @@ static int check_free(const _nd_buddy_t *b, uint64_t i, uint64_t end, char *err,
 			       (unsigned long long)i, (unsigned long long)cd, (unsigned long long)d->npages);
 		return -1;
 	}
-	if (d->npages && d->order >= b->purge_order) {
+	if (d->npages && d->order > b->purge_order) {
 		_nd_msg_format(err, errlen, "free block at page %llu of order %u is dirty (invariant I)",
 			       (unsigned long long)i, d->order);
 		return -1;
@@ -361,7 +402,7 @@ static int check_free(const _nd_buddy_t *b, uint64_t i, uint64_t end, char *err,
 	const _nd_pagedesc_t *bd = d->order < b->order_max ? &b->desc[u] : NULL;
 	uint64_t md = bd ? d->npages + bd->npages : 0;
 	if (bd && bd->state == ND_PG_FREE && bd->order == d->order &&
-	    (!md || (d->order + 1u < b->purge_order && md * 4 >= 2 * n))) {
+	    (!md || (d->order < b->purge_order && md * 4 >= 2 * n))) {
 		_nd_msg_format(err, errlen, "free buddies at pages %llu and %llu not merged", (unsigned long long)i,
 			       (unsigned long long)u);
 		return -1;

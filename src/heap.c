@@ -551,24 +551,30 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 }
 
 /* After a thread's exit parked its heaps (their empty slabs went back to
- * the page level): node's committed free pages go back to the OS if they
- * exceed half of its pages in use and two purge blocks, at most once per
- * EXIT_TRIM_NS per node. The page level keeps freed pages up to the recent
- * peak of its pages in use for 1 s (purge.c), right for one program's
- * phases but not for thread churn, where exits leave free pages that
- * later threads do not reuse (slab sizes differ) and that stay resident: wl_threads (50 rounds of 4
+ * the page level): node's committed free pages that were already free at
+ * its previous thread exit, and that no thread reused since, go back to
+ * the OS if the node's committed free pages exceed half of its pages in
+ * use and two purge blocks, at most once per EXIT_TRIM_NS per node. The
+ * page level keeps freed pages up to the recent peak of its pages in use
+ * for 1 s (purge.c), right for one program's phases but not for thread
+ * churn, where exits leave free pages that later threads do not reuse
+ * (slab sizes differ) and that stay resident: wl_threads (50 rounds of 4
  * threads) peaked at 5.9-6.7 MiB, glibc 4.8-5.1; with this 4.8-4.9 MiB,
  * 3.2-3.5k minor faults instead of 1.6-1.9k (mimalloc 5.5k, jemalloc 20k).
- * The floor and the rate bound what a program pays whose threads do reuse
- * the pages: 2000 threads each allocating and freeing 1 MiB refaulted it
- * every time (373k faults, 5x the time) when every exit could trim. */
+ * Until 2026-11-27 the trim took every committed free page: while one
+ * thread exited, the others' pages freed a moment before went too, and
+ * mstress (rounds of 2 threads churning blocks up to 5 MB) faulted them
+ * in again, 1.8x tcmalloc's time. The floor and the rate bound what a
+ * program pays whose threads do reuse the pages: 2000 threads each
+ * allocating and freeing 1 MiB refaulted it every time (373k faults, 5x
+ * the time) when every exit could trim everything. */
 #define EXIT_TRIM_NS 10000000ull
 static ND_BIG_TABLE uint64_t exit_trim_last[ND_MAX_NODES]; /* atomic: ns of the node's last exit trim */
+static ND_BIG_TABLE uint64_t exit_stamp[ND_MAX_NODES]; /* atomic: the node's dirty stamp at its last exit */
 
 static void exit_trim(int node)
 {
-	if (node < 0 || node >= ND_MAX_NODES)
-		return;
+	uint64_t stamp = __atomic_exchange_n(&exit_stamp[node], _nd_page_dirty_stamp(node), __ATOMIC_RELAXED);
 	uint64_t now = _nd_os_now_ns(), last = __atomic_load_n(&exit_trim_last[node], __ATOMIC_RELAXED);
 	if (now - last < EXIT_TRIM_NS)
 		return;
@@ -576,7 +582,7 @@ static void exit_trim(int node)
 	if (_nd_page_info(node, &in) == 0 && in.usable && in.dirty_pages > 2 * in.purge_pages &&
 	    2 * in.dirty_pages > in.used_pages &&
 	    __atomic_compare_exchange_n(&exit_trim_last[node], &last, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-		_nd_page_trim(node);
+		_nd_page_trim_older(node, stamp);
 }
 
 /* The thread-exit hook (thread.c): every heap is parked. */
@@ -585,24 +591,28 @@ static void thread_exit_hook(_nd_thread_t *t)
 	_nd_slab_thread_done(t); /* before the heaps park: trimming then sees the frees home */
 	t->heap = NULL;
 	t->lheap = NULL;
+	uint64_t nodes[ND_MAX_NODES / 64] = { 0 }; /* to trim, each once: an exit stamps a node once */
 	for (int i = 0; i < t->nheaps; i++) {
 		heap_t *h = t->heaps[i];
 		if (h != &heap_none) {
 			t->heaps[i] = &heap_none;
 			heap_abandon(h);
-			exit_trim(i);
+			nodes[i / 64] |= 1ull << (i % 64);
 		}
 	}
 	bool spread = false;
 	for (int i = 0; i < t->nph; i++) {
-		spread |= t->ph[i]->node < 0;
-		if (t->ph[i]->node >= 0)
-			exit_trim(t->ph[i]->node);
+		int n = t->ph[i]->node;
+		spread |= n < 0;
+		if (n >= 0)
+			nodes[n / 64] |= 1ull << (n % 64);
 		heap_abandon(t->ph[i]);
 	}
 	t->nph = 0;
-	for (int n = 0; spread && n < _nd_topo()->node_limit; n++)
-		exit_trim(n);
+	int lim = _nd_topo()->node_limit;
+	for (int n = 0; n < lim && n < ND_MAX_NODES; n++)
+		if (spread || (nodes[n / 64] >> (n % 64) & 1))
+			exit_trim(n);
 }
 
 /* ---- resolution: which heap an allocation uses ----------------------------- */

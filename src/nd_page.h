@@ -59,9 +59,9 @@ typedef struct _nd_buddy {
 	uint64_t dirty_free;   /* committed pages in free blocks (written under the slot lock, read lock-free: atomic) */
 	uint64_t nblocks;      /* free blocks */
 	unsigned order_max;    /* the slot holds 2^order_max pages */
-	unsigned purge_order;  /* free blocks of this order or more are clean (invariant I) */
+	unsigned purge_order;  /* free blocks above this order are clean, those of it serve big runs clean (invariant I) */
 	uint32_t head[ND_BUDDY_MAX_ORDER + 1];  /* clean free blocks by order (ND_BUDDY_NIL: empty) */
-	uint32_t dhead[ND_BUDDY_MAX_ORDER + 1]; /* dirty free blocks by order (all below purge_order), newest first */
+	uint32_t dhead[ND_BUDDY_MAX_ORDER + 1]; /* dirty free blocks by order (none above purge_order), newest first */
 	uint32_t dtail[ND_BUDDY_MAX_ORDER + 1]; /* their last (oldest) blocks: purges start there */
 	uint64_t seq;          /* dirty blocks pushed so far: a dirty free head's user is its number (its age) */
 	uint32_t shead[ND_BUDDY_MAX_ORDER + 1]; /* spare blocks by order: clean tails of big runs, taken last */
@@ -78,9 +78,11 @@ void _nd_buddy_del(_nd_buddy_t *b, uint32_t i);
 uint64_t _nd_buddy_mark_clean(_nd_buddy_t *b, uint32_t i);
 /* Takes a free block of order >= k split down to k: its index (NIL if
  * none) and its dirty page count in *dirty. A dirty block of the smallest
- * order >= k comes first (no page fault, no purge of it later); else the
- * clean block of the smallest order >= k; a spare block last. */
-uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, uint64_t *dirty);
+ * order >= k comes first (no page fault, no purge of it later), one of
+ * purge_order only for a small run (below the purge threshold: the
+ * caller flags all its pages DIRTY); else the clean block of the smallest
+ * order >= k; a spare block last. */
+uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, bool small, uint64_t *dirty);
 /* Tail of a taken block (index i, 2^k pages, d dirty) after a run of n
  * pages back to the free lists, unmerged (spare if k >= purge_order).
  * Returns the tail's dirty pages. */
@@ -158,7 +160,7 @@ typedef struct _nd_page_global {
 	bool thp_runs;        /* MADV_HUGEPAGE on the 2 MiB pages of big node runs */
 	int advice;           /* MADV_DONTNEED or MADV_FREE */
 	uint64_t purge_pages; /* runs of at least this many pages are purged on free */
-	unsigned purge_order; /* free blocks of this order or more are clean */
+	unsigned purge_order; /* free blocks above this order are clean (invariant I) */
 	uint64_t dirty_limit; /* dirty free pages a slot keeps before a purge pass */
 	uint64_t decay_ns;    /* dirty free pages older than this are purged (0: off) */
 } _nd_page_global_t;
@@ -220,6 +222,9 @@ bool _nd_purge_range(const _nd_arena_t *a, void *p, size_t len, int advice);
 /* Every dirty free block of a node slot purged (merged madvise calls),
  * then merged. Slot lock held. Returns pages purged. */
 uint64_t _nd_purge_slot(_nd_arena_t *a);
+/* The same for the dirty blocks numbered below stamp (freed, or merged,
+ * before the slot's push count was stamp: _nd_page_dirty_stamp). */
+uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp);
 /* After a free put `freed` pages back (slot lock held, `used` already
  * lowered): the dirty limit, and the decay clock started. */
 void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed);
@@ -285,6 +290,12 @@ int _nd_page_node_of(const void *p);
 /* Return committed free pages of node's slot (-1: every slot) to the OS
  * now (malloc_trim). Returns bytes purged. */
 size_t _nd_page_trim(int node);
+/* Number of the next dirty block node's slot will hold (0: no such
+ * slot): blocks freed or merged from now on are numbered at least this. */
+uint64_t _nd_page_dirty_stamp(int node);
+/* _nd_page_trim of node's dirty free blocks numbered below stamp: those
+ * free since then and not reused (nor merged) in between. */
+size_t _nd_page_trim_older(int node, uint64_t stamp);
 /* Introspection for tests, tools and benchmarks. node -1 = mixed slot. */
 typedef struct _nd_page_info {
 	bool usable;
@@ -300,7 +311,7 @@ typedef struct _nd_page_info {
 	uint64_t capacity_pages;  /* hard capacity (emulation), else UINT64_MAX */
 	uint64_t committed_pages; /* counted in bytes_committed for this node */
 	uint64_t purge_pages;     /* runs this large are purged when freed */
-	unsigned purge_order;     /* free blocks this large are always clean */
+	unsigned purge_order;     /* free blocks above this order are always clean */
 } _nd_page_info_t;
 int _nd_page_info(int node, _nd_page_info_t *out);
 /* Walk a slot and check every descriptor invariant; 0 or -1 with err. */

@@ -153,13 +153,13 @@ static void *node_alloc(int node, uint64_t n, uint64_t align)
 		return NULL;
 	_nd_lock(&a->lock);
 	uint64_t d;
-	uint32_t i = _nd_buddy_take(&a->bd, k, &d);
+	uint32_t i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL && !g.lazy && _nd_room_grow(a, k)) /* eager: the hole costs no purge, no call */
-		i = _nd_buddy_take(&a->bd, k, &d);
+		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL && a->bd.dirty_free && _nd_purge_slot(a)) /* dirty blocks kept buddies apart */
-		i = _nd_buddy_take(&a->bd, k, &d);
+		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL && _nd_room_grow(a, k)) /* lazy reservation */
-		i = _nd_buddy_take(&a->bd, k, &d);
+		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL) {
 		_nd_unlock(&a->lock);
 		_nd_room_give(a, n);
@@ -632,7 +632,7 @@ void _nd_page_zero(void *run, size_t bytes)
 
 /* ---- maintenance and introspection ------------------------------------- */
 
-size_t _nd_page_trim(int node)
+static size_t trim(int node, uint64_t stamp)
 {
 	if (!__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE))
 		return 0;
@@ -642,11 +642,33 @@ size_t _nd_page_trim(int node)
 		if (!a->usable || (node >= 0 && node != s))
 			continue;
 		_nd_lock(&a->lock);
-		pages += _nd_purge_slot(a);
+		pages += _nd_purge_older(a, stamp);
 		_nd_room_shrink(a);
 		_nd_unlock(&a->lock);
 	}
 	return (size_t)pages << ND_PAGE_SHIFT;
+}
+
+size_t _nd_page_trim(int node)
+{
+	return trim(node, UINT64_MAX);
+}
+
+size_t _nd_page_trim_older(int node, uint64_t stamp)
+{
+	return node >= 0 ? trim(node, stamp) : 0;
+}
+
+uint64_t _nd_page_dirty_stamp(int node)
+{
+	if (!__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE) || node < 0 || node >= g.node_limit ||
+	    !g.arenas[node].usable)
+		return 0;
+	_nd_arena_t *a = &g.arenas[node];
+	_nd_lock(&a->lock);
+	uint64_t s = a->bd.seq + 1;
+	_nd_unlock(&a->lock);
+	return s;
 }
 
 static _nd_arena_t *arena_by_node(int node)

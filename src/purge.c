@@ -15,8 +15,9 @@
  *    memory a program stopped using goes back even under the limit. The
  *    clock starts when a slot with no dirty free page gets some; it is
  *    checked on page-level calls (no thread);
- *  - all of them when malloc_trim / nd_trim ask (_nd_page_trim), or a
- *    thread exit finds many (heap.c exit_trim).
+ *  - all of them when malloc_trim / nd_trim ask (_nd_page_trim);
+ *  - those already free at the previous thread exit and not reused
+ *    since, when a thread exit finds many (heap.c exit_trim).
  * A pass collects the dirty blocks, sorts them by address and makes one
  * madvise per stretch of adjacent ones: after a slab workload the dirty
  * blocks are mostly neighbours (one call instead of dozens).
@@ -97,13 +98,14 @@ static uint64_t purge_batch(_nd_arena_t *a, piece_t *pc, int n)
 /*
  * Purges the oldest dirty blocks (lowest sequence numbers: each order's
  * list is newest first, so a merge of the lists from their tails) until
- * at most keep dirty pages remain. Slot lock held. Returns pages purged.
+ * at most keep dirty pages remain, none numbered `before` or later. Slot
+ * lock held. Returns pages purged.
  */
-static uint64_t purge_oldest(_nd_arena_t *a, uint64_t keep)
+static uint64_t purge_oldest(_nd_arena_t *a, uint64_t keep, uint64_t before)
 {
 	_nd_buddy_t *b = &a->bd;
 	uint64_t purged = 0;
-	unsigned top = g.purge_order <= b->order_max ? g.purge_order : b->order_max + 1;
+	unsigned top = g.purge_order < b->order_max ? g.purge_order + 1 : b->order_max + 1;
 	uint32_t cur[ND_BUDDY_MAX_ORDER + 1];
 	piece_t pc[PASS_MAX];
 	int n;
@@ -117,7 +119,7 @@ static uint64_t purge_oldest(_nd_arena_t *a, uint64_t keep)
 			for (unsigned k = 0; k < top; k++)
 				if (cur[k] != ND_BUDDY_NIL && (o == top || b->desc[cur[k]].user < b->desc[cur[o]].user))
 					o = k;
-			if (o == top)
+			if (o == top || b->desc[cur[o]].user >= before)
 				break;
 			pc[n++] = (piece_t){ cur[o], o };
 			got += b->desc[cur[o]].npages;
@@ -136,7 +138,12 @@ static uint64_t purge_oldest(_nd_arena_t *a, uint64_t keep)
 
 uint64_t _nd_purge_slot(_nd_arena_t *a)
 {
-	return purge_oldest(a, 0);
+	return purge_oldest(a, 0, UINT64_MAX);
+}
+
+uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp)
+{
+	return purge_oldest(a, 0, stamp);
 }
 
 /*
@@ -196,7 +203,7 @@ void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed)
 	bool back;
 	uint64_t keep = dirty_keep(a, used, 0, &back);
 	if (df > keep) {
-		purge_oldest(a, keep - (back ? g.dirty_limit / 4 : keep / 4));
+		purge_oldest(a, keep - (back ? g.dirty_limit / 4 : keep / 4), UINT64_MAX);
 	} else if (df && g.decay_ns && !__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&a->dirty_since, _nd_os_now_ns() | 1, __ATOMIC_RELAXED);
 	}

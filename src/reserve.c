@@ -17,7 +17,7 @@
 #define SLOT_SHIFT_MAX 40       /* 1 TiB */
 #define SLOT_SHIFT_DEFAULT_MIN 30 /* 1 GiB: smallest slot sized from memory */
 #define TOTAL_SHIFT_MAX 44      /* 16 TiB of slots at most (descriptors: 128 GiB VA) */
-#define PURGE_ORDER_MAX 16      /* blocks >= 256 MiB are always kept clean */
+#define PURGE_ORDER_MAX 16      /* blocks > 256 MiB are always kept clean */
 
 static int warned_mbind;
 

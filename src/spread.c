@@ -169,9 +169,9 @@ void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64
 	}
 	_nd_lock(&m->lock);
 	uint64_t d;
-	uint32_t i = _nd_buddy_take(&m->bd, k, &d);
+	uint32_t i = _nd_buddy_take(&m->bd, k, false, &d);
 	if (i == ND_BUDDY_NIL && _nd_room_grow(m, k)) /* lazy reservation */
-		i = _nd_buddy_take(&m->bd, k, &d);
+		i = _nd_buddy_take(&m->bd, k, false, &d);
 	if (i != ND_BUDDY_NIL && npages < (1ull << k))
 		_nd_buddy_give_tail(&m->bd, i, k, 0, npages);
 	_nd_unlock(&m->lock);
