@@ -109,10 +109,17 @@ void _nd_meta_hdr_each(void (*fn)(const _nd_slab_t *s, void *arg), void *arg)
 			fn(s, arg);
 }
 
-/* Until the map exists every lookup decodes to its zeroed `none` (lim 0):
- * frees take malloc.c's slow path, which finds slabs by page descriptor. */
-static _Alignas(ND_CACHE_LINE) char boot_map[sizeof(_nd_slab_map_t) + sizeof(intptr_t)];
-_nd_slab_map_t *_nd_slab_map = (_nd_slab_map_t *)boot_map;
+/* Until the map exists every lookup decodes to its `none` (lim 0): frees
+ * take malloc.c's slow path, which finds slabs by page descriptor. Laid
+ * out as _nd_slab_map_t with one entry. */
+static _Alignas(ND_CACHE_LINE) struct {
+	_nd_slab_hot_t none;
+	uintptr_t mask;
+	intptr_t ent0;
+} boot_map = { .none.chk = ND_SLAB_CHK_B << ND_SLAB_ROT };
+_Static_assert(offsetof(_nd_slab_map_t, mask) == offsetof(__typeof__(boot_map), mask) &&
+	       offsetof(_nd_slab_map_t, ent) == offsetof(__typeof__(boot_map), ent0), "the boot map is a map of one entry");
+_nd_slab_map_t *_nd_slab_map = (_nd_slab_map_t *)&boot_map;
 static int map_tried; /* written under node 0's lock */
 
 /* The map: virtual (MAP_NORESERVE), committed a page of entries at a
@@ -136,6 +143,7 @@ static bool map_make(uintptr_t n, bool quiet)
 	}
 	_nd_os_madvise(m, bytes, MADV_NOHUGEPAGE); /* sparse, like the descriptors */
 	m->mask = n - 1;
+	m->none.chk = _nd_slab_chk(NULL, 0, 0); /* lim 0: every check fails */
 	__atomic_store_n(&_nd_slab_map, m, __ATOMIC_RELEASE);
 	return true;
 }
@@ -148,7 +156,9 @@ static void map_create(void)
 	uintptr_t base = (uintptr_t)a.base, end = (uintptr_t)b.base + b.slot_bytes;
 	if (end <= base)
 		return;
-	uintptr_t units = (end - base) >> ND_SLAB_UNIT_SHIFT, n = 1;
+	/* at least 2^13 entries: an address that aliases onto a slab's unit
+	 * then differs from it by 2^27 or more (_nd_slab_chk's bound) */
+	uintptr_t units = (end - base) >> ND_SLAB_UNIT_SHIFT, n = (uintptr_t)1 << 13;
 	while (n < units)
 		n <<= 1;
 	map_make(n, false);
@@ -175,7 +185,7 @@ void _nd_meta_map_init(void)
 void _nd_meta_map_set(const void *unit, const _nd_slab_t *s)
 {
 	_nd_slab_map_t *m = _nd_slab_map;
-	if (m == (_nd_slab_map_t *)boot_map)
+	if (m == (_nd_slab_map_t *)&boot_map)
 		return;
 	ND_ASSERT(!((uintptr_t)unit & (((uintptr_t)1 << ND_SLAB_UNIT_SHIFT) - 1)), "a map unit starts 16 KiB-aligned");
 	uintptr_t i = ((uintptr_t)unit >> ND_SLAB_UNIT_SHIFT) & m->mask;

@@ -62,11 +62,11 @@ int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
  *
  * Owner and synchronisation of the hot fields: free, used: the owner
  * thread of the slab's heap (or whoever took a parked heap out of its
- * pool). start, mul: fixed while the slab exists. lim, tp: written by the
+ * pool). start, mul: fixed while the slab exists. chk, tp: written by the
  * owner, read by any thread's free (relaxed atomics: a stale value only
  * sends that free to its slow path, which rechecks under the page
- * descriptor; lim only grows while the slab lives, tp changes only when
- * the heap is parked or adopted). */
+ * descriptor; the lim in chk only grows while the slab lives, tp changes
+ * only when the heap is parked or adopted). */
 
 /* A heap starts with its current slab per class (_nd_heap_t below). */
 typedef struct _nd_heap_hot {
@@ -100,18 +100,47 @@ static inline _nd_slab_hot_t *_nd_slab_of(const void *p)
 	uintptr_t i = ((uintptr_t)p >> ND_SLAB_UNIT_SHIFT) & m->mask;
 	return (_nd_slab_hot_t *)((char *)m + ND_LOAD_RELAXED(m->ent[i]));
 }
-/* Index of p in s if p is an object start, else a number >= s->lim.
+/* Index of p in s if p is an object start, else a number >= 2^32.
  * Granlund-Montgomery divisibility with the rotation folded into mul:
- * size = d * 2^tz (d odd, tz <= 15), off = p - start. off = k * size gives
- * off * mul = k << 15, so rotr(., 15) = k. off with fewer than tz low zero
- * bits leaves a low bit set below bit 15: rotated to the top. off = 2^tz q
- * with d not dividing q gives (q * d^-1 mod 2^49) > 2^49 / d. So only
- * addresses that differ from an object by a multiple of 2^(49+tz) >= 2^53
- * could pass, and no two user addresses do (x86-64 user space < 2^47). */
+ * size = d * 2^tz (d odd, d <= 15, 4 <= tz <= 15), off = p - start.
+ * off = k * size gives off * mul = k << 16, so rotr(., 16) = k. off with
+ * fewer than tz low zero bits leaves a low bit set below bit 16: rotated
+ * to the top. off = 2^tz q with d not dividing q gives (q * d^-1 mod 2^48)
+ * > 2^48 / d. So only addresses that differ from an object by a multiple
+ * of 2^(48+tz) >= 2^52 could pass, and no two user addresses do (x86-64
+ * user space < 2^47). */
+#define ND_SLAB_ROT 16
 static inline uint64_t _nd_slab_index(const _nd_slab_hot_t *s, const void *p)
 {
 	uint64_t x = ((uintptr_t)p - (uintptr_t)s->start) * s->mul;
-	return (x >> 15) | (x << 49);
+	return (x >> ND_SLAB_ROT) | (x << (64 - ND_SLAB_ROT));
+}
+
+/* The free fast path's check with start and lim folded into one word:
+ * chk = ((B - lim) << 16) - start * mul (its low 16 bits are 0: start is
+ * aligned to 2^tz and a page), so p * mul + chk = (p - start) * mul +
+ * ((B - lim) << 16), whose rotation is k + B - lim for object k: below B
+ * exactly when k < lim. A non-start stays >= B: low bits set rotate to
+ * >= 2^48 whatever is added above them; else the index (q * d^-1 mod
+ * 2^48, q < 2^43) is in (2^48 / d, 2^48 - 2^15), and B - lim < 2^11 does
+ * not wrap it. An address that aliases onto one of s's units in the map is
+ * 2^27 - 2^18 or more from start (meta.c: 2^13 entries at least), so an
+ * index it has is beyond +-4096 objects of 32 KiB: k + B - lim stays >= B,
+ * mod 2^48 too. B exceeds every slab's capacity (1024). An all-zero header
+ * would pass everything: `none` and every new header get the chk of lim
+ * 0. */
+#define ND_SLAB_CHK_B ((uint64_t)2048)
+static inline uint64_t _nd_slab_chk(const char *start, uint64_t mul, uint64_t lim)
+{
+	return ((ND_SLAB_CHK_B - lim) << ND_SLAB_ROT) - (uint64_t)(uintptr_t)start * mul;
+}
+/* p is an object start of s and among its first lim objects (the ones
+ * carved): one multiply, one add, one rotate, one compare with a constant;
+ * s's mul and chk the only loads. */
+static inline bool _nd_slab_live(const _nd_slab_hot_t *s, const void *p)
+{
+	uint64_t x = (uintptr_t)p * s->mul + ND_LOAD_RELAXED(s->chk);
+	return ((x >> ND_SLAB_ROT) | (x << (64 - ND_SLAB_ROT))) < ND_SLAB_CHK_B;
 }
 
 /* A free object: word 0 the next free object, word 1 the marker (its slab
@@ -144,7 +173,7 @@ static inline __attribute__((always_inline)) bool _nd_slab_push(_nd_slab_hot_t *
  * o now marked. */
 static inline __attribute__((always_inline)) int _nd_slab_free_classify(_nd_slab_hot_t *s, void **o)
 {
-	if (nd_unlikely(_nd_slab_index(s, o) >= ND_LOAD_RELAXED(s->lim)))
+	if (nd_unlikely(!_nd_slab_live(s, o)))
 		return 0;
 	if (nd_unlikely(o[1] == (void *)s))
 		return 1;
@@ -284,7 +313,7 @@ struct nd_heap;
  * free touches both lines; cachegrind counts that as +0.2 D1 misses per
  * pair on wl_larson's single simulated cache).
  * Owner and synchronisation, per field: see the hot fields above (free,
- * used: owner; lim, tp: atomic, written by the owner). Below: cls, cap,
+ * used: owner; chk, tp: atomic, written by the owner). Below: cls, cap,
  * size, node, npages: fixed while the slab lives. carved, next/prev,
  * fbias: owner only (relaxed atomics where free's slow path of another
  * thread reads carved, _nd_slab_invalid). tfree: any thread (CAS). heap:
@@ -297,7 +326,7 @@ typedef struct _nd_slab {
 	/* line 1: what every free reads (any thread), rarely written */
 	char *start;           /* _nd_slab_hot_t's */
 	uint64_t mul;
-	uint64_t lim;
+	uint64_t chk;          /* lim (objects carved) and start for the free's check */
 	uintptr_t tp;
 	uint8_t cls;           /* _nd_slab_hot_t's */
 	uint16_t node1;        /* node + 1, ND_SLAB_NODE1_NONE if unknown: line 1's copy for the free */
@@ -331,7 +360,7 @@ typedef struct _nd_slab {
 _Static_assert(offsetof(_nd_slab_t, npages) + sizeof(uint32_t) <= ND_CACHE_LINE, "free's fields (node1 too) share line 1");
 _Static_assert(offsetof(_nd_slab_t, start) == offsetof(_nd_slab_hot_t, start) &&
 	       offsetof(_nd_slab_t, mul) == offsetof(_nd_slab_hot_t, mul) &&
-	       offsetof(_nd_slab_t, lim) == offsetof(_nd_slab_hot_t, lim) &&
+	       offsetof(_nd_slab_t, chk) == offsetof(_nd_slab_hot_t, chk) &&
 	       offsetof(_nd_slab_t, tp) == offsetof(_nd_slab_hot_t, tp) &&
 	       offsetof(_nd_slab_t, cls) == offsetof(_nd_slab_hot_t, cls) &&
 	       offsetof(_nd_slab_t, node1) == offsetof(_nd_slab_hot_t, node1) &&

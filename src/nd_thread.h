@@ -50,8 +50,9 @@ _Static_assert(ND_SLAB_CLASSES <= 64, "class masks (rf_mask, a heap's notify) ar
  * the first line. */
 typedef struct _nd_slab_hot {
 	char *start;     /* first object (page-aligned run) */
-	uint64_t mul;    /* (size's odd part)^-1 << (15 - tz) mod 2^64: see nd_slab.h */
-	uint64_t lim;    /* atomic: objects carved; 0 in check mode: frees validate */
+	uint64_t mul;    /* (size's odd part)^-1 << (16 - tz) mod 2^64: see nd_slab.h */
+	uint64_t chk;    /* atomic: start and lim (objects carved; 0 in check mode:
+			  * frees validate) folded for free's check, _nd_slab_live */
 	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0), | ND_TP_MIX once
 			  * an object was borrowed (nd_slab.h); 0 while parked */
 	uint8_t cls;     /* size class (slabs only: a free picks the list by it) */

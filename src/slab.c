@@ -227,6 +227,7 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	memset((char *)s + an_end, 0, sizeof *s - an_end);
 	s->start = p;
 	set_class(s, c);
+	s->chk = _nd_slab_chk(p, s->mul, 0); /* nothing carved: the map may point here now */
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
 	s->node = got;
 	s->node1 = got >= 0 && got < ND_MAX_NODES ? (uint16_t)(got + 1) : ND_SLAB_NODE1_NONE;
@@ -318,7 +319,7 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 		set_class(s, c);
 		s->free = NULL;
 		__atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->lim, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->chk, _nd_slab_chk(s->start, s->mul, 0), __ATOMIC_RELAXED);
 		s->purged = 0;
 	}
 	return s;
@@ -361,7 +362,7 @@ void _nd_slab_carve(slab_t *s)
 	s->free = first;
 	uint16_t carved = (uint16_t)(s->carved + n);
 	__atomic_store_n(&s->carved, carved, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->lim, _nd_slab_check ? 0 : carved, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->chk, _nd_slab_chk(s->start, s->mul, _nd_slab_check ? 0 : carved), __ATOMIC_RELAXED);
 }
 
 /* Takes the remote frees into the private list (called when that one is
@@ -695,7 +696,7 @@ static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 static inline uint64_t obj_index(const slab_t *s, uintptr_t off)
 {
 	uint64_t x = off * s->mul;
-	return (x >> 15) | (x << 49);
+	return (x >> ND_SLAB_ROT) | (x << (64 - ND_SLAB_ROT));
 }
 
 static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedesc_t *d)
@@ -814,10 +815,11 @@ int _nd_slab_init(void)
 			np <<= 1;
 		cls_pages[c] = (uint8_t)np;
 		cls_cap[c] = (uint16_t)((np << ND_PAGE_SHIFT) / cls_size[c]);
+		ND_ASSERT(cls_cap[c] < ND_SLAB_CHK_B, "free's check (_nd_slab_live) needs B above every capacity");
 		uint64_t d = cls_size[c] >> __builtin_ctz(cls_size[c]), x = d;
 		for (int i = 0; i < 6; i++) /* Newton: each step doubles the correct bits */
 			x *= 2 - d * x;
-		cls_mul[c] = x << (15 - __builtin_ctz(cls_size[c])); /* internal.h: _nd_slab_index */
+		cls_mul[c] = x << (ND_SLAB_ROT - __builtin_ctz(cls_size[c])); /* internal.h: _nd_slab_index */
 		/* borrowed: up to 64 objects and 16 KiB, at least 2 */
 		uint32_t nb = 16384 / cls_size[c];
 		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;

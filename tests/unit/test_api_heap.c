@@ -219,7 +219,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < N; i++)
 		v[i] = nd_heap_malloc(hs, 48);
 	_nd_slab_hot_t *s = _nd_slab_of(v[0]);
-	CHECK(_nd_slab_index(s, v[0]) < s->lim, "a heap object is in the slab map");
+	CHECK(_nd_slab_live(s, v[0]), "a heap object is in the slab map");
 	remote_arg_t rb = { v, N };
 	pthread_create(&th, NULL, node1_free, &rb);
 	pthread_join(th, NULL);

@@ -2,7 +2,10 @@
 /*
  * The malloc/free fast paths of malloc.c (internal.h, slab section):
  *  - the object index check accepts exactly the object starts of a slab,
- *    at every byte offset of the largest run, for every class;
+ *    at every byte offset of the largest run, for every class; free's
+ *    check (_nd_slab_live: start and lim folded into one word) exactly
+ *    those of the objects carved, also for addresses that alias onto the
+ *    slab's map unit;
  *  - the slab map finds the slab of each object and nothing for addresses
  *    that are not slab memory;
  *  - on the real topology, the one-compare CPU/policy check keeps malloc on
@@ -26,10 +29,11 @@ static void index_check(void)
 		CHECK(p != NULL);
 		_nd_slab_hot_t *s = _nd_slab_of(p);
 		/* the map's `none` header sits at the map's start; in check mode
-		 * every slab's lim is 0 (all frees validate), the map still works */
+		 * every slab's check fails (lim 0: all frees validate), the map
+		 * still works */
 		bool mapped = (void *)s != (void *)_nd_slab_map;
 		CHECK(mapped, "class %zu: map gives no slab for %p", size, p);
-		CHECK(getenv("NODALLOC_CHECK") ? s->lim == 0 : _nd_slab_index(s, p) < s->lim, "class %zu", size);
+		CHECK(_nd_slab_live(s, p) == !getenv("NODALLOC_CHECK"), "class %zu", size);
 		if (!mapped) {
 			free(p);
 			continue;
@@ -43,6 +47,21 @@ static void index_check(void)
 				bad++;
 		}
 		CHECK(bad == 0, "class %zu: %d offsets misjudged", size, bad);
+		/* free's check: object starts among the carved ones, nothing else,
+		 * also one map period (2^27 .. 2^44) away on either side */
+		uint64_t carved = __atomic_load_n(&((_nd_slab_t *)s)->carved, __ATOMIC_RELAXED);
+		CHECK(carved > 0, "class %zu", size);
+		bad = 0;
+		for (uintptr_t off = 0; off < ((uintptr_t)64 << ND_PAGE_SHIFT) + size; off++) {
+			bool want = !getenv("NODALLOC_CHECK") && off % size == 0 && off / size < carved;
+			if (_nd_slab_live(s, s->start + off) != want)
+				bad++;
+			for (unsigned sh = 27; sh <= 44; sh++)
+				if (_nd_slab_live(s, s->start + off + ((uintptr_t)1 << sh)) ||
+				    _nd_slab_live(s, s->start + off - ((uintptr_t)1 << sh)))
+					bad++;
+		}
+		CHECK(bad == 0, "class %zu: free's check misjudged %d addresses", size, bad);
 		/* below the start, and far away: never an index a slab can have
 		 * (at most 64 pages of 16-byte objects) */
 		const uint64_t most = ((uint64_t)64 << ND_PAGE_SHIFT) / 16;
@@ -62,12 +81,14 @@ static void map_check(void)
 	const void *foreign[] = { &local, &static_var, (void *)16, (void *)(uintptr_t)0x7fffffffe000ull };
 	for (unsigned i = 0; i < sizeof foreign / sizeof foreign[0]; i++) {
 		_nd_slab_hot_t *s = _nd_slab_of(foreign[i]);
-		CHECK(_nd_slab_index(s, foreign[i]) >= s->lim, "%p taken for a slab object", foreign[i]);
+		CHECK(!_nd_slab_live(s, foreign[i]), "%p taken for a slab object", foreign[i]);
 	}
+	/* `none` fails every address, NULL too */
+	CHECK(!_nd_slab_live(&_nd_slab_map->none, NULL) && !_nd_slab_live(_nd_slab_of(NULL), NULL));
 	void *big = malloc(100000); /* a large run: no slab */
 	CHECK(big != NULL);
 	_nd_slab_hot_t *s = _nd_slab_of(big);
-	CHECK(_nd_slab_index(s, big) >= s->lim);
+	CHECK(!_nd_slab_live(s, big));
 	free(big);
 	/* objects of one slab share a header; two classes do not */
 	void *a = malloc(48), *b = malloc(48), *c = malloc(4000);
