@@ -191,7 +191,7 @@ static void heap_absorb(heap_t *h, heap_t *p)
 		slab_t *s;
 		while ((s = p->fullh[c]) != NULL) {
 			_nd_slab_full_unlink(p, s);
-			__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE); /* nd_slab.h, heap */
 			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
 			if (s->free || (__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR))
 				_nd_slab_part_insert(h, s);
@@ -200,7 +200,7 @@ static void heap_absorb(heap_t *h, heap_t *p)
 		}
 		while ((s = p->cur[c]) != &_nd_slab_empty) {
 			_nd_slab_part_unlink(p, s);
-			__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
+			__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE); /* nd_slab.h, heap */
 			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
 			_nd_slab_part_insert(h, s);
 		}
@@ -285,7 +285,7 @@ static bool steal(heap_t *h, unsigned c)
 			continue;
 		s = p->cur[c];
 		_nd_slab_part_unlink(p, s);
-		__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
+		__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE); /* nd_slab.h, heap */
 		__atomic_store_n(&s->tp, my_tp(), __ATOMIC_RELAXED);
 	}
 	if (!s)

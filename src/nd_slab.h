@@ -318,8 +318,14 @@ struct nd_heap;
  * fbias: owner only (relaxed atomics where free's slow path of another
  * thread reads carved, _nd_slab_invalid). tfree: any thread (CAS). heap:
  * atomic, changes only when a parked heap's slab moves to a running heap
- * of the same key (absorb); a remote free that read the old heap only
- * sets a notify bit there. hnext: the node lock (meta.c's header pool).
+ * of the same key (heap.c's absorb and steal); a remote free that read
+ * the old heap only sets a notify bit there. The move is a release store
+ * and remote_send's load an acquire: the new heap may have been made a
+ * moment before by the stealing thread (meta.c zeroes it, heap_take sets
+ * node and pol), and the freeing thread, which synchronised only with the
+ * slab's earlier owner, reads its notify, owner, node and pol. (Plain
+ * moves on x86: compiler ordering only; free's fast path never loads
+ * heap.) hnext: the node lock (meta.c's header pool).
  * Counters: used + fbias = objects out (handed out, or freed by another
  * thread and not collected yet) <= carved <= cap. */
 typedef struct _nd_slab {

@@ -30,7 +30,7 @@ typedef _nd_heap_t heap_t;
  * everything needed from the header is read before. */
 static void remote_send(slab_t *s, void **head, void **tail, uint32_t n)
 {
-	heap_t *h = __atomic_load_n(&s->heap, __ATOMIC_RELAXED);
+	heap_t *h = __atomic_load_n(&s->heap, __ATOMIC_ACQUIRE); /* nd_slab.h, heap */
 	ND_ASSERT(h != NULL, "a slab with objects out has an owner heap");
 	ND_ASSERT(n >= 1 && n <= s->cap, "a remote chain holds 1..cap objects");
 	uint64_t bit = (uint64_t)1 << s->cls;

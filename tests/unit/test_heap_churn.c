@@ -12,6 +12,7 @@
  * threads took fresh ones. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 
 enum { NT = 4, ROUNDS = 20, SLOTS = 500, STEPS = 20000, NSHARED = NT * SLOTS };
 static _Atomic(unsigned char *) shared[NSHARED];
+static atomic_int started, go; /* a round's workers take their heaps one at a time */
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -58,6 +60,16 @@ static void *work(void *arg)
 {
 	uint64_t s = (uint64_t)(uintptr_t)arg;
 	unsigned char *mine[SLOTS];
+	/* The first malloc takes a parked heap (heap.c, heap_take). Not while
+	 * another worker sweeps the pool: the sweep holds the parked heaps
+	 * out of it (sweep_pool), so a worker starting then made a new heap
+	 * and took fresh slabs while a parked heap's slabs stayed unused (under
+	 * load 5-7 heaps for 4 threads, 6.0-6.8 slots per object: the
+	 * assertion below failed 2 of 40 runs). */
+	free(make(16));
+	atomic_fetch_add(&started, 1);
+	while (!atomic_load(&go))
+		sched_yield();
 	for (int i = 0; i < SLOTS; i++)
 		mine[i] = make(pick(&s));
 	for (int k = 0; k < STEPS; k++) {
@@ -95,10 +107,16 @@ int main(void)
 	double sum_ratio = 0;
 	for (int r = 0; r < ROUNDS; r++) {
 		pthread_t t[NT];
-		for (int i = 0; i < NT; i++)
+		for (int i = 0; i < NT; i++) {
 			CHECK(pthread_create(&t[i], NULL, work, (void *)(uintptr_t)(0x9E3779B97F4A7C15ull * (uint64_t)(r * NT + i + 1))) == 0);
+			while (atomic_load(&started) <= i)
+				sched_yield();
+		}
+		atomic_store(&go, 1);
 		for (int i = 0; i < NT; i++)
 			pthread_join(t[i], NULL);
+		atomic_store(&started, 0);
+		atomic_store(&go, 0);
 		uint64_t live = 0;
 		for (int k = 0; k < NSHARED; k++) {
 			unsigned char *p = atomic_load(&shared[k]);
@@ -120,11 +138,15 @@ int main(void)
 			       (unsigned long long)(live >> 10));
 	}
 	/* Objects out (the shared array's, and remote frees not collected
-	 * yet) against the capacity of the slabs held, mean of rounds 10-19
-	 * (5 runs each): stealing 3.4-4.6 slots per object; absorbing heaps
-	 * whole 8-11. */
+	 * yet) against the capacity of the slabs held, mean of rounds 10-19:
+	 * stealing 3.4-4.6 slots per object when written; on main of
+	 * 2026-11-27, 40 runs each under load, 4.4-5.8 (gcc) and 5.7-6.0
+	 * (ThreadSanitizer build: the old bound of 6 failed there). Absorbing
+	 * heaps whole (the bug: steal off, sweep_pool absorbing) 8-11 then,
+	 * 15-19 now. The bound sits between, away from both. */
 	double n = ROUNDS - ROUNDS / 2;
-	CHECK(sum_ratio / n <= 6.0, "rounds %d-%d: %.1f object slots per object out (%.0f KiB of slabs, %.0f KiB live)",
+	printf("rounds %d-%d: %.2f object slots per object out\n", ROUNDS / 2, ROUNDS - 1, sum_ratio / n);
+	CHECK(sum_ratio / n <= 8.0, "rounds %d-%d: %.1f object slots per object out (%.0f KiB of slabs, %.0f KiB live)",
 	      ROUNDS / 2, ROUNDS - 1, sum_ratio / n, (double)slab_sum / n / 1024, (double)live_sum / n / 1024);
 	for (int k = 0; k < NSHARED; k++)
 		free(atomic_load(&shared[k]));
