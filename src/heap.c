@@ -44,6 +44,11 @@ typedef _nd_heap_t heap_t;
 
 /* Protects ppool (parked policy heaps). */
 ND_LOCK_DEFINE(pheap_lock, ND_RANK_SLAB_THREADS);
+/* Held by sweep_pool while it has a parked heap out of its pool, and by
+ * heap_take before it makes a new heap: a thread never makes a heap while
+ * one of its key is out being trimmed (it waits for it instead). */
+ND_LOCK_DEFINE(sweep_lock, ND_RANK_SLAB_SWEEP);
+void (*_nd_heap_sweep_hook)(void);
 
 /* Set (release) by _nd_heap_init, the last step of malloc.c's init: before
  * it the entry points return NULL and malloc.c runs the init (this layer
@@ -233,37 +238,56 @@ static uint64_t part_classes(const heap_t *h)
  * trimmed, and with absorb (the page level had no room) those of h's key
  * are absorbed into h. Run by a thread that is about to take a new slab
  * when remote frees reached a parked heap, or when the page level had no
- * room. The heaps are out of the pool meanwhile (no lock held), then go
- * back (empty ones are adopted like any other). Without absorb the heaps
- * keep their slabs: absorbing on every remote free gathered the sparse
- * slabs of every exited thread into one heap, whose next owner used few of
- * them while the other new threads took fresh slabs (wl_threads: 340
- * slabs at 8% in one heap); steal() hands them out one at a time. */
+ * room. One heap at a time is out of the pool (sweep_lock held, not the
+ * pool's lock), then goes back at the tail (an empty one is adopted like
+ * any other): taking them all out made a thread starting meanwhile find
+ * the pool empty and make a new heap with fresh slabs (4 threads a round,
+ * 5-7 heaps). Without absorb the heaps keep their slabs: absorbing on
+ * every remote free gathered the sparse slabs of every exited thread into
+ * one heap, whose next owner used few of them while the other new threads
+ * took fresh slabs (wl_threads: 340 slabs at 8% in one heap); steal()
+ * hands them out one at a time. */
 static __attribute__((noinline)) void sweep_pool(heap_t *h, bool absorb)
 {
 	_nd_lock_t *lk;
 	heap_t **pool = pool_of(h->pol, h->node, &lk);
 	_nd_lock(lk);
-	heap_t *list = *pool;
-	*pool = NULL;
+	int n = 0;
+	for (heap_t *p = *pool; p; p = p->pool_next)
+		n++;
 	__atomic_store_n(_nd_meta_pool_dirty(h), 0, __ATOMIC_RELAXED);
 	_nd_unlock(lk);
-	if (!list)
-		return;
-	heap_t *last = NULL;
-	uint64_t cls = 0;
-	for (heap_t *p = list; p; p = p->pool_next) {
+	/* n turns, bounded: the head is a heap not swept yet, or one parked
+	 * meanwhile (in at the head; an old one then waits for the next
+	 * sweep), or, after others were taken, one swept again */
+	for (; n > 0; n--) {
+		_nd_lock(&sweep_lock);
+		_nd_lock(lk);
+		heap_t *p = *pool;
+		if (p)
+			*pool = p->pool_next;
+		_nd_unlock(lk);
+		if (!p) {
+			_nd_unlock(&sweep_lock);
+			return;
+		}
+		void (*hook)(void) = __atomic_load_n(&_nd_heap_sweep_hook, __ATOMIC_ACQUIRE);
+		if (hook)
+			hook();
 		heap_trim(p);
 		if (absorb && p->pol == h->pol && p->node == h->node)
 			heap_absorb(h, p);
-		cls |= part_classes(p);
-		last = p;
+		uint64_t cls = part_classes(p);
+		p->pool_next = NULL;
+		_nd_lock(lk);
+		heap_t **pp = pool;
+		while (*pp)
+			pp = &(*pp)->pool_next;
+		*pp = p;
+		__atomic_fetch_or(pool_cls(h), cls, __ATOMIC_RELAXED);
+		_nd_unlock(lk);
+		_nd_unlock(&sweep_lock);
 	}
-	_nd_lock(lk);
-	last->pool_next = *pool;
-	*pool = list;
-	__atomic_fetch_or(pool_cls(h), cls, __ATOMIC_RELAXED);
-	_nd_unlock(lk);
 }
 
 /* Before a new slab of class c: a partial slab of a parked heap of h's key
@@ -396,9 +420,8 @@ static int cpu_mem_node(int cpu)
 	return node >= 0 ? node : heap_meta_node(0);
 }
 
-/* A heap for key (node, pol): adopted from its pool, else new (metadata on
- * meta_node). Stamped with the caller as owner. */
-static heap_t *heap_take(_nd_thread_t *t, int node, const nd_policy_t *pol, int meta_node)
+/* A parked heap of key (node, pol) out of its pool, or NULL. */
+static heap_t *pool_pick(int node, const nd_policy_t *pol)
 {
 	_nd_lock_t *lk;
 	heap_t **pool = pool_of(pol, node, &lk);
@@ -409,6 +432,20 @@ static heap_t *heap_take(_nd_thread_t *t, int node, const nd_policy_t *pol, int 
 	if (h)
 		*pp = h->pool_next;
 	_nd_unlock(lk);
+	return h;
+}
+
+/* A heap for key (node, pol): adopted from its pool, else new (metadata on
+ * meta_node). Stamped with the caller as owner. */
+static heap_t *heap_take(_nd_thread_t *t, int node, const nd_policy_t *pol, int meta_node)
+{
+	heap_t *h = pool_pick(node, pol);
+	if (!h) {
+		/* a sweep may have the parked heap of this key out: wait */
+		_nd_lock(&sweep_lock);
+		h = pool_pick(node, pol);
+		_nd_unlock(&sweep_lock);
+	}
 	if (!h) {
 		_nd_meta_note_node(meta_node);
 		h = _nd_meta_alloc(meta_node, sizeof(heap_t));

@@ -22,7 +22,7 @@ bool _nd_trylock(_nd_lock_t *l);
  * lock of the library is declared with ND_LOCK_DEFINE / ND_LOCK_ARRAY /
  * ND_LOCK_DYN_ARRAY / ND_LOCK_FIELD below (tests/check_locks.sh refuses
  * any other, and checks that each rank here names exactly one registered
- * lock class and each class a rank here). The 14 locks, by rank:
+ * lock class and each class a rank here). The 15 locks, by rank:
  * file: variable (what it protects; what it may take while held). */
 typedef enum _nd_lock_rank {
 	ND_RANK_TABLE_FMT = 10,   /* table.c: fmt_lock (nd_table_format's per-node buffer) */
@@ -32,6 +32,7 @@ typedef enum _nd_lock_rank {
 	ND_RANK_POLICY_POOL = 50, /* policy.c: pool_lock (interned policies) */
 	ND_RANK_POLICY_PROC = 51, /* policy.c: proc_lock (process default; then thread) */
 	ND_RANK_THREAD = 55,      /* thread.c: thread_lock (thread records: pool, list) */
+	ND_RANK_SLAB_SWEEP = 58,  /* heap.c: sweep_lock (a parked heap out of its pool for a sweep; takes the pool locks, page) */
 	ND_RANK_SLAB_THREADS = 60,/* heap.c: pheap_lock (the parked policy heaps' pool) */
 	ND_RANK_SLAB_NODE = 61,   /* meta.c: nodes[].lock (per node: parked heaps, metadata, slab map creation; then page) */
 	ND_RANK_LARGE_CACHE = 65, /* large.c: lnodes[].lock (one per node, its cached runs; takes nothing) */

@@ -549,6 +549,8 @@ int _nd_heap_init(void);
 /* The calling thread's heaps give their kept empty slabs back to the page
  * level (malloc_trim; other threads' heaps are theirs to touch). */
 void _nd_heap_trim_self(void);
+/* Tests: called by a pool sweep while it has a parked heap out (NULL). */
+extern void (*_nd_heap_sweep_hook)(void) __attribute__((visibility("hidden")));
 /* malloc for size <= ND_SLAB_MAX: the calling thread's heap of its CPU's
  * memory node under the thread's policy. NULL with errno ENOMEM; NULL with
  * errno untouched before the init is done (the caller runs it). */

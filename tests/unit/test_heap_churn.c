@@ -60,12 +60,12 @@ static void *work(void *arg)
 {
 	uint64_t s = (uint64_t)(uintptr_t)arg;
 	unsigned char *mine[SLOTS];
-	/* The first malloc takes a parked heap (heap.c, heap_take). Not while
-	 * another worker sweeps the pool: the sweep holds the parked heaps
-	 * out of it (sweep_pool), so a worker starting then made a new heap
-	 * and took fresh slabs while a parked heap's slabs stayed unused (under
-	 * load 5-7 heaps for 4 threads, 6.0-6.8 slots per object: the
-	 * assertion below failed 2 of 40 runs). */
+	/* The first malloc takes a parked heap (heap.c, heap_take), one
+	 * worker at a time: 4 heaps every round. Until a sweep took the parked
+	 * heaps out one at a time (test_heap_sweep_take), a worker starting
+	 * during a sweep made a new heap and took fresh slabs while a parked
+	 * heap's slabs stayed unused (under load 5-7 heaps for 4 threads,
+	 * 6.0-6.8 slots per object: the assertion below failed 2 of 40 runs). */
 	free(make(16));
 	atomic_fetch_add(&started, 1);
 	while (!atomic_load(&go))
