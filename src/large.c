@@ -95,7 +95,7 @@ typedef struct cached {
 
 typedef struct lnode {
 	_nd_lock_t lock;       /* protects n, run[], bytes */
-	int n;                 /* cached runs, oldest first */
+	int n;                 /* cached runs, oldest first; stored atomically (peeked without the lock) */
 	uint64_t bytes;        /* their bytes */
 	int64_t live;          /* atomic: pages of this node's large node-slot runs in use */
 	cached_t run[CACHE_RUNS];
@@ -194,7 +194,7 @@ static cached_t take_entry(lnode_t *ln, int k)
 	ND_ASSERT(k >= 0 && k < ln->n, "a cached entry taken exists");
 	cached_t r = ln->run[k];
 	ND_ASSERT(ln->bytes >= r.npages << ND_PAGE_SHIFT, "cached bytes count every cached run");
-	ln->n--;
+	__atomic_store_n(&ln->n, ln->n - 1, __ATOMIC_RELAXED);
 	memmove(&ln->run[k], &ln->run[k + 1], (size_t)(ln->n - k) * sizeof(cached_t));
 	ln->bytes -= r.npages << ND_PAGE_SHIFT;
 	return r;
@@ -290,7 +290,7 @@ static void insert(lnode_t *ln, cached_t r, uint64_t lim, cached_t *out, int *no
 		at--;
 	memmove(&ln->run[at + 1], &ln->run[at], (size_t)(ln->n - at) * sizeof(cached_t));
 	ln->run[at] = r;
-	ln->n++;
+	__atomic_store_n(&ln->n, ln->n + 1, __ATOMIC_RELAXED);
 	ln->bytes += bytes;
 }
 
