@@ -56,7 +56,7 @@ int main(int argc, char **argv)
 	CHECK(strstr(buf, "unknown option NODALLOC_PURGE_TRESHOLD (ignored; did you mean NODALLOC_PURGE_THRESHOLD?)") != NULL,
 	      "got: %s", buf);
 	CHECK(strstr(buf, "unknown option NODALLOC_STAT (ignored; did you mean NODALLOC_STATS?)") != NULL, "got: %s", buf);
-	CHECK(strstr(buf, "check=1 threshold=1048576") != NULL, "got: %s", buf);
+	CHECK(strstr(buf, "check=1 threshold=524288") != NULL, "got: %s", buf);
 	CHECK(strstr(buf, "nodalloc: option NODALLOC_") == NULL, "listed without NODALLOC_VERBOSE: %s", buf);
 
 	/* verbose: every option, value, source (one line each, before main) */
