@@ -551,6 +551,9 @@ int _nd_heap_init(void);
 void _nd_heap_trim_self(void);
 /* Tests: called by a pool sweep while it has a parked heap out (NULL). */
 extern void (*_nd_heap_sweep_hook)(void) __attribute__((visibility("hidden")));
+/* Tests: the exit trim's rate bound in ns (10 ms; raised, only the count
+ * of exits it skipped lets a trim through). */
+extern uint64_t _nd_heap_exit_trim_ns __attribute__((visibility("hidden")));
 /* malloc for size <= ND_SLAB_MAX: the calling thread's heap of its CPU's
  * memory node under the thread's policy. NULL with errno ENOMEM; NULL with
  * errno untouched before the init is done (the caller runs it). */
