@@ -165,7 +165,10 @@ int main(void)
 	n = start(file, (const char *const[]){ "nodactl", "--export", "--", PY, "-c",
 					       "import time; x = bytes(1 << 20); time.sleep(6)", NULL });
 	snprintf(path, sizeof path, "/dev/shm/nodalloc-%d.stats", (int)n); /* exec: nodactl's pid */
-	for (int i = 0; i < 400 && access(path, F_OK) != 0; i++)
+	/* until the program's own export is there: a stale file of an earlier
+	 * process that had this pid (pids are reused over a test run) is
+	 * refused until the program's start replaces it */
+	for (int i = 0; i < 400 && (access(path, F_OK) != 0 || run(NODACTL " stat %d", (int)n) != 0); i++)
 		usleep(50000);
 	CHECK_EQ(run("timeout 20 " NODACTL " stat %d --interval=0.2", (int)n), 0);
 	snprintf(want, sizeof want, "nodactl: stat: process %d has exited\n", (int)n);
