@@ -110,10 +110,13 @@ static inline _nd_slab_hot_t *_nd_slab_of(const void *p)
  * of 2^(48+tz) >= 2^52 could pass, and no two user addresses do (x86-64
  * user space < 2^47). */
 #define ND_SLAB_ROT 16
+static inline uint64_t _nd_slab_rotr(uint64_t x)
+{
+	return (x >> ND_SLAB_ROT) | (x << (64 - ND_SLAB_ROT));
+}
 static inline uint64_t _nd_slab_index(const _nd_slab_hot_t *s, const void *p)
 {
-	uint64_t x = ((uintptr_t)p - (uintptr_t)s->start) * s->mul;
-	return (x >> ND_SLAB_ROT) | (x << (64 - ND_SLAB_ROT));
+	return _nd_slab_rotr(((uintptr_t)p - (uintptr_t)s->start) * s->mul);
 }
 
 /* The free fast path's check with start and lim folded into one word:
@@ -139,8 +142,7 @@ static inline uint64_t _nd_slab_chk(const char *start, uint64_t mul, uint64_t li
  * s's mul and chk the only loads. */
 static inline bool _nd_slab_live(const _nd_slab_hot_t *s, const void *p)
 {
-	uint64_t x = (uintptr_t)p * s->mul + ND_LOAD_RELAXED(s->chk);
-	return ((x >> ND_SLAB_ROT) | (x << (64 - ND_SLAB_ROT))) < ND_SLAB_CHK_B;
+	return _nd_slab_rotr((uintptr_t)p * s->mul + ND_LOAD_RELAXED(s->chk)) < ND_SLAB_CHK_B;
 }
 
 /* A free object: word 0 the next free object, word 1 the marker (its slab

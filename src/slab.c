@@ -148,9 +148,10 @@ void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 	}
 	t->heap = h;
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		if (!_nd_thread_bw(t, c)->free)
-			_nd_thread_bw(t, c)->used = 0; /* idle (nd_thread.h) */
-		_nd_slab_dir_class(t, c, _nd_thread_bw(t, c)->free ? _nd_thread_bw(t, c) : (_nd_slab_hot_t *)h->cur[c]);
+		_nd_slab_hot_t *b = _nd_thread_bw(t, c);
+		if (!b->free)
+			b->used = 0; /* idle (nd_thread.h) */
+		_nd_slab_dir_class(t, c, b->free ? b : (_nd_slab_hot_t *)h->cur[c]);
 	}
 }
 
@@ -690,21 +691,12 @@ static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 	_nd_slab_free_push((_nd_slab_hot_t *)s, o);
 }
 
-/* Index of the object at offset off, or a huge number if off is not a
- * multiple of the size (internal.h, _nd_slab_index: one multiply, one
- * rotate by a constant). */
-static inline uint64_t obj_index(const slab_t *s, uintptr_t off)
-{
-	uint64_t x = off * s->mul;
-	return (x >> ND_SLAB_ROT) | (x << (64 - ND_SLAB_ROT));
-}
-
 static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedesc_t *d)
 {
 	slab_t *s = (slab_t *)d->user;
 	void **o = p;
 	/* not the start of an object, or never handed out: one test */
-	if (nd_unlikely(obj_index(s, (uintptr_t)((char *)p - s->start)) >= __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))
+	if (nd_unlikely(_nd_slab_index((const _nd_slab_hot_t *)s, p) >= __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))
 		bad_free(p, s, _nd_slab_invalid(p, d));
 	if (nd_unlikely((o[1] == marker(s)) | _nd_slab_check)) {
 		free_checked(s, o);
@@ -759,7 +751,7 @@ const char *_nd_slab_invalid(const void *p, const _nd_pagedesc_t *d)
 	const slab_t *s = (const slab_t *)d->user;
 	uintptr_t off = (uintptr_t)((const char *)p - s->start);
 	uint16_t carved = __atomic_load_n(&s->carved, __ATOMIC_RELAXED);
-	if (nd_likely(obj_index(s, off) < carved))
+	if (nd_likely(_nd_slab_rotr(off * s->mul) < carved)) /* _nd_slab_index from off */
 		return NULL;
 	if (off % s->size != 0)
 		return "not the start of an object";
