@@ -22,6 +22,12 @@
  * page-aligned (ND_BIG_TABLE, laid out first) 16 KiB in gcc's, clang's
  * and the debug build (24, 28 and 28-32 before).
  *
+ * heap.c's per-node words (the exit trim's stamps, the pools' class
+ * hints) were three page-aligned tables, a page each once a thread
+ * exited: now fields of meta.c's per-node struct, whose node 0 entry is
+ * touched anyway: threads exiting add at most BSS_THREAD_PAGES pages
+ * (4 before).
+ *
  * The statistics' counters: node 0's slot and the process-wide one
  * (updated on every page run) were 128 KiB apart, two pages; the
  * process-wide slot now comes first: one page.
@@ -68,7 +74,7 @@
 
 extern char __bss_start[], _end[];
 
-enum { BSS_PAGES = 16, SO_BSS_KB = 20, SO_TEXT_KB = 64, SO_RODATA_KB = 24, SO_FORK_TEXT_KB = 76, DESC_PAGES = 8, RECORDS = 4 };
+enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 1, SO_BSS_KB = 20, SO_TEXT_KB = 64, SO_RODATA_KB = 24, SO_FORK_TEXT_KB = 76, DESC_PAGES = 8, RECORDS = 4 };
 
 /* Rss in KiB of the mappings inside [lo, hi) (/proc/self/smaps). */
 static long range_rss(uintptr_t lo, uintptr_t hi)
@@ -139,6 +145,19 @@ static long so_rss(const char *smaps, enum so_part part)
 	return so_rss_n(smaps, part, NULL);
 }
 
+/* Resident pages of the program's .bss (the library's, linked in). */
+static int bss_pages(size_t *n)
+{
+	uintptr_t a = (uintptr_t)__bss_start & ~(uintptr_t)4095, e = ((uintptr_t)_end + 4095) & ~(uintptr_t)4095;
+	*n = (e - a) / 4096;
+	static unsigned char v[1 << 12];
+	CHECK(*n <= sizeof v && mincore((void *)a, e - a, v) == 0, ".bss of %zu pages", *n);
+	int res = 0;
+	for (size_t i = 0; i < *n && i < sizeof v; i++)
+		res += v[i] & 1;
+	return res;
+}
+
 static pthread_barrier_t bar;
 static uintptr_t rec[RECORDS];
 
@@ -187,16 +206,10 @@ int main(void)
 		p[i] = malloc((size_t)16 << i);
 	for (int i = 0; i < 12; i++)
 		free(p[i]);
-	uintptr_t a = (uintptr_t)__bss_start & ~(uintptr_t)4095, e = ((uintptr_t)_end + 4095) & ~(uintptr_t)4095;
-	size_t n = (e - a) / 4096;
-	unsigned char *v = malloc(n);
-	CHECK(v && mincore((void *)a, e - a, v) == 0);
-	int res = 0;
-	for (size_t i = 0; v && i < n; i++)
-		res += v[i] & 1;
+	size_t n = 0;
+	int res = bss_pages(&n);
 	printf(".bss: %d of %zu pages resident\n", res, n);
 	CHECK(res <= BSS_PAGES, "%d pages of .bss resident after the init (at most %d)", res, BSS_PAGES);
-	free(v);
 
 	size_t slen = 0;
 	const void *sm = _nd_stats_private_map(&slen);
@@ -217,6 +230,10 @@ int main(void)
 	int rp = record_pages();
 	printf("thread records: %d pages resident for %d threads (%zu bytes each)\n", rp, RECORDS, sizeof(_nd_thread_t));
 	CHECK(rp <= 2 * RECORDS, "%d pages of %d threads' records resident (at most %d)", rp, RECORDS, 2 * RECORDS);
+	int tres = bss_pages(&n);
+	printf(".bss: %d pages resident after %d threads exited\n", tres, RECORDS - 1);
+	CHECK(tres <= res + BSS_THREAD_PAGES, "%d pages of .bss resident after threads exited, %d before (at most %d more)",
+	      tres, res, BSS_THREAD_PAGES);
 
 	char lib[4096];
 	snprintf(lib, sizeof lib, "%s/libnodalloc.so", ND_BINARY_DIR);
