@@ -213,16 +213,16 @@ static void heap_absorb(heap_t *h, heap_t *p)
 	__atomic_store_n(&p->notify, 0, __ATOMIC_RELAXED);
 }
 
-/* Per pool: the classes of which a parked heap may hold a partial slab.
- * A superset: set when a heap is parked or put back by a sweep, cleared
- * by a steal that finds none (writes under the pool's lock; read without
- * it as a hint: relaxed atomics). */
-static ND_BIG_TABLE uint64_t pcls_node[ND_MAX_NODES];
+/* Per pool: the classes of which a parked heap may hold a partial slab
+ * (a node's pool: its _nd_meta_node_t's pcls). A superset: set when a heap
+ * is parked or put back by a sweep, cleared by a steal that finds none
+ * (writes under the pool's lock; read without it as a hint: relaxed
+ * atomics). */
 static uint64_t pcls_pol;
 
 static uint64_t *pool_cls(const heap_t *h)
 {
-	return h->pol ? &pcls_pol : &pcls_node[h->node];
+	return h->pol ? &pcls_pol : &_nd_meta_node[h->node].pcls;
 }
 
 static uint64_t part_classes(const heap_t *h)
@@ -612,22 +612,20 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 #define EXIT_TRIM_NS 10000000ull
 #define EXIT_TRIM_EXITS 8u
 uint64_t _nd_heap_exit_trim_ns = EXIT_TRIM_NS;
-static ND_BIG_TABLE uint64_t exit_trim_last[ND_MAX_NODES]; /* atomic: ns of the node's last exit trim */
-static ND_BIG_TABLE uint32_t exit_trim_skipped[ND_MAX_NODES]; /* atomic: exits the rate bound skipped since */
-static ND_BIG_TABLE uint64_t exit_stamp[ND_MAX_NODES]; /* atomic: the node's dirty stamp at its last exit */
 
 static void exit_trim(int node)
 {
-	uint64_t stamp = __atomic_exchange_n(&exit_stamp[node], _nd_page_dirty_stamp(node), __ATOMIC_RELAXED);
-	uint64_t now = _nd_os_now_ns(), last = __atomic_load_n(&exit_trim_last[node], __ATOMIC_RELAXED);
+	_nd_meta_node_t *pn = &_nd_meta_node[node];
+	uint64_t stamp = __atomic_exchange_n(&pn->exit_stamp, _nd_page_dirty_stamp(node), __ATOMIC_RELAXED);
+	uint64_t now = _nd_os_now_ns(), last = __atomic_load_n(&pn->exit_trim_last, __ATOMIC_RELAXED);
 	if (now - last < _nd_heap_exit_trim_ns &&
-	    __atomic_add_fetch(&exit_trim_skipped[node], 1, __ATOMIC_RELAXED) <= EXIT_TRIM_EXITS)
+	    __atomic_add_fetch(&pn->exit_trim_skipped, 1, __ATOMIC_RELAXED) <= EXIT_TRIM_EXITS)
 		return;
 	_nd_page_info_t in;
 	if (_nd_page_info(node, &in) == 0 && in.usable && in.dirty_pages > 2 * in.purge_pages &&
 	    2 * in.dirty_pages > in.used_pages &&
-	    __atomic_compare_exchange_n(&exit_trim_last[node], &last, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&exit_trim_skipped[node], 0, __ATOMIC_RELAXED);
+	    __atomic_compare_exchange_n(&pn->exit_trim_last, &last, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&pn->exit_trim_skipped, 0, __ATOMIC_RELAXED);
 		_nd_page_trim_older(node, stamp);
 	}
 }

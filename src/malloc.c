@@ -56,6 +56,7 @@ bool _nd_init(void)
 		return _nd_initialized > 0;
 	}
 	__atomic_store_n(&init_owner, me, __ATOMIC_RELAXED);
+	_nd_os_text_split();
 	_nd_opt_init();
 	bool ok = _nd_topo_init() == 0 && _nd_stats_init() == 0 && _nd_policy_init() == 0 &&
 		  _nd_page_init() == 0 && _nd_slab_init() == 0 && _nd_heap_init() == 0;

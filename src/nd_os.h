@@ -40,6 +40,16 @@ int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve);
 int _nd_os_mmap_at(void *p, size_t len, bool noreserve);
 int _nd_os_madvise(void *p, size_t len, int advice);
 int _nd_os_mprotect(void *p, size_t len, int prot);
+/* The kernel maps a file's pages 64 KiB about each one a process runs
+ * (fault-around), but never across the end of a mapping: the library's
+ * code past the functions every process runs (src/hot_text.ld) becomes a
+ * mapping of its own (madvise MADV_RANDOM: cold code is run at random, if
+ * at all), so running the hot code's last window does not bring in the
+ * cold code after it (issue 11: a thread's first remote free, a fork's
+ * child ran code past the first 64 KiB: 128 KiB of code resident, 68
+ * since). Called at the init, before any cold code runs; 0, -ENOENT
+ * without the link script's symbols, or -errno. */
+int _nd_os_text_split(void);
 /* mask is a bitmap of maxnode bits (kernel convention: maxnode = bits+1
  * is handled inside). */
 int _nd_os_mbind(void *p, size_t len, int mode, const uint64_t *mask, unsigned long maxnode_bits, unsigned flags);

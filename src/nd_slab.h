@@ -415,6 +415,12 @@ typedef struct _nd_meta_node {
 	_nd_slab_t *all_hdrs;       /* every header made (lock; read lock-free, acquire) */
 	_nd_heap_t *pool;           /* parked node heaps (lock) */
 	int pool_dirty;             /* atomic: a parked heap got a remote free */
+	/* heap.c's other per-node words, here so that a process touches one
+	 * page of per-node tables, not one per table (issue 11: peak RSS) */
+	uint32_t exit_trim_skipped; /* atomic: exits the rate bound skipped since the last trim */
+	uint64_t pcls;              /* pool_cls: classes a parked heap may hold partial slabs of */
+	uint64_t exit_trim_last;    /* atomic: ns of the node's last exit trim */
+	uint64_t exit_stamp;        /* atomic: the node's dirty stamp at its last exit */
 } _nd_meta_node_t;
 extern _nd_meta_node_t _nd_meta_node[ND_MAX_NODES] __attribute__((visibility("hidden")));
 /* Atomic: a parked policy heap got a remote free (heap.c's policy pool). */

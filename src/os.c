@@ -96,6 +96,22 @@ int _nd_os_mprotect(void *p, size_t len, int prot)
 	return (int)sc3(SYS_mprotect, p, len, prot);
 }
 
+/* The library's code, laid out by its link script (CMakeLists.txt): the
+ * functions a process runs (src/hot_text.ld) up to _nd_os_text_cold, the
+ * rest up to _nd_os_text_end. Undefined (0) in a link without that script,
+ * such as a program linking the static library. */
+extern const char _nd_os_text_cold[] __attribute__((weak, visibility("hidden")));
+extern const char _nd_os_text_end[] __attribute__((weak, visibility("hidden")));
+
+int _nd_os_text_split(void)
+{
+	uintptr_t lo = ND_ALIGN_UP((uintptr_t)_nd_os_text_cold, ND_PAGE_SIZE);
+	uintptr_t hi = ND_ALIGN_UP((uintptr_t)_nd_os_text_end, ND_PAGE_SIZE);
+	if (!_nd_os_text_cold || !_nd_os_text_end || hi <= lo)
+		return -ENOENT;
+	return (int)sc3(SYS_madvise, lo, hi - lo, MADV_RANDOM);
+}
+
 /* ---- memory policy ----------------------------------------------------- */
 
 /* The kernel reads maxnode-1 bits (a historical off-by-one): pass bits+1. */

@@ -22,6 +22,12 @@
  * page-aligned (ND_BIG_TABLE, laid out first) 16 KiB in gcc's, clang's
  * and the debug build (24, 28 and 28-32 before).
  *
+ * heap.c's per-node words (the exit trim's stamps, the pools' class
+ * hints) were three page-aligned tables, a page each once a thread
+ * exited: now fields of meta.c's per-node struct, whose node 0 entry is
+ * touched anyway: threads exiting add at most BSS_THREAD_PAGES pages
+ * (4 before).
+ *
  * The statistics' counters: node 0's slot and the process-wide one
  * (updated on every page run) were 128 KiB apart, two pages; the
  * process-wide slot now comes first: one page.
@@ -36,6 +42,12 @@
  * (26 KiB, read by an unwinder only) came after .rodata in the same
  * window: now before it, in a window of their own, and the read-only
  * data mapping has at most SO_RODATA_KB resident (44 before).
+ * The hot list outgrew the window (67 KiB): a process that ran a function
+ * of its last few KiB (a fork's child its fork handlers, a thread's first
+ * remote free) faulted in the next window, cold code with it: 128 KiB.
+ * The cold code is now a mapping of its own (os.c's _nd_os_text_split),
+ * which fault-around does not cross: a subshell has at most
+ * SO_FORK_TEXT_KB of code resident (128 before), in 2 mappings.
  *
  * The page descriptors (32 bytes per page of every slot): a slot handed
  * to the buddy allocator as one block wrote, at the first run split from
@@ -62,7 +74,7 @@
 
 extern char __bss_start[], _end[];
 
-enum { BSS_PAGES = 16, SO_BSS_KB = 20, SO_TEXT_KB = 64, SO_RODATA_KB = 24, DESC_PAGES = 8, RECORDS = 4 };
+enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 1, SO_BSS_KB = 20, SO_TEXT_KB = 64, SO_RODATA_KB = 24, SO_FORK_TEXT_KB = 76, DESC_PAGES = 8, RECORDS = 4 };
 
 /* Rss in KiB of the mappings inside [lo, hi) (/proc/self/smaps). */
 static long range_rss(uintptr_t lo, uintptr_t hi)
@@ -86,13 +98,16 @@ static long range_rss(uintptr_t lo, uintptr_t hi)
 
 /* Rss in KiB of one of libnodalloc's mappings in a smaps text, -1 if not
  * found: SO_BSS the anonymous mapping right after its rw-p (data)
- * mapping, SO_TEXT its r-xp (code) mapping, SO_RODATA the r--p mapping
- * right after the code (read-only data and unwind tables). */
+ * mapping, SO_TEXT its r-xp (code) mappings (all of them: the hot and the
+ * cold part), SO_RODATA the r--p mapping right after the code (read-only
+ * data and unwind tables). *maps, if given: how many mappings counted. */
 enum so_part { SO_BSS, SO_TEXT, SO_RODATA };
-static long so_rss(const char *smaps, enum so_part part)
+static long so_rss_n(const char *smaps, enum so_part part, int *maps)
 {
 	const char *l = smaps;
 	const char *prev = "";
+	long text = -1;
+	int n = 0;
 	for (; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		unsigned long a, b;
 		char perm[8];
@@ -109,12 +124,38 @@ static long so_rss(const char *smaps, enum so_part part)
 					   : lib && strcmp(perm, "r--p") == 0 && strcmp(prev, "r-xp") == 0;
 		if (hit) {
 			const char *r = strstr(l, "\nRss:");
-			return r ? strtol(r + 5, NULL, 10) : -1;
+			long kb = r ? strtol(r + 5, NULL, 10) : -1;
+			n++;
+			if (part != SO_TEXT || kb < 0) {
+				text = kb;
+				break;
+			}
+			text = (text < 0 ? 0 : text) + kb;
 		}
 		if (!lib || strcmp(perm, "---p") != 0) /* the gaps of alignment */
 			prev = !lib ? "" : strcmp(perm, "rw-p") == 0 ? "rw-p" : strcmp(perm, "r-xp") == 0 ? "r-xp" : "lib";
 	}
-	return -1;
+	if (maps)
+		*maps = n;
+	return text;
+}
+
+static long so_rss(const char *smaps, enum so_part part)
+{
+	return so_rss_n(smaps, part, NULL);
+}
+
+/* Resident pages of the program's .bss (the library's, linked in). */
+static int bss_pages(size_t *n)
+{
+	uintptr_t a = (uintptr_t)__bss_start & ~(uintptr_t)4095, e = ((uintptr_t)_end + 4095) & ~(uintptr_t)4095;
+	*n = (e - a) / 4096;
+	static unsigned char v[1 << 12];
+	CHECK(*n <= sizeof v && mincore((void *)a, e - a, v) == 0, ".bss of %zu pages", *n);
+	int res = 0;
+	for (size_t i = 0; i < *n && i < sizeof v; i++)
+		res += v[i] & 1;
+	return res;
 }
 
 static pthread_barrier_t bar;
@@ -165,16 +206,10 @@ int main(void)
 		p[i] = malloc((size_t)16 << i);
 	for (int i = 0; i < 12; i++)
 		free(p[i]);
-	uintptr_t a = (uintptr_t)__bss_start & ~(uintptr_t)4095, e = ((uintptr_t)_end + 4095) & ~(uintptr_t)4095;
-	size_t n = (e - a) / 4096;
-	unsigned char *v = malloc(n);
-	CHECK(v && mincore((void *)a, e - a, v) == 0);
-	int res = 0;
-	for (size_t i = 0; v && i < n; i++)
-		res += v[i] & 1;
+	size_t n = 0;
+	int res = bss_pages(&n);
 	printf(".bss: %d of %zu pages resident\n", res, n);
 	CHECK(res <= BSS_PAGES, "%d pages of .bss resident after the init (at most %d)", res, BSS_PAGES);
-	free(v);
 
 	size_t slen = 0;
 	const void *sm = _nd_stats_private_map(&slen);
@@ -195,6 +230,10 @@ int main(void)
 	int rp = record_pages();
 	printf("thread records: %d pages resident for %d threads (%zu bytes each)\n", rp, RECORDS, sizeof(_nd_thread_t));
 	CHECK(rp <= 2 * RECORDS, "%d pages of %d threads' records resident (at most %d)", rp, RECORDS, 2 * RECORDS);
+	int tres = bss_pages(&n);
+	printf(".bss: %d pages resident after %d threads exited\n", tres, RECORDS - 1);
+	CHECK(tres <= res + BSS_THREAD_PAGES, "%d pages of .bss resident after threads exited, %d before (at most %d more)",
+	      tres, res, BSS_THREAD_PAGES);
 
 	char lib[4096];
 	snprintf(lib, sizeof lib, "%s/libnodalloc.so", ND_BINARY_DIR);
@@ -223,5 +262,19 @@ int main(void)
 	printf("libnodalloc.so read-only data: %ld KiB resident\n", kb);
 	CHECK(kb >= 0 && kb <= SO_RODATA_KB, "%ld KiB of the shared library's read-only data resident (at most %d)", kb,
 	      SO_RODATA_KB);
+
+	/* A fork's child (sh's subshell, reading its own smaps with the shell's
+	 * read builtin) runs the fork handlers, which sit in the hot list's
+	 * last few KiB, past the first 64 KiB window */
+	CHECK(run("LD_PRELOAD=%s sh -c '( while read -r l; do echo \"$l\"; done < /proc/self/smaps )'", lib) == 0,
+	      "a subshell under the preloaded library: %s", run_out);
+	int maps = 0;
+	kb = so_rss_n(run_out, SO_TEXT, &maps);
+	printf("libnodalloc.so code in a fork's child: %ld KiB resident, %d mappings\n", kb, maps);
+	CHECK(maps == 2, "the library's code is %d mappings, not 2 (hot and cold: _nd_os_text_split)", maps);
+#if !defined(__clang__) && !defined(ND_DEBUG)
+	CHECK(kb >= 0 && kb <= SO_FORK_TEXT_KB, "%ld KiB of the shared library's code resident in a fork's child (at most %d)",
+	      kb, SO_FORK_TEXT_KB);
+#endif
 	return CHECK_DONE();
 }
