@@ -257,8 +257,9 @@ static __attribute__((noinline)) void free_slow(void *p)
  * check (its slabs have lim 0): every free of it takes the slow path. */
 static inline __attribute__((always_inline)) bool free_fast(void *p)
 {
-	_nd_slab_hot_t *s = _nd_slab_of(p);
-	switch (_nd_slab_free_classify(s, p)) {
+	uint64_t mul;
+	_nd_slab_hot_t *s = _nd_slab_of_mul(p, &mul);
+	switch (_nd_slab_free_classify(s, mul, p)) {
 	case 0:
 		return false;
 	case 1:

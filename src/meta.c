@@ -111,11 +111,11 @@ void _nd_meta_hdr_each(void (*fn)(const _nd_slab_t *s, void *arg), void *arg)
 
 /* Until the map exists every lookup decodes to its `none` (lim 0): frees
  * take malloc.c's slow path, which finds slabs by page descriptor. Laid
- * out as _nd_slab_map_t with one entry. */
+ * out as _nd_slab_map_t with one entry (its pair: offset 0, mul 0). */
 static _Alignas(ND_CACHE_LINE) struct {
 	_nd_slab_hot_t none;
 	uintptr_t mask;
-	intptr_t ent0;
+	intptr_t ent0, mul0;
 } boot_map = { .none.chk = ND_SLAB_CHK_B << ND_SLAB_ROT };
 _Static_assert(offsetof(_nd_slab_map_t, mask) == offsetof(__typeof__(boot_map), mask) &&
 	       offsetof(_nd_slab_map_t, ent) == offsetof(__typeof__(boot_map), ent0), "the boot map is a map of one entry");
@@ -124,7 +124,7 @@ static int map_tried; /* written under node 0's lock */
 
 /* The map: virtual (MAP_NORESERVE), committed a page of entries at a
  * time. Made at the slab init for the largest reservation the page level
- * can have (16 TiB: 2^30 units, 8 GiB of entries), so that no mapping
+ * can have (16 TiB: 2^30 units, 16 GiB of entry pairs), so that no mapping
  * appears later in the program's life; if that is refused, made at the
  * first slab for the reservation as it is (slot 0 to the mixed slot).
  * Failure leaves the boot map (slower frees, same results). */
@@ -132,7 +132,7 @@ static int map_tried; /* written under node 0's lock */
 
 static bool map_make(uintptr_t n, bool quiet)
 {
-	size_t bytes = ND_ALIGN_UP(sizeof(_nd_slab_map_t) + n * sizeof(intptr_t), ND_PAGE_SIZE);
+	size_t bytes = ND_ALIGN_UP(sizeof(_nd_slab_map_t) + 2 * n * sizeof(intptr_t), ND_PAGE_SIZE);
 	int err;
 	_nd_slab_map_t *m = _nd_os_mmap(bytes, true, &err);
 	if (!m) {
@@ -142,7 +142,7 @@ static bool map_make(uintptr_t n, bool quiet)
 		return false;
 	}
 	_nd_os_madvise(m, bytes, MADV_NOHUGEPAGE); /* sparse, like the descriptors */
-	m->mask = n - 1;
+	m->mask = (n - 1) << 1;
 	m->none.chk = _nd_slab_chk(NULL, 0, 0); /* lim 0: every check fails */
 	__atomic_store_n(&_nd_slab_map, m, __ATOMIC_RELEASE);
 	return true;
@@ -188,6 +188,13 @@ void _nd_meta_map_set(const void *unit, const _nd_slab_t *s)
 	if (m == (_nd_slab_map_t *)&boot_map)
 		return;
 	ND_ASSERT(!((uintptr_t)unit & (((uintptr_t)1 << ND_SLAB_UNIT_SHIFT) - 1)), "a map unit starts 16 KiB-aligned");
-	uintptr_t i = ((uintptr_t)unit >> ND_SLAB_UNIT_SHIFT) & m->mask;
-	__atomic_store_n(&m->ent[i], s ? (intptr_t)s - (intptr_t)m : 0, __ATOMIC_RELEASE);
+	uintptr_t i = _nd_slab_map_index(m, unit);
+	/* mul before the offset, the offset cleared first (nd_slab.h) */
+	if (s) {
+		__atomic_store_n(&m->ent[i + 1], (intptr_t)s->mul, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->ent[i], (intptr_t)s - (intptr_t)m, __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&m->ent[i], 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&m->ent[i + 1], 0, __ATOMIC_RELAXED);
+	}
 }

@@ -181,6 +181,13 @@ static inline bool is_owner(const slab_t *s)
 
 #define UNIT_PAGES ((uint32_t)1 << (ND_SLAB_UNIT_SHIFT - ND_PAGE_SHIFT))
 
+/* s's map entries name to (s or NULL), with to's mul. */
+static void set_map(const slab_t *s, const slab_t *to)
+{
+	for (uint32_t i = 0; i < s->npages; i += UNIT_PAGES)
+		_nd_meta_map_set(s->start + ((size_t)i << ND_PAGE_SHIFT), to);
+}
+
 static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
 {
 	for (uint32_t i = 0; i < s->npages; i++) {
@@ -189,9 +196,8 @@ static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
 			d->use = use;
 			d->user = user;
 		}
-		if (i % UNIT_PAGES == 0)
-			_nd_meta_map_set(s->start + ((size_t)i << ND_PAGE_SHIFT), use == ND_USE_SLAB ? s : NULL);
 	}
+	set_map(s, use == ND_USE_SLAB ? s : NULL);
 }
 
 static void set_class(slab_t *s, unsigned c)
@@ -318,6 +324,7 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 		/* nothing of class k is out: carving starts again (objects
 		 * of k left in the pages are not reachable: never carved) */
 		set_class(s, c);
+		set_map(s, s); /* the map's mul is the new class's */
 		s->free = NULL;
 		__atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->chk, _nd_slab_chk(s->start, s->mul, 0), __ATOMIC_RELAXED);

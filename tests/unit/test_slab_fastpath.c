@@ -6,8 +6,9 @@
  *    check (_nd_slab_live: start and lim folded into one word) exactly
  *    those of the objects carved, also for addresses that alias onto the
  *    slab's map unit;
- *  - the slab map finds the slab of each object and nothing for addresses
- *    that are not slab memory;
+ *  - the slab map finds the slab of each object, with its mul (free's
+ *    check multiplies by the map's), and nothing for addresses that are
+ *    not slab memory;
  *  - on the real topology, the one-compare CPU/policy check keeps malloc on
  *    the fast path, and a thread or process policy change sends the next
  *    malloc to the slow path (so the policy is honoured) and back.
@@ -38,6 +39,10 @@ static void index_check(void)
 			free(p);
 			continue;
 		}
+		/* the map's pair: the same header, and its mul for free's check */
+		uint64_t mul;
+		CHECK(_nd_slab_of_mul(p, &mul) == s && mul == s->mul, "class %zu: map mul %llx, slab's %llx", size,
+		      (unsigned long long)mul, (unsigned long long)s->mul);
 		uintptr_t off0 = (uintptr_t)p - (uintptr_t)s->start;
 		CHECK(off0 % size == 0 && _nd_slab_index(s, p) == off0 / size, "class %zu", size);
 		int bad = 0;
@@ -82,6 +87,9 @@ static void map_check(void)
 	for (unsigned i = 0; i < sizeof foreign / sizeof foreign[0]; i++) {
 		_nd_slab_hot_t *s = _nd_slab_of(foreign[i]);
 		CHECK(!_nd_slab_live(s, foreign[i]), "%p taken for a slab object", foreign[i]);
+		uint64_t mul;
+		s = _nd_slab_of_mul(foreign[i], &mul);
+		CHECK(!_nd_slab_live_mul(s, mul, foreign[i]), "%p taken for a slab object (map's mul)", foreign[i]);
 	}
 	/* `none` fails every address, NULL too */
 	CHECK(!_nd_slab_live(&_nd_slab_map->none, NULL) && !_nd_slab_live(_nd_slab_of(NULL), NULL));

@@ -8,7 +8,8 @@
  *            took ~70 runs when emptied slabs went back to the page level;
  *  - other:  the empty slabs of one class serve another class of as many
  *            pages (2 KiB -> 512 B: both 16 KiB slabs) without a run, and
- *            its objects are whole and distinct;
+ *            its objects are whole and distinct, and pass free's check
+ *            with the slab map's mul (the map follows the class);
  *  - trim:   malloc_trim gives the calling thread's kept slabs back;
  *  - exit:   a thread's exit gives its kept slabs back;
  *  - purge:  kept pages count against the page level's dirty limit: past
@@ -99,11 +100,19 @@ static void other_class(void)
 	}
 	CHECK(kept >= 6 * 4, "2 KiB slabs kept: %u pages", kept);
 	CHECK(runs() == before, "512-byte objects took %llu page runs", (unsigned long long)(runs() - before));
-	int bad = 0;
+	int bad = 0, stale = 0;
 	for (int i = 0; i < NS; i++)
 		for (int j = 0; j < SMALL; j++)
 			bad += (unsigned char)s[i][j] != (i & 0xff);
 	CHECK(bad == 0, "%d bytes of 512-byte objects overwritten", bad);
+	/* the slab map's mul follows the class (free's fast path checks with
+	 * it: the 2 KiB one sent every free of these to the slow path) */
+	for (int i = 0; i < NS; i++) {
+		uint64_t mul;
+		_nd_slab_hot_t *h = _nd_slab_of_mul(s[i], &mul);
+		stale += mul != h->mul || !_nd_slab_live_mul(h, mul, s[i]);
+	}
+	CHECK(stale == 0, "%d of %d 512-byte objects fail free's check with the map's mul", stale, NS);
 	for (int i = 0; i < NS; i++)
 		free(s[i]);
 }
