@@ -181,9 +181,12 @@ static inline bool is_owner(const slab_t *s)
 
 #define UNIT_PAGES ((uint32_t)1 << (ND_SLAB_UNIT_SHIFT - ND_PAGE_SHIFT))
 
-static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
+/* Pages [from, to) of s: descriptors and slab map entries name s (use
+ * ND_USE_SLAB) or nothing. */
+static inline void set_slab_pages(slab_t *s, uint32_t from, uint32_t to, uint8_t use)
 {
-	for (uint32_t i = 0; i < s->npages; i++) {
+	uintptr_t user = use == ND_USE_SLAB ? (uintptr_t)s : 0;
+	for (uint32_t i = from; i < to; i++) {
 		_nd_pagedesc_t *d = _nd_page_desc(s->start + ((size_t)i << ND_PAGE_SHIFT));
 		if (d) {
 			d->use = use;
@@ -192,6 +195,13 @@ static void set_slab_pages(slab_t *s, uint8_t use, uintptr_t user)
 		if (i % UNIT_PAGES == 0)
 			_nd_meta_map_set(s->start + ((size_t)i << ND_PAGE_SHIFT), use == ND_USE_SLAB ? s : NULL);
 	}
+}
+
+/* slab_purge.c's (not inlined into the paths every process runs:
+ * src/hot_text.ld) */
+void _nd_slab_set_pages(slab_t *s, uint32_t from, uint32_t to, uint8_t use)
+{
+	set_slab_pages(s, from, to, use);
 }
 
 static void set_class(slab_t *s, unsigned c)
@@ -234,7 +244,7 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	s->node1 = got >= 0 && got < ND_MAX_NODES ? (uint16_t)(got + 1) : ND_SLAB_NODE1_NONE;
 	s->npages = cls_pages[c];
 	__atomic_store_n(&s->tp, my_tp(), __ATOMIC_RELAXED); /* heap_alloc runs on h's owner */
-	set_slab_pages(s, ND_USE_SLAB, (uintptr_t)s);
+	set_slab_pages(s, 0, s->npages, ND_USE_SLAB);
 	return s;
 }
 
@@ -248,8 +258,18 @@ void _nd_slab_release(slab_t *s)
 
 void _nd_slab_drop(slab_t *s)
 {
-	set_slab_pages(s, ND_USE_NONE, 0);
-	_nd_page_free(s->start);
+	/* each stretch of pages not given back (slab_purge.c's units) is a
+	 * run of its own */
+	for (uint32_t p = 0, q; p < s->npages; p = q) {
+		for (q = p + 1; q < s->npages && (s->gone >> q & 1) == (s->gone >> p & 1); q++)
+			;
+		if (s->gone >> p & 1)
+			continue;
+		set_slab_pages(s, p, q, ND_USE_NONE);
+		_nd_page_free(s->start + ((size_t)p << ND_PAGE_SHIFT));
+	}
+	s->gone = 0;
+	s->lost = 0;
 	int mnode = s->node >= 0 && s->node < ND_MAX_NODES ? s->node : 0;
 	__atomic_store_n(&s->heap, NULL, __ATOMIC_RELAXED);
 	_nd_meta_hdr_put(mnode, s);
@@ -277,7 +297,7 @@ static bool keep_empty(heap_t *h, slab_t *s)
 	/* only on the heap's own node: a spreading heap (node -1) chooses
 	 * each slab's node when it takes one, and a node heap's slab on a
 	 * fallback node is not reused once empty */
-	if (s->node != h->node)
+	if (s->node != h->node || s->gone)
 		return false;
 	uint32_t n = h->epages + s->npages;
 	/* kept pages are dirty free memory the page level does not see: if
