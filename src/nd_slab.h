@@ -544,6 +544,11 @@ size_t _nd_slab_purge_heap(_nd_heap_t *h);
 /* s's free list is empty and s->purged != 0: the objects of its lowest
  * purged pages go back on the free list. false if none did. */
 bool _nd_slab_unpurge(_nd_slab_t *s);
+/* s is about to be lent (_nd_slab_lend): its pages that no object out
+ * overlaps go first (if it got frees since its last pass), so that only
+ * free objects in pages that stay resident are lent. false if none is
+ * left on its free list. */
+bool _nd_slab_purge_lent(_nd_slab_t *s);
 /* Pages [from, to) of s name s (use ND_USE_SLAB: descriptors and slab
  * map) or nothing (ND_USE_NONE). */
 void _nd_slab_set_pages(_nd_slab_t *s, uint32_t from, uint32_t to, uint8_t use);

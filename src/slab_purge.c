@@ -324,6 +324,14 @@ bool _nd_slab_unpurge(slab_t *s)
 	return false;
 }
 
+bool _nd_slab_purge_lent(slab_t *s)
+{
+	uint32_t f = (uint32_t)s->carved - s->used;
+	if (!_nd_slab_check && f > s->pfree && (size_t)f * s->size >= ND_PAGE_SIZE)
+		purge_slab(s);
+	return s->free != NULL;
+}
+
 /* Partial slabs with more free objects than at their last pass. */
 static size_t purge_heap(heap_t *h, uint64_t *walked)
 {
