@@ -81,7 +81,7 @@ static slab_t *full_best(const heap_t *h, unsigned c, int n)
 	slab_t *best = NULL;
 	uint32_t room = 0;
 	for (slab_t *s = h->fullh[c]; s && n; s = s->next, n--) {
-		uint32_t r = s->cap - (s->used + s->fbias);
+		uint32_t r = s->cap - s->lost - (s->used + s->fbias); /* lost: slab_purge.c */
 		if (r > room) {
 			room = r;
 			best = s;

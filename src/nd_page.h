@@ -280,6 +280,11 @@ void *_nd_page_grow_down(void *run, size_t new_npages);
  * stay committed; counts of used and in-use pages are the caller's. */
 void *_nd_page_split(void *run, size_t npages);
 int _nd_page_join(void *run, void *next);
+/* Pages [first, first + n) of a small node-slot run go back as a free of
+ * them would (dirty); the pages before stay the run, those after become
+ * a run of their own (the slab purge's units). 0, or -1 (a mixed-slot or
+ * big run, a range past its end). */
+int _nd_page_free_inner(void *run, size_t first, size_t n);
 /* Zero the first bytes of a run from this file, skipping pages that
  * already read as zero (fresh or purged): calloc, zero-filled tables. */
 void _nd_page_zero(void *run, size_t bytes);

@@ -382,9 +382,13 @@ typedef struct _nd_slab {
 	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
 	uint8_t lcls;          /* the class whose partial list holds it: cls, or the smaller
 				* class it is lent to (_nd_slab_lend); full list: cls */
+	uint16_t lost;         /* slab_purge.c (owner): objects that overlap pages given back
+				* (gone): never listed again, so the slab holds cap - lost */
 	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
 	uint64_t purged;       /* slab_purge.c (owner): bit p: page p was given back, the
 				* free objects starting in it are off the free list */
+	uint64_t gone;         /* slab_purge.c (owner): pages given back to the page level
+				* (whole units): not the slab's any more */
 	/* line 3: written by other threads */
 	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
 	struct _nd_slab *hnext;    /* free header list (node lock) */
@@ -577,6 +581,14 @@ size_t _nd_slab_purge_heap(_nd_heap_t *h);
 /* s's free list is empty and s->purged != 0: the objects of its lowest
  * purged pages go back on the free list. false if none did. */
 bool _nd_slab_unpurge(_nd_slab_t *s);
+/* s is about to be lent (_nd_slab_lend): its pages that no object out
+ * overlaps go first (if it got frees since its last pass), so that only
+ * free objects in pages that stay resident are lent. false if none is
+ * left on its free list. */
+bool _nd_slab_purge_lent(_nd_slab_t *s);
+/* Pages [from, to) of s name s (use ND_USE_SLAB: descriptors and slab
+ * map) or nothing (ND_USE_NONE). */
+void _nd_slab_set_pages(_nd_slab_t *s, uint32_t from, uint32_t to, uint8_t use);
 
 /* ======================================================================
  * src/heap.c: which heap an allocation uses, heaps and their threads'

@@ -531,6 +531,40 @@ int _nd_page_shrink(void *run, size_t new_npages)
 }
 
 /*
+ * Pages [first, first + n) of a small node-slot run go back (dirty, as a
+ * free of them would); the pages before stay the run, those after become
+ * a run of their own (head at first + n, its use and user kept).
+ */
+int _nd_page_free_inner(void *run, size_t first, size_t n)
+{
+	uint32_t i;
+	_nd_arena_t *a = node_run_slot(run, &i);
+	if (!a || n == 0)
+		return -1;
+	_nd_pagedesc_t *h = &a->bd.desc[i];
+	_nd_lock(&a->lock);
+	uint64_t N = h->npages;
+	if (h->state != ND_PG_RUN || N >= g.purge_pages || first + n > N) {
+		_nd_unlock(&a->lock);
+		return -1;
+	}
+	if (first + n < N) {
+		_nd_pagedesc_t *t = &a->bd.desc[i + first + n];
+		ND_ASSERT(t->state == ND_PG_TAIL, "inside a run");
+		t->state = ND_PG_RUN;
+		t->order = 0;
+		t->npages = N - first - n;
+		t->node = h->node;
+	}
+	if (first)
+		h->npages = first;
+	else
+		h->use = ND_USE_NONE, h->user = 0;
+	give_back(a, i + first, n, false);
+	return 0;
+}
+
+/*
  * Split a big node-slot run in two runs without touching its pages: the
  * pages stay committed (no purge, no fault on reuse) and both parts keep
  * the invariants of big runs (no DIRTY flag), so each must be at least

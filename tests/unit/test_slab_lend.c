@@ -12,7 +12,10 @@
  * dangles from a list it was lent to); the kept objects are intact.
  * 1000 B requests borrow 2048 B objects, except in check mode (a child
  * under NODALLOC_CHECK=1), whose sized free wants a block above half its
- * usable size: nd_free_sized(p, 1000) of a 2048 B object would abort. */
+ * usable size: nd_free_sized(p, 1000) of a 2048 B object would abort.
+ * A donor's free pages go back before it is lent: the lent objects are
+ * those in pages a kept object holds (the rest would fill pages that hold
+ * nothing else with requests of half their size). */
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +61,17 @@ static int lend_2048(void)
 	int lent = 0;
 	for (int i = 0; i < J; i++) {
 		CHECK((q[i] = malloc(1000)) != NULL);
-		lent += malloc_usable_size(q[i]) == 2048;
+		if (malloc_usable_size(q[i]) != 2048)
+			continue;
+		lent++;
+		/* the donor's free pages went back before it was lent: a lent
+		 * object shares its page with a kept one (2048 B objects do not
+		 * straddle pages) */
+		uintptr_t pg = (uintptr_t)q[i] >> 12;
+		bool shared = false;
+		for (int k = 0; k < K && !shared; k += 10)
+			shared = (uintptr_t)b[k] >> 12 == pg;
+		CHECK(shared, "lent object %p in a page no kept object holds", q[i]);
 	}
 	for (int i = 0; i < J; i++)
 		nd_free_sized(q[i], 1000);

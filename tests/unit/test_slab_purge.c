@@ -65,79 +65,79 @@ static _nd_slab_t *full_slab(size_t size, void **obj, void **extra, int nextra)
 	return s;
 }
 
-/* A slab of 20 KiB objects (5 pages each, 12 in a slab), every object
- * stamped, all but the first and last freed. */
-static _nd_slab_t *big_slab(void **obj, void **extra, bool lock)
-{
-	_nd_slab_t *s = full_slab(20000, obj, extra, 48);
-	CHECK_EQ(s->size, 20480);
-	for (unsigned k = 0; k < s->cap; k++)
-		fill(obj[k], 20000, (int)k + 1);
-	if (lock) {
-		int r = mlock(s->start, (size_t)s->npages << ND_PAGE_SHIFT);
-		CHECK(r == 0, "mlock failed (errno %d): raise RLIMIT_MEMLOCK", errno);
-	}
-	for (unsigned k = 1; k + 1 < s->cap; k++)
-		free(obj[k]);
-	return s;
-}
-
-/* The freed objects come back, zeroed by calloc, each once, never a live
- * one; the live ones keep their bytes. Then everything is freed. */
-static void big_back(_nd_slab_t *s, void **obj, void **extra)
-{
-	void *again[12];
-	unsigned in_s = 0;
-	for (unsigned k = 1; k + 1 < s->cap; k++) {
-		again[k] = calloc(1, 20000);
-		CHECK(again[k] && holds(again[k], 20000, 0), "calloc zero");
-		in_s += slab_of(again[k]) == s;
-		CHECK(again[k] != obj[0] && again[k] != obj[s->cap - 1]);
-		for (unsigned j = 1; j < k; j++)
-			CHECK(again[j] != again[k]);
-		fill(again[k], 20000, 0x55);
-	}
-	CHECK_EQ(in_s, s->cap - 2);
-	CHECK_EQ(s->purged & (((uint64_t)1 << 60) - 1), 0); /* pages 60-63: the slab's tail, no object */
-	CHECK(holds(obj[0], 20000, 1) && holds(obj[s->cap - 1], 20000, (int)s->cap), "live neighbours intact");
-	munlock(s->start, (size_t)s->npages << ND_PAGE_SHIFT);
-	for (unsigned k = 1; k + 1 < s->cap; k++)
-		free(again[k]);
-	for (int i = 0; i < 48; i++)
-		if (slab_of(extra[i]) != s)
-			free(extra[i]);
-	free(obj[0]);
-	free(obj[s->cap - 1]);
-}
-
-/* Every page of a free object goes; the withheld come back. */
+/* A slab of 20 KiB objects (5 pages each, 12 in a 64-page slab), every
+ * object stamped, all but the first and last freed (pages 0-4 and 55-59
+ * out). Whole 16 KiB units no object out overlaps (pages 8-51, and the
+ * tail 60-63) go back to the page level, dirty, and a slab of another
+ * class takes them without a fault; the other pages of free objects
+ * (5-7, 52-54) are purged. The free objects all overlap pages the slab no
+ * longer has: they never come back. Freeing the last objects gives the
+ * pieces left back. */
 static void big_objects(void)
 {
 	void *obj[64], *extra[48];
-	_nd_slab_t *s = big_slab(obj, extra, false);
-	size_t got = _nd_slab_purge_heap(s->heap);
-	CHECK(got >= 50, "pages purged: %zu", got);
+	_nd_slab_t *s = full_slab(20000, obj, extra, 48);
+	CHECK_EQ(s->size, 20480);
+	CHECK_EQ(s->npages, 64);
+	for (unsigned k = 0; k < s->cap; k++)
+		fill(obj[k], 20000, (int)k + 1);
 	for (unsigned k = 1; k + 1 < s->cap; k++)
-		for (unsigned pg = 0; pg < 5; pg++)
-			CHECK(!resident((char *)obj[k] + pg * 4096), "object %u page %u still resident", k, pg);
-	CHECK(holds(obj[0], 20000, 1) && holds(obj[s->cap - 1], 20000, (int)s->cap), "live neighbours intact");
+		free(obj[k]);
+	_nd_arena_t *a = &_nd_page_g.arenas[s->node];
+	uint64_t dirty = __atomic_load_n(&a->bd.dirty_free, __ATOMIC_RELAXED);
+	size_t got = _nd_slab_purge_heap(s->heap);
+	uint64_t units = ((((uint64_t)1 << 44) - 1) << 8) | ((uint64_t)0xf << 60), purged = 0xe0ull | (0x7ull << 52);
+	CHECK(s->gone == units, "pages given back %#llx", (unsigned long long)s->gone);
+	CHECK(s->purged == purged, "pages purged %#llx", (unsigned long long)s->purged);
+	CHECK_EQ(got, 6);
+	CHECK(__atomic_load_n(&a->bd.dirty_free, __ATOMIC_RELAXED) >= dirty + 48, "dirty free pages %llu -> %llu",
+	      (unsigned long long)dirty, (unsigned long long)a->bd.dirty_free);
+	for (unsigned pg = 0; pg < 64; pg++) {
+		char *p = s->start + (size_t)pg * 4096;
+		if (units >> pg & 1)
+			CHECK(_nd_page_desc(p)->use == ND_USE_NONE && slab_of(p) == NULL, "page %u still the slab's", pg);
+		else
+			CHECK(slab_of(p) == s, "page %u", pg);
+		if (purged >> pg & 1)
+			CHECK(!resident(p), "page %u resident", pg);
+	}
+	char err[256];
+	CHECK(_nd_page_check(s->node, err, sizeof err) == 0, "%s", err);
+	CHECK(holds(obj[0], 20000, 1) && holds(obj[s->cap - 1], 20000, 12), "live neighbours intact");
 	CHECK(s->free == NULL, "every free object withheld");
-	big_back(s, obj, extra);
-}
-
-/* madvise refused (mlock'ed slab: EINVAL): nothing is marked, the free
- * objects stay listed and come back. */
-static void refused(void)
-{
-	void *obj[64], *extra[48];
-	_nd_slab_t *s = big_slab(obj, extra, true);
-	_nd_slab_purge_heap(s->heap);
-	unsigned listed = 0;
-	for (void **x = s->free; x; x = x[0])
-		listed++;
-	CHECK_EQ(s->purged, 0);
-	CHECK_EQ(listed, s->cap - 2);
-	big_back(s, obj, extra);
+	/* 2 KiB objects (16 KiB slabs): some slab lands in a unit given back */
+	void *two[64];
+	int inside = 0;
+	for (int i = 0; i < 64; i++) {
+		two[i] = malloc(2000);
+		fill(two[i], 2000, 0x22);
+		_nd_slab_t *t = slab_of(two[i]);
+		inside += t->start >= s->start + 8 * 4096 && t->start < s->start + 52 * 4096;
+	}
+	CHECK(inside > 0, "no 2 KiB slab in the pages given back");
+	void *again[12];
+	for (unsigned k = 1; k + 1 < s->cap; k++) {
+		again[k] = calloc(1, 20000);
+		CHECK(again[k] && slab_of(again[k]) != s && holds(again[k], 20000, 0), "calloc zero, not from s");
+		fill(again[k], 20000, 0x55);
+	}
+	CHECK(holds(obj[0], 20000, 1) && holds(obj[s->cap - 1], 20000, 12), "live neighbours intact");
+	for (int i = 0; i < 64; i++) {
+		CHECK(holds(two[i], 2000, 0x22));
+		free(two[i]);
+	}
+	for (unsigned k = 1; k + 1 < s->cap; k++)
+		free(again[k]);
+	char *start = s->start, *end = start + ((size_t)s->npages << ND_PAGE_SHIFT);
+	for (int i = 0; i < 48; i++) /* s's objects: by address (pages given back are not s's) */
+		if ((char *)extra[i] < start || (char *)extra[i] >= end)
+			free(extra[i]);
+	free(obj[0]);
+	free(obj[s->cap - 1]);
+	for (unsigned pg = 0; pg < 64; pg++)
+		CHECK(_nd_page_desc(start + (size_t)pg * 4096)->use != ND_USE_SLAB || slab_of(start + (size_t)pg * 4096) != s,
+		      "page %u of the released slab", pg);
+	CHECK(_nd_page_check(s->node, err, sizeof err) == 0, "%s", err);
 }
 
 /* full_slab of a 4-page slab of `size`-byte objects, object k stamped k + 1. */
@@ -149,6 +149,33 @@ static _nd_slab_t *stamped_slab(size_t req, unsigned size, void **obj, void **ex
 	for (unsigned k = 0; k < s->cap; k++)
 		fill(obj[k], size, (int)k + 1);
 	return s;
+}
+
+/* madvise refused (mlock'ed slab: EINVAL): nothing is marked, the free
+ * objects stay listed and come back. 2 KiB objects: a 16 KiB slab, one
+ * unit (no unit goes back), objects 0 and 1 out in page 0. */
+static void refused(void)
+{
+	void *obj[64], *extra[40];
+	_nd_slab_t *s = stamped_slab(2000, 2048, obj, extra, 40);
+	int r = mlock(s->start, (size_t)s->npages << ND_PAGE_SHIFT);
+	CHECK(r == 0, "mlock failed (errno %d): raise RLIMIT_MEMLOCK", errno);
+	for (unsigned k = 2; k < s->cap; k++)
+		free(obj[k]);
+	_nd_slab_purge_heap(s->heap);
+	unsigned listed = 0;
+	for (void **x = s->free; x; x = x[0])
+		listed++;
+	CHECK_EQ(s->purged, 0);
+	CHECK_EQ(s->gone, 0);
+	CHECK_EQ(listed, s->cap - 2);
+	CHECK(holds(obj[0], 2048, 1) && holds(obj[1], 2048, 2), "live objects intact");
+	munlock(s->start, (size_t)s->npages << ND_PAGE_SHIFT);
+	for (int i = 0; i < 40; i++)
+		if (slab_of(extra[i]) != s)
+			free(extra[i]);
+	free(obj[0]);
+	free(obj[1]);
 }
 
 /* 1280-byte objects straddle pages: only pages no live object overlaps go,
@@ -254,7 +281,10 @@ static void rss_drop(bool auto_pass)
 			fill(other[i], 512, 9);
 		}
 	} else {
-		_nd_slab_purge_heap(slab_of(many[0])->heap);
+		int k = 0;
+		while (!many[k])
+			k++;
+		_nd_slab_purge_heap(slab_of(many[k])->heap);
 	}
 	long after = rss_kb();
 	int gone = 0;
