@@ -29,16 +29,6 @@ struct nd_heap;
  * path (a page), and the record's table of their rounding masks. */
 #define ND_XLG_FAST 12
 #define ND_XMASK_INIT { 0, 1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2047, 4095 }
-/* The class of a size s <= ND_SLAB_DIRECT (0 as 1) rounded up to 2^lg,
- * lg <= ND_XLG_FAST: ND_SCLS up to 256, then slab.c's classes of 512,
- * 1024, 2048 and 4096 (test_place_fast checks them against malloc's). */
-#define ND_XROUND(lg, s) (((((s) ? (s) : 1) - 1) | ((1u << (lg)) - 1)) + 1)
-#define ND_SCLS_POW(r) ((r) <= 256 ? ND_SCLS(r) : (r) == 512 ? 19 : (r) == 1024 ? 27 : (r) == 2048 ? 31 : 35)
-#define ND_XCLS(lg, s) ND_SCLS_POW(ND_XROUND(lg, s))
-#define ND_XCLS4(lg, s) ND_XCLS(lg, s), ND_XCLS(lg, (s) + 1), ND_XCLS(lg, (s) + 2), ND_XCLS(lg, (s) + 3)
-#define ND_XCLS16(lg, s) ND_XCLS4(lg, s), ND_XCLS4(lg, (s) + 4), ND_XCLS4(lg, (s) + 8), ND_XCLS4(lg, (s) + 12)
-#define ND_XCLS64(lg, s) ND_XCLS16(lg, s), ND_XCLS16(lg, (s) + 16), ND_XCLS16(lg, (s) + 32), ND_XCLS16(lg, (s) + 48)
-#define ND_XCLS_ROW(lg) { ND_XCLS64(lg, 0), ND_XCLS64(lg, 64), ND_XCLS64(lg, 128), ND_XCLS64(lg, 192), ND_XCLS(lg, 256) }
 /* malloc sizes 0..ND_SLAB_DIR_MAX index dir[] by (size + 15) >> 4 (every
  * class up to there is a multiple of 16): 65 entries, 9 lines, and one
  * predictable test for programs whose sizes mix small and up to 1 KiB
@@ -130,13 +120,8 @@ typedef struct _nd_thread {
 	} pc[ND_PCACHE];
 	/* xmask[lg] = 2^lg - 1, lg <= ND_XLG_FAST (ND_XMASK_INIT, constant):
 	 * the rounding mask of an x call's alignment, here for the same
-	 * reason as scls (the x calls or it into the size - 1 of sizes above
-	 * ND_SLAB_DIRECT; up to there, xcls) */
+	 * reason as scls (the x calls or it into the size - 1) */
 	uint64_t xmask[ND_XLG_FAST + 1];
-	/* xcls[lg][size] = ND_XCLS(lg, size), size <= ND_SLAB_DIRECT
-	 * (thread.c's constant rows): an x call's class for the sizes of
-	 * scls, one load more than scls instead of the mask's lea and or */
-	const uint8_t *xcls[ND_XLG_FAST + 1];
 	/* scls[size]: the class of sizes up to ND_SLAB_DIRECT (ND_SCLS_INIT,
 	 * constant): place.c's table, here so that a fast path indexes it
 	 * from the record it holds (one load; a static table needs its

@@ -191,24 +191,16 @@ static inline __attribute__((always_inline)) void *node_pop_lf(_nd_thread_t *t, 
 }
 
 /* The pop of an x fast path for an alignment of 2^lg, lg <= ND_XLG_FAST,
- * from h (by_node, a constant: node_pop's heap of node instead). Sizes up
- * to ND_SLAB_DIRECT (0 too, as 1) index the record's row of lg (a
- * constant lg up to 16 bytes: scls itself); above, the record's mask is
- * or'ed into the size - 1 (a constant lg: the static table, folded).
- * NULL: a miss. */
+ * from h (by_node, a constant: node_pop's heap of node instead): the
+ * record's mask or'ed in from memory (a constant lg: the static table,
+ * folded); NULL: a miss. */
 static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, size_t size, unsigned lg, const uint32_t *max,
 							     bool by_node, struct nd_heap *h, int node)
 {
 	unsigned c;
-	if (nd_likely(size <= ND_SLAB_DIRECT)) {
-		c = __builtin_constant_p(lg) && lg <= 4 ? t->scls[size] : t->xcls[lg][size];
-		if (by_node) /* a return of its own: gcc then shares flags 0's node code (one copy less) */
-			return node_pop(t, node, true, c);
-	} else {
-		size_t m = __builtin_constant_p(lg) ? x_mask[lg] : t->xmask[lg];
-		if (nd_unlikely(!rounded_cls(t, (size - 1) | m, max, &c)))
-			return NULL;
-	}
+	size_t m = __builtin_constant_p(lg) ? x_mask[lg] : t->xmask[lg];
+	if (nd_unlikely(!rounded_cls(t, (size - 1) | m, max, &c)))
+		return NULL;
 	return by_node ? node_pop(t, node, true, c) : heap_pop(h, c);
 }
 

@@ -21,22 +21,10 @@
 
 static const uint64_t zero64;
 
-/* The records' xcls[] rows: an alignment up to 16 keeps every class up to
- * 256 bytes (all multiples of 16), from 256 on the class is the
- * alignment's own (one value per row). */
-static const uint8_t xcls_rows[9][ND_SLAB_DIRECT + 1] = {
-	ND_XCLS_ROW(4), ND_XCLS_ROW(5), ND_XCLS_ROW(6), ND_XCLS_ROW(7), ND_XCLS_ROW(8),
-	ND_XCLS_ROW(9), ND_XCLS_ROW(10), ND_XCLS_ROW(11), ND_XCLS_ROW(12)
-};
-_Static_assert(ND_XLG_FAST == 12, "xcls_rows: a row per lg from 4 to ND_XLG_FAST");
-#define XCLS_INIT                                                                                  \
-	{ xcls_rows[0], xcls_rows[0], xcls_rows[0], xcls_rows[0], xcls_rows[0], xcls_rows[1], xcls_rows[2], \
-	  xcls_rows[3], xcls_rows[4], xcls_rows[5], xcls_rows[6], xcls_rows[7], xcls_rows[8] }
-
 #define BOOT_INIT                                                              \
 	{ .cpu64 = &zero64, .key = ND_KEY_NONE, .lkey = ND_KEY_NONE, .il_node = -1, \
 	  .cpu_override = -1, .pc = { [0 ... ND_PCACHE - 1] = { .key = ND_KEY_NONE, .user = ND_PC_NOUSER } },     \
-	  .xmask = ND_XMASK_INIT, .xcls = XCLS_INIT, .scls = ND_SCLS_INIT }
+	  .xmask = ND_XMASK_INIT, .scls = ND_SCLS_INIT }
 
 const _nd_thread_t _nd_thread_boot = BOOT_INIT;
 const _nd_thread_t _nd_thread_gone = BOOT_INIT;

@@ -242,35 +242,6 @@ int main(void)
 				free(h[i]);
 		}
 	CHECK(bad == 0, "%d aligned allocations wrong", bad);
-	/* the x calls' class rows (the record's xcls[]): every size up to 256,
-	 * 0 too, with every alignment up to a page, gets malloc's class of
-	 * the rounded size; warm, size 0 is served by the fast path too (it
-	 * took the slow path before the rows: 9 slow paths a round, 1 with
-	 * them, a refill of the policy heap's first class) */
-	bad = 0;
-	for (int round = 0; round < 2; round++) {
-		uint64_t slow0 = 0;
-		for (unsigned lg = 0; lg <= 12; lg++)
-			for (size_t sz = 0; sz <= 256; sz++) {
-				unsigned z = sz & 1 ? ND_MALLOCX_ZERO : 0;
-				uint64_t before = _nd_slab_slow_count();
-				void *x = nd_mallocx_onnode(sz, 1, lg | z), *y = nd_mallocx_policy(sz, pb1, lg | z);
-				slow0 += sz == 0 ? _nd_slab_slow_count() - before : 0;
-				size_t r = ((sz ? sz : 1) - 1) | (((size_t)1 << lg) - 1); /* rounded size - 1 */
-				void *m = malloc(r + 1);
-				size_t want = nd_usable_size(m);
-				if ((!x || !y || nd_usable_size(x) != want || nd_usable_size(y) != want) && bad++ < 5)
-					CHECK(0, "lg %u, size %zu: usable %zu and %zu, malloc(%zu)'s %zu", lg, sz,
-					      x ? nd_usable_size(x) : 0, y ? nd_usable_size(y) : 0, r + 1, want);
-				free(x);
-				free(y);
-				free(m);
-			}
-		if (round == 1)
-			CHECK(slow0 <= 2, "x calls of size 0, every alignment, warm: %llu slow paths",
-			      (unsigned long long)slow0);
-	}
-	CHECK(bad == 0, "%d x allocations off their class", bad);
 	errno = 0;
 	CHECK(nd_mallocx_onnode(48, 1, 0x80) == NULL && errno == EINVAL, "flags 0x80: errno %d", errno);
 	errno = 0;
