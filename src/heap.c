@@ -462,6 +462,15 @@ static heap_t *heap_take(_nd_thread_t *t, int node, const nd_policy_t *pol, int 
 	return h;
 }
 
+/* heaps[i] = h, and the record's copy nheap[i] (the array itself up to
+ * ND_NHEAP_IN nodes). */
+static void heaps_set(_nd_thread_t *t, int i, heap_t *h)
+{
+	t->heaps[i] = h;
+	if (i < ND_NHEAP_IN)
+		t->nheap[i] = (struct nd_heap *)h;
+}
+
 /* The thread's node heap of node (made on first use). */
 static heap_t *heap_attach(_nd_thread_t *t, int node)
 {
@@ -473,19 +482,26 @@ static heap_t *heap_attach(_nd_thread_t *t, int node)
 		int n = _nd_topo()->node_limit;
 		if (n <= node)
 			n = node + 1;
-		heap_t **a = _nd_meta_alloc(heap_meta_node(node), (size_t)n * sizeof(heap_t *));
+		/* up to ND_NHEAP_IN nodes the record's own nheap is the array */
+		heap_t **a = n <= ND_NHEAP_IN ? (heap_t **)t->nheap
+					      : _nd_meta_alloc(heap_meta_node(node), (size_t)n * sizeof(heap_t *));
 		if (!a)
 			return NULL;
-		for (int i = 0; i < n; i++)
-			a[i] = i < t->nheaps ? t->heaps[i] : &heap_none;
-		t->heaps = a; /* the old array is left (small, rare) */
+		for (int i = 0; i < n; i++) {
+			heap_t *x = i < t->nheaps ? t->heaps[i] : &heap_none;
+			a[i] = x;
+			if (i < ND_NHEAP_IN)
+				t->nheap[i] = (struct nd_heap *)x; /* a is nheap itself, or nheap its copy */
+		}
+		t->heaps = a; /* an old array is left (small, rare) */
 		t->nheaps = n;
-		t->nfast = _nd_slab_check ? 0 : n;
+		t->nfast = _nd_slab_check ? 0 : n < ND_NHEAP_IN ? n : ND_NHEAP_IN;
+		t->nbig = _nd_slab_check ? 0 : n;
 	}
 	_nd_meta_note_node(node);
 	heap_t *h = heap_take(t, node, NULL, heap_meta_node(node));
 	if (h)
-		t->heaps[node] = h;
+		heaps_set(t, node, h);
 	return h;
 }
 
@@ -640,7 +656,7 @@ static void thread_exit_hook(_nd_thread_t *t)
 	for (int i = 0; i < t->nheaps; i++) {
 		heap_t *h = t->heaps[i];
 		if (h != &heap_none) {
-			t->heaps[i] = &heap_none;
+			heaps_set(t, i, &heap_none);
 			heap_abandon(h);
 			nodes[i / 64] |= 1ull << (i % 64);
 		}

@@ -35,6 +35,7 @@ struct nd_heap;
  * (a bound at 256 mispredicted 0.30 times per pair on wl_larson). */
 #define ND_SLAB_DIR_MAX 1024
 #define ND_PCACHE 4 /* nd_malloc_policy's cache: policy objects remembered */
+#define ND_NHEAP_IN 32 /* node heaps the record holds itself (nheap[]) */
 /* Size classes (docs/malloc.md): 16..128 by 16, ..512 by 32, ..1024 by 64,
  * then 4 per power of two. */
 #define ND_SLAB_CLASSES 48
@@ -92,9 +93,14 @@ typedef struct _nd_thread {
 	struct _nd_slab_hot *cdir[ND_SLAB_CLASSES];
 	struct nd_heap *heap;   /* the thread policy's heap (dir mirrors it) */
 	struct nd_heap *lheap;  /* the CPU's memory node's heap */
-	struct nd_heap **heaps; /* [nheaps]: node heaps by wanted node */
+	struct nd_heap **heaps; /* [nheaps]: node heaps by wanted node (nheap up to ND_NHEAP_IN nodes) */
 	int nheaps;
-	int nfast;              /* nheaps, 0 in check mode: nd_malloc_onnode's bound */
+	int nfast;              /* nheaps up to ND_NHEAP_IN, 0 in check mode: the node calls' bound of nheap */
+	int nbig;               /* nheaps, 0 in check mode: their bound of heaps[] past nheap */
+	/* heaps[0 .. ND_NHEAP_IN): the array itself while nheaps is at most
+	 * ND_NHEAP_IN, else a copy heap.c writes with heaps[]; the node calls
+	 * index it from the record they hold (one load less than heaps[]) */
+	struct nd_heap *nheap[ND_NHEAP_IN];
 	_Alignas(8) int32_t cpu_pair[2]; /* emulated CPU, or the CPU without rseq */
 	const nd_policy_t *hpol;/* policy heap's refills use (interned) */
 	struct _nd_pcache {     /* nd_malloc_policy: a policy object -> heap (heap.c, place.c) */

@@ -148,9 +148,10 @@ static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 
 /* The heap of the fast paths of nd_malloc_onnode, nd_malloc_local (node
  * ND_NODE_LOCAL) and the x calls; NULL: take the slow path. node <
- * nfast: the thread's heaps[] has an entry for node (a node without a
+ * nfast: the record's nheap has an entry for node (a node without a
  * heap yet has heap.c's empty one, whose pop fails and whose refill is
- * the full path), so node is valid. nfast is 0 in check mode and on the
+ * the full path), so node is valid; past ND_NHEAP_IN nodes, node < nbig
+ * the same in heaps[]. nfast and nbig are 0 in check mode and on the
  * boot record. lheap: the heap of the CPU's memory node, valid while lkey
  * matches; local: node ND_NODE_LOCAL means it (a constant:
  * nd_malloc_onnode refuses -1). */
@@ -158,9 +159,11 @@ static inline __attribute__((always_inline)) struct nd_heap *node_heap(_nd_threa
 {
 	struct nd_heap *h = NULL;
 	if (nd_likely((unsigned)node < (unsigned)t->nfast))
-		h = t->heaps[(unsigned)node];
+		h = t->nheap[(unsigned)node];
 	else if (local && node == ND_NODE_LOCAL && nd_likely(_nd_slab_key_ok(t, &t->lkey)))
 		h = t->lheap;
+	else if ((unsigned)node < (unsigned)t->nbig)
+		h = t->heaps[(unsigned)node];
 	else
 		return NULL;
 	if (!h)
@@ -172,8 +175,8 @@ static inline __attribute__((always_inline)) struct nd_heap *node_heap(_nd_threa
 static inline __attribute__((always_inline)) void *node_pop(_nd_thread_t *t, int node, bool local, unsigned c)
 {
 	if (nd_likely((unsigned)node < (unsigned)t->nfast))
-		return heap_pop(t->heaps[(unsigned)node], c);
-	struct nd_heap *h = node_heap(t, node, local); /* its second branch: a pop of its own */
+		return heap_pop(t->nheap[(unsigned)node], c);
+	struct nd_heap *h = node_heap(t, node, local); /* its other branches: a pop of their own */
 	return h ? heap_pop(h, c) : NULL;
 }
 
@@ -232,6 +235,7 @@ static inline __attribute__((always_inline)) bool node_refill(size_t size, int n
 	struct nd_heap *h;
 	if (!(flags ? x_cls(t, size, flags, NULL, &c) : fast_cls(t, size, NULL, &c)) || !(h = node_heap(t, node, local)))
 		return false;
+	ND_ASSERT((unsigned)node >= (unsigned)t->nfast || t->nheap[node] == t->heaps[node], "nheap is heaps[]'s copy");
 	*o = _nd_heap_refill_of(h, c, &_nd_policy_local, node);
 	return true;
 }

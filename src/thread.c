@@ -45,16 +45,22 @@ static void (*exit_hook)(_nd_thread_t *);
 static void destructor(void *arg);
 
 /* A fresh record's state (also for a pooled one, except the slab layer's
- * heap array, which it keeps: its entries are NULL after the exit hook). */
+ * heap array, which it keeps with its bounds and the record's own part,
+ * nheap: its entries are the empty heap after the exit hook; nfast too,
+ * or the node calls' fast path would stay off in a reused record). */
 static void reset(_nd_thread_t *t)
 {
-	struct nd_heap **heaps = t->heaps;
-	int nheaps = t->nheaps;
+	struct nd_heap **heaps = t->heaps, *nheap[ND_NHEAP_IN];
+	int nheaps = t->nheaps, nfast = t->nfast, nbig = t->nbig;
 	_nd_thread_t *all_next = t->all_next;
 	static const _nd_thread_t init = BOOT_INIT;
+	memcpy(nheap, t->nheap, sizeof nheap);
 	*t = init;
 	t->heaps = heaps;
 	t->nheaps = nheaps;
+	t->nfast = nfast;
+	t->nbig = nbig;
+	memcpy(t->nheap, nheap, sizeof nheap);
 	t->all_next = all_next;
 }
 

@@ -83,11 +83,18 @@ static void sizes(const char *name, alloc_fn fn, const void *arg, int node, size
 
 /* A fresh thread: node 1 first (its heaps[] is made for node 1, node 0's
  * entry is the empty heap), then node 0, then local (CPU 0: node 0). */
+struct thread_res {
+	int bad;
+	uint64_t slow; /* slow paths of the second round's node calls */
+};
+
 static void *thread_body(void *arg)
 {
-	int *bad = arg;
+	struct thread_res *res = arg;
+	int *bad = &res->bad;
 	nd_emulate_cpu(0);
 	for (int round = 0; round < 2; round++) {
+		uint64_t before = _nd_slab_slow_count();
 		for (int node = 1; node >= 0; node--) {
 			for (int i = 0; i < 64; i++) {
 				void *p = nd_malloc_onnode(48, node);
@@ -95,6 +102,7 @@ static void *thread_body(void *arg)
 				free(p);
 			}
 		}
+		res->slow = _nd_slab_slow_count() - before;
 		void *p = nd_malloc_local(48);
 		*bad += !p || nd_node_of(p) != 0;
 		free(p);
@@ -283,13 +291,16 @@ int main(void)
 	}
 
 	/* threads one after another: each record after the first is a reused
-	 * one (the exit hook put the empty heap back into its heaps[]) */
+	 * one (the exit hook put the empty heap back into its heaps[]), whose
+	 * node calls take the fast path too (a reused record kept heaps[]
+	 * but lost nfast: every call took the slow path, 128 a round) */
 	for (int i = 0; i < 4; i++) {
-		int bad = 0;
+		struct thread_res res = { 0, 0 };
 		pthread_t th;
-		CHECK(pthread_create(&th, NULL, thread_body, &bad) == 0);
+		CHECK(pthread_create(&th, NULL, thread_body, &res) == 0);
 		pthread_join(th, NULL);
-		CHECK(bad == 0, "thread %d: %d blocks off their node or of another class", i, bad);
+		CHECK(res.bad == 0, "thread %d: %d blocks off their node or of another class", i, res.bad);
+		CHECK(res.slow <= 4, "thread %d: %llu slow paths in 128 warm node calls", i, (unsigned long long)res.slow);
 	}
 
 	/* a plain object changed in place: every word the mode reads */
