@@ -170,12 +170,13 @@ __attribute__((no_sanitize_thread)) static uint64_t maybe_free(const slab_t *s, 
 	uint32_t size = s->size;
 	for (uint32_t k = 0; k < s->carved;) {
 		size_t b = (size_t)k * size;
-		unsigned hp = (unsigned)(b >> ND_PAGE_SHIFT);
-		if (((s->purged | s->gone) >> hp & 1) || ((void *const *)(s->start + b))[1] == (const void *)s) {
+		unsigned hp = (unsigned)(b >> ND_PAGE_SHIFT), lp = (unsigned)((b + size - 1) >> ND_PAGE_SHIFT);
+		/* lost (overlaps a unit given back): no marker, never out */
+		if ((s->purged >> hp & 1) || overlaps(s->gone, hp, lp) ||
+		    ((void *const *)(s->start + b))[1] == (const void *)s) {
 			k++;
 			continue;
 		}
-		unsigned lp = (unsigned)((b + size - 1) >> ND_PAGE_SHIFT);
 		for (unsigned p = hp; p <= lp && p < 64; p++)
 			maybe &= ~((uint64_t)1 << p);
 		k = past_page(s, k, lp);
