@@ -5,7 +5,7 @@
 # the unit stress tests listed below (and test_api_heap: other threads free
 # a public heap's objects while its owner allocates; test_slab_remote_norecord:
 # threads that only free make their records; test_slab_units_remote: remote
-# frees and statistics while the slab purge gives units back), compiled with the malloc family
+# frees while the slab purge gives units back), compiled with the malloc family
 # renamed to nd_* (they call malloc; tests/tsan/rename.h), and tests/tsan/tsan_*.c. Label tsan;
 # any report fails the test (TSAN_OPTIONS exitcode); label tsan_short: the
 # short set make test runs. Only in such a build:
