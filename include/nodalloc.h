@@ -369,8 +369,8 @@ ND_API int nd_stats_get_nodes(nd_node_stats_t *nodes, int first, int count);
 typedef struct nd_class_stats {
 	uint64_t size;         /* object size of the class, bytes */
 	uint64_t slabs;        /* live slabs */
-	uint64_t slab_bytes;   /* bytes of their page runs */
-	uint64_t capacity;     /* objects those slabs hold */
+	uint64_t slab_bytes;   /* bytes of their page runs (pages given back excluded) */
+	uint64_t capacity;     /* objects those slabs hold (less those lost with them) */
 	uint64_t objects;      /* objects in use (remote frees not yet collected count) */
 	uint64_t remote_frees; /* frees by a thread that did not own the slab */
 	uint64_t refills;      /* malloc slow paths of the class (free list empty) */

@@ -382,13 +382,15 @@ typedef struct _nd_slab {
 	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
 	uint8_t lcls;          /* the class whose partial list holds it: cls, or the smaller
 				* class it is lent to (_nd_slab_lend); full list: cls */
-	uint16_t lost;         /* slab_purge.c (owner): objects that overlap pages given back
-				* (gone): never listed again, so the slab holds cap - lost */
+	uint16_t lost;         /* slab_purge.c (owner, relaxed stores: statistics read it): objects
+				* that overlap pages given back (gone): never listed again, so
+				* the slab holds cap - lost */
 	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
 	uint64_t purged;       /* slab_purge.c (owner): bit p: page p was given back, the
 				* free objects starting in it are off the free list */
-	uint64_t gone;         /* slab_purge.c (owner): pages given back to the page level
-				* (whole units): not the slab's any more */
+	uint64_t gone;         /* slab_purge.c (owner, relaxed stores: statistics read it): pages
+				* given back to the page level (whole units): not the slab's
+				* any more */
 	/* line 3: written by other threads */
 	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
 	struct _nd_slab *hnext;    /* free header list (node lock) */

@@ -276,8 +276,8 @@ void _nd_slab_drop(slab_t *s)
 		set_slab_pages(s, p, q, ND_USE_NONE);
 		_nd_page_free(s->start + ((size_t)p << ND_PAGE_SHIFT));
 	}
-	s->gone = 0;
-	s->lost = 0;
+	__atomic_store_n(&s->gone, 0, __ATOMIC_RELAXED); /* statistics read them */
+	__atomic_store_n(&s->lost, 0, __ATOMIC_RELAXED);
 	int mnode = s->node >= 0 && s->node < ND_MAX_NODES ? s->node : 0;
 	__atomic_store_n(&s->heap, NULL, __ATOMIC_RELAXED);
 	_nd_meta_hdr_put(mnode, s);

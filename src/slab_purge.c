@@ -130,7 +130,7 @@ static uint64_t give_units(slab_t *s, uint64_t units)
 		/* no object out there: no free can look these pages up meanwhile */
 		_nd_slab_set_pages(s, p, q + 1, ND_USE_NONE);
 		if (_nd_page_free_inner(s->start + ((size_t)head << ND_PAGE_SHIFT), p - head, q - p + 1) == 0) {
-			s->gone |= span;
+			__atomic_store_n(&s->gone, s->gone | span, __ATOMIC_RELAXED); /* statistics read it */
 			s->purged &= ~span;
 			given |= span;
 		} else {
@@ -143,7 +143,7 @@ static uint64_t give_units(slab_t *s, uint64_t units)
 			size_t b = (size_t)k * s->size;
 			lost += overlaps(s->gone, (unsigned)(b >> ND_PAGE_SHIFT), (unsigned)((b + s->size - 1) >> ND_PAGE_SHIFT));
 		}
-		s->lost = (uint16_t)lost;
+		__atomic_store_n(&s->lost, (uint16_t)lost, __ATOMIC_RELAXED);
 	}
 	return given;
 }
@@ -170,12 +170,13 @@ __attribute__((no_sanitize_thread)) static uint64_t maybe_free(const slab_t *s, 
 	uint32_t size = s->size;
 	for (uint32_t k = 0; k < s->carved;) {
 		size_t b = (size_t)k * size;
-		unsigned hp = (unsigned)(b >> ND_PAGE_SHIFT);
-		if (((s->purged | s->gone) >> hp & 1) || ((void *const *)(s->start + b))[1] == (const void *)s) {
+		unsigned hp = (unsigned)(b >> ND_PAGE_SHIFT), lp = (unsigned)((b + size - 1) >> ND_PAGE_SHIFT);
+		/* lost (overlaps a unit given back): no marker, never out */
+		if ((s->purged >> hp & 1) || overlaps(s->gone, hp, lp) ||
+		    ((void *const *)(s->start + b))[1] == (const void *)s) {
 			k++;
 			continue;
 		}
-		unsigned lp = (unsigned)((b + size - 1) >> ND_PAGE_SHIFT);
 		for (unsigned p = hp; p <= lp && p < 64; p++)
 			maybe &= ~((uint64_t)1 << p);
 		k = past_page(s, k, lp);

@@ -219,8 +219,11 @@ static void stats_slab(const slab_t *s, void *arg)
 		return; /* released */
 	_nd_slab_class_stats_t *e = &out[s->cls];
 	e->slabs++;
-	e->slab_bytes += (uint64_t)s->npages << ND_PAGE_SHIFT;
-	e->capacity += s->cap;
+	/* without the units the slab purge gave back and the objects lost
+	 * with them (slab_purge.c) */
+	uint64_t gone = ND_LOAD_RELAXED(s->gone);
+	e->slab_bytes += (uint64_t)(s->npages - __builtin_popcountll(gone)) << ND_PAGE_SHIFT;
+	e->capacity += (uint32_t)(s->cap - ND_LOAD_RELAXED(s->lost));
 	e->objects += (uint32_t)(ND_LOAD_RELAXED(s->used) + ND_LOAD_RELAXED(s->fbias));
 }
 

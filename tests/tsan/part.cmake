@@ -4,7 +4,8 @@
 # with -fsanitize=thread; multi-thread stress tests run on the nd_* API:
 # the unit stress tests listed below (and test_api_heap: other threads free
 # a public heap's objects while its owner allocates; test_slab_remote_norecord:
-# threads that only free make their records), compiled with the malloc family
+# threads that only free make their records; test_slab_units_remote: remote
+# frees while the slab purge gives units back), compiled with the malloc family
 # renamed to nd_* (they call malloc; tests/tsan/rename.h), and tests/tsan/tsan_*.c. Label tsan;
 # any report fails the test (TSAN_OPTIONS exitcode); label tsan_short: the
 # short set make test runs. Only in such a build:
@@ -13,7 +14,7 @@ if(NOT NODALLOC_OVERRIDE)
   file(GLOB ND_TSAN_OWN CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/tsan/tsan_*.c)
   set(ND_TSAN_SOURCES ${ND_TSAN_OWN})
   foreach(t test_slab_stress test_page_threads test_heap_churn test_heap_exit_trim test_slab_idle_owner test_api_heap test_heap_sweep_take
-      test_slab_remote_norecord)
+      test_slab_remote_norecord test_slab_units_remote)
     if(EXISTS ${PROJECT_SOURCE_DIR}/tests/unit/${t}.c)
       list(APPEND ND_TSAN_SOURCES ${PROJECT_SOURCE_DIR}/tests/unit/${t}.c)
     endif()
