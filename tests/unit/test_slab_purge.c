@@ -234,6 +234,138 @@ static void head_unit(void)
 	CHECK(_nd_page_check(s->node, err, sizeof err) == 0, "%s", err);
 }
 
+/* Pages in use at the page level, and the class's live slabs, bytes and
+ * capacity (statistics). */
+typedef struct {
+	uint64_t used_pages, slabs, bytes, cap;
+} counts_t;
+
+static counts_t counts(int node, unsigned c)
+{
+	_nd_page_info_t pi;
+	_nd_slab_class_stats_t st[ND_SLAB_CLASSES];
+	CHECK(_nd_page_info(node, &pi) == 0);
+	CHECK(_nd_slab_class_stats(st, ND_SLAB_CLASSES) > (int)c);
+	return (counts_t){ pi.used_pages, st[c].slabs, st[c].slab_bytes, st[c].capacity };
+}
+
+/* From a to b the class lost slabs slabs and cap objects of capacity, its
+ * bytes and the page level's pages in use dropped by pages pages. */
+static void counts_drop(counts_t a, counts_t b, uint64_t slabs, uint64_t pages, uint64_t cap)
+{
+	CHECK(a.slabs - b.slabs == slabs, "class slabs %llu -> %llu", (unsigned long long)a.slabs,
+	      (unsigned long long)b.slabs);
+	CHECK(a.bytes - b.bytes == pages << ND_PAGE_SHIFT, "class bytes %llu -> %llu", (unsigned long long)a.bytes,
+	      (unsigned long long)b.bytes);
+	CHECK(a.cap - b.cap == cap, "class capacity %llu -> %llu", (unsigned long long)a.cap,
+	      (unsigned long long)b.cap);
+	CHECK(a.used_pages - b.used_pages == pages, "pages in use %llu -> %llu", (unsigned long long)a.used_pages,
+	      (unsigned long long)b.used_pages);
+}
+
+/* A slab with units gone that its owner's frees empty goes, whatever
+ * s->lost (used == 0 is empty). A 64-page slab of 20 KiB objects (object
+ * k: pages 5k..5k+4) frees objects 0-2, 5, 7 and 9 (6 frees: off the full
+ * list). The pass gives units 0-2 (pages 0-11), 9 (36-39) and the tail 15
+ * (60-63) back: 0-2 and 7 are lost; 5 and 9 hold no whole unit and are
+ * withheld. The class's mallocs take 5 and 9 again (s heads the list,
+ * dry); with park, one more parks s full (8 out of its cap - lost = 8: a
+ * full-list bias of 2). Then the owner frees those 8.
+ * park: the 6th takes s off the full list, the 8th empties it and s goes
+ * (not kept: it has units gone), its 44 pages back at the page level: the
+ * class's slab count, bytes and capacity drop by s's, the page level's
+ * pages in use by 44.
+ * Not parked: s empties as the class's current slab and stays, as any
+ * current slab (the next malloc takes it); the next pass gives its 44
+ * pages back (every unit: nothing out), the next malloc of the class
+ * releases the header (park_full: nothing out). */
+static void emptied_units(bool park)
+{
+	void *obj[64], *extra[48];
+	_nd_slab_t *s = full_slab(20000, obj, extra, 48);
+	CHECK_EQ(s->npages, 64);
+	CHECK_EQ(s->cap, 12);
+	unsigned c = s->cls;
+	static const unsigned freed[] = {0, 1, 2, 5, 7, 9};
+	for (unsigned k = 0; k < s->cap; k++)
+		fill(obj[k], 20000, 0x20 + (int)k);
+	for (unsigned i = 0; i < 6; i++)
+		free(obj[freed[i]]);
+	CHECK(s->fbias == 0 && s->used == 6, "s is partial with 6 out (used %d, bias %u)", (int)s->used,
+	      (unsigned)s->fbias);
+	_nd_slab_release_empty(s->heap);
+	_nd_slab_purge_heap(s->heap);
+	uint64_t gone = 0xfffull | (0xfull << 36) | (0xfull << 60);
+	CHECK(s->gone == gone, "pages given back %#llx", (unsigned long long)s->gone);
+	CHECK_EQ(s->lost, 4);
+	CHECK(s->free == NULL, "no free object listed");
+	/* the class's mallocs: 5 and 9 come back, then (park) s parks full */
+	char *lo = s->start, *hi = lo + ((size_t)64 << ND_PAGE_SHIFT);
+	void *more[64];
+	int nmore = 0, back = 0;
+	while ((park ? s->fbias == 0 : back < 2) && nmore < 64) {
+		void *p = malloc(20000);
+		CHECK(p != NULL);
+		if (p == obj[5] || p == obj[9]) {
+			back++;
+			fill(p, 20000, 0x20 + (p == obj[5] ? 5 : 9));
+		} else {
+			CHECK((char *)p < lo || (char *)p >= hi || slab_of(p) != s, "object %p of s", p);
+			more[nmore++] = p;
+		}
+	}
+	CHECK_EQ(back, 2);
+	CHECK_EQ(s->used + s->fbias, s->cap - s->lost);
+	if (park)
+		CHECK(s->fbias == 2 && s->used == 6, "s parked full with 8 out (used %d, bias %u)", (int)s->used,
+		      (unsigned)s->fbias);
+	else
+		CHECK((void *)s->heap->cur[c] == (void *)s && s->free == NULL, "s heads its class's list, dry");
+	for (int i = 0; i < nmore; i++)
+		free(more[i]);
+	for (int i = 0; i < 48; i++)
+		if ((char *)extra[i] < lo || (char *)extra[i] >= hi)
+			free(extra[i]);
+	static const unsigned out[] = {3, 4, 6, 8, 10, 11, 5, 9};
+	for (unsigned i = 0; i < 7; i++) {
+		CHECK(holds(obj[out[i]], 20000, 0x20 + (int)out[i]), "object %u intact", out[i]);
+		free(obj[out[i]]);
+	}
+	CHECK(s->fbias == 0 && s->used == 1 && s->heap != NULL, "s partial, 1 out (used %d, bias %u)",
+	      (int)s->used, (unsigned)s->fbias);
+	CHECK(((void *)s->heap->cur[c] == (void *)s) == !park, "s is the class's current slab iff not parked");
+	unsigned kept = 64 - (unsigned)__builtin_popcountll(gone);
+	int node = s->node;
+	_nd_slab_release_empty(s->heap); /* the other slabs emptied: not in the counts */
+	counts_t c0 = counts(node, c);
+	free(obj[9]); /* the last one out */
+	if (park) {
+		CHECK(s->heap == NULL, "the emptied slab with units gone was not released");
+		counts_drop(c0, counts(node, c), 1, kept, 8);
+		for (unsigned pg = 0; pg < 64; pg++)
+			CHECK(_nd_page_desc(lo + (size_t)pg * 4096)->use != ND_USE_SLAB, "page %u still a slab's", pg);
+	} else {
+		CHECK(s->heap != NULL && s->used == 0, "the current slab stays");
+		_nd_slab_purge_heap(s->heap);
+		CHECK(s->gone == ~(uint64_t)0 && s->lost == 12, "gone %#llx, lost %u", (unsigned long long)s->gone,
+		      (unsigned)s->lost);
+		counts_t c1 = counts(node, c);
+		counts_drop(c0, c1, 0, kept, 8);
+		for (unsigned pg = 0; pg < 64; pg++)
+			CHECK(_nd_page_desc(lo + (size_t)pg * 4096)->use == ND_USE_NONE, "page %u still s's", pg);
+		/* s goes, a new slab (maybe with s's header and pages) comes */
+		void *p = malloc(20000);
+		_nd_slab_t *n = p ? slab_of(p) : NULL;
+		CHECK(n && n->gone == 0 && n->lost == 0 && n->used == 1, "the new slab is s");
+		counts_t c2 = counts(node, c);
+		CHECK(c2.slabs == c1.slabs, "class slabs %llu -> %llu (s out, the new one in)",
+		      (unsigned long long)c1.slabs, (unsigned long long)c2.slabs);
+		free(p);
+	}
+	char err[256];
+	CHECK(_nd_page_check(node, err, sizeof err) == 0, "%s", err);
+}
+
 /* A lost object does not hold its page: a 16-page slab of 5120 B objects
  * (1.25 pages each) keeps objects 1 (pages 1-2), 2 (2-3) and 11 (13-14)
  * out; units 4-7 and 8-11 go back, object 3 (3-4) is lost with them but
@@ -490,6 +622,8 @@ int main(void)
 	}
 	big_objects();
 	head_unit();
+	emptied_units(true);
+	emptied_units(false);
 	lost_start();
 	straddling();
 	skip_scan(21, 0xc); /* 21 keeps pages 0 and 1 */
