@@ -176,6 +176,33 @@ static inline bool _nd_slab_live(const _nd_slab_hot_t *s, const void *p)
 	return _nd_slab_live_mul(s, s->mul, p);
 }
 
+/* The owner's adds to used, which the statistics read (relaxed): a
+ * relaxed atomic store of used + n. Under ThreadSanitizer the
+ * __atomic_store_n; else the one `add`/`sub` on memory, the same single
+ * aligned store on x86-64 (GCC and clang do not fold an __atomic store
+ * into the add: two instructions more on the malloc fast path). The
+ * push's sub reuses the flags: true if used was <= 1 (signed). */
+static inline __attribute__((always_inline)) void _nd_slab_used_add(_nd_slab_hot_t *s, uint32_t n)
+{
+#ifdef ND_TSAN
+	__atomic_store_n(&s->used, s->used + n, __ATOMIC_RELAXED);
+#else
+	__asm__("addl %1, %0" : "+m"(s->used) : "ri"(n) : "cc");
+#endif
+}
+static inline __attribute__((always_inline)) bool _nd_slab_used_dec(_nd_slab_hot_t *s)
+{
+#ifdef ND_TSAN
+	uint32_t u = s->used;
+	__atomic_store_n(&s->used, u - 1, __ATOMIC_RELAXED);
+	return (int32_t)u <= 1;
+#else
+	bool le0;
+	__asm__("subl $1, %0" : "+m"(s->used), "=@ccle"(le0)); /* one sub, flags reused */
+	return le0;
+#endif
+}
+
 /* A free object: word 0 the next free object, word 1 the marker (its slab
  * header's address: free writes it, malloc clears it, so finding it on
  * free means a double free). The pop: NULL when the list is empty. */
@@ -185,7 +212,7 @@ static inline __attribute__((always_inline)) void *_nd_slab_pop(_nd_slab_hot_t *
 	if (nd_unlikely(o == NULL))
 		return NULL;
 	s->free = o[0];
-	s->used++;
+	_nd_slab_used_add(s, 1);
 	o[1] = NULL;
 	return o;
 }
@@ -196,9 +223,7 @@ static inline __attribute__((always_inline)) bool _nd_slab_push(_nd_slab_hot_t *
 {
 	o[0] = s->free;
 	s->free = o;
-	bool le0;
-	__asm__("subl $1, %0" : "+m"(s->used), "=@ccle"(le0)); /* one sub, flags reused */
-	return le0;
+	return _nd_slab_used_dec(s);
 }
 
 /* The free fast path's checks (mul: the map's for s): p is an object
@@ -348,7 +373,7 @@ struct nd_heap;
  * Owner and synchronisation, per field: see the hot fields above (free,
  * used: owner; chk, tp: atomic, written by the owner). Below: cls, cap,
  * size, node, npages: fixed while the slab lives. carved, next/prev,
- * fbias: owner only (relaxed atomics where free's slow path of another
+ * fbias: written by the owner only (relaxed atomics where free's slow path of another
  * thread reads carved, _nd_slab_invalid). tfree: any thread (CAS). heap:
  * atomic, changes only when a parked heap's slab moves to a running heap
  * of the same key (heap.c's absorb and steal); a remote free that read
@@ -360,35 +385,42 @@ struct nd_heap;
  * moves on x86: compiler ordering only; free's fast path never loads
  * heap.) hnext: the node lock (meta.c's header pool).
  * Counters: used + fbias = objects out (handed out, or freed by another
- * thread and not collected yet) <= carved <= cap. */
+ * thread and not collected yet) <= carved <= cap.
+ * Read by other threads for statistics (slab_remote.c, any header, live
+ * or being reused, no lock; marked "stats" below): heap, cls, cap,
+ * npages, used, fbias, lost, gone, with relaxed loads, so every write of
+ * them is a relaxed atomic store (used: _nd_slab_used_add and _dec, one
+ * add or sub on memory outside ThreadSanitizer) and _nd_slab_new sets the
+ * fields one by one, no memset. "Fixed while the slab lives" is the
+ * owner's view: a kept empty slab changes class, a header is reused. */
 typedef struct _nd_slab {
 	/* line 1: what every free reads (any thread), rarely written */
 	char *start;           /* _nd_slab_hot_t's */
 	uint64_t mul;
 	uint64_t chk;          /* lim (objects carved) and start for the free's check */
 	uintptr_t tp;
-	uint8_t cls;           /* _nd_slab_hot_t's */
+	uint8_t cls;           /* _nd_slab_hot_t's (stats) */
 	uint16_t node1;        /* node + 1, ND_SLAB_NODE1_NONE if unknown: line 1's copy for the free */
-	uint16_t cap;          /* objects in the slab */
+	uint16_t cap;          /* objects in the slab (stats) */
 	uint32_t size;
-	struct nd_heap *heap;  /* atomic: owner heap */
+	struct nd_heap *heap;  /* atomic: owner heap; NULL: released (stats) */
 	int32_t node;          /* serving node of the run */
-	uint32_t npages;
+	uint32_t npages;       /* (stats) */
 	/* line 2: the owner's (every malloc and free of the owner writes it) */
 	_Alignas(ND_CACHE_LINE) void *free; /* _nd_slab_hot_t's */
-	uint32_t used;
+	uint32_t used;         /* _nd_slab_hot_t's (stats) */
 	uint16_t carved;       /* atomic: objects ever put on a free list (lazy carving) */
 	uint16_t pfree;        /* slab_purge.c (owner): carved - used after its last pass */
-	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 */
+	uint32_t fbias;        /* on the full list: real used = used + fbias (> 0); else 0 (stats) */
 	uint8_t lcls;          /* the class whose partial list holds it: cls, or the smaller
 				* class it is lent to (_nd_slab_lend); full list: cls */
-	uint16_t lost;         /* slab_purge.c (owner, relaxed stores: statistics read it): objects
+	uint16_t lost;         /* slab_purge.c (owner; stats): objects
 				* that overlap pages given back (gone): never listed again, so
 				* the slab holds cap - lost */
 	struct _nd_slab *next, *prev; /* partial or full list of the heap (owner) */
 	uint64_t purged;       /* slab_purge.c (owner): bit p: page p was given back, the
 				* free objects starting in it are off the free list */
-	uint64_t gone;         /* slab_purge.c (owner, relaxed stores: statistics read it): pages
+	uint64_t gone;         /* slab_purge.c (owner; stats): pages
 				* given back to the page level (whole units): not the slab's
 				* any more */
 	/* line 3: written by other threads */

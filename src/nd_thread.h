@@ -59,7 +59,8 @@ typedef struct _nd_slab_hot {
 	uint8_t cls;     /* size class (slabs only: a free picks the list by it) */
 	uint16_t node1;  /* node + 1 (slabs only: the borrowing rule's) */
 	_Alignas(ND_CACHE_LINE) void *free; /* private free list (owner only) */
-	uint32_t used;   /* objects out; while on the full list, lowered by fbias */
+	uint32_t used;   /* objects out; while on the full list, lowered by fbias
+			  * (a slab's: relaxed stores, statistics read it; nd_slab.h) */
 } _nd_slab_hot_t;
 
 /* slab.c's remote-free buffer, one entry per size class: objects freed by

@@ -216,8 +216,8 @@ static void set_class(slab_t *s, unsigned c)
 {
 	s->size = cls_size[c];
 	s->mul = cls_mul[c];
-	s->cap = cls_cap[c];
-	s->cls = (uint8_t)c;
+	__atomic_store_n(&s->cap, cls_cap[c], __ATOMIC_RELAXED); /* statistics read cls, cap */
+	__atomic_store_n(&s->cls, (uint8_t)c, __ATOMIC_RELAXED);
 	s->lcls = (uint8_t)c;
 }
 
@@ -240,17 +240,28 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* all but all_next (meta.c's list, walked lock-free by statistics) */
-	const size_t an = offsetof(slab_t, all_next), an_end = an + sizeof s->all_next;
-	memset(s, 0, an);
-	memset((char *)s + an_end, 0, sizeof *s - an_end);
+	/* every field but all_next (meta.c's list), one by one, not memset:
+	 * statistics walk the headers lock-free and may still read this one
+	 * (they saw its old heap), so the fields they read (nd_slab.h) are
+	 * relaxed stores */
+	s->free = NULL;
+	__atomic_store_n(&s->used, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
+	s->pfree = 0;
+	__atomic_store_n(&s->fbias, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->lost, 0, __ATOMIC_RELAXED);
+	s->next = s->prev = NULL;
+	s->purged = 0;
+	__atomic_store_n(&s->gone, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->tfree, 0, __ATOMIC_RELAXED);
+	s->hnext = NULL;
 	s->start = p;
 	set_class(s, c);
 	s->chk = _nd_slab_chk(p, s->mul, 0); /* nothing carved: the map may point here now */
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
 	s->node = got;
 	s->node1 = got >= 0 && got < ND_MAX_NODES ? (uint16_t)(got + 1) : ND_SLAB_NODE1_NONE;
-	s->npages = cls_pages[c];
+	__atomic_store_n(&s->npages, cls_pages[c], __ATOMIC_RELAXED); /* statistics read it */
 	__atomic_store_n(&s->tp, my_tp(), __ATOMIC_RELAXED); /* heap_alloc runs on h's owner */
 	set_slab_pages(s, 0, s->npages, ND_USE_SLAB);
 	return s;
@@ -417,7 +428,7 @@ unsigned _nd_slab_collect(slab_t *s)
 		tail[0] = s->free;
 	}
 	s->free = list;
-	s->used -= n;
+	__atomic_store_n(&s->used, s->used - n, __ATOMIC_RELAXED); /* statistics read it */
 	return n;
 }
 
@@ -527,7 +538,10 @@ bool _nd_slab_lend(heap_t *h, unsigned c)
 	return false;
 }
 
-void _nd_slab_full_unlink(heap_t *h, slab_t *s)
+/* Forced inline into this file's slow paths, as they were before their
+ * stores of fbias became atomic builtins, which GCC's inliner weighs as
+ * calls (wl_small: one call more per refill and per free of a full slab). */
+static inline __attribute__((always_inline)) void full_unlink(heap_t *h, slab_t *s)
 {
 	ND_ASSERT(s->prev ? s->prev->next == s : h->fullh[s->cls] == s, "s is on h's full list");
 	ND_ASSERT(s->fbias > 0, "a slab on the full list has its bias");
@@ -538,11 +552,12 @@ void _nd_slab_full_unlink(heap_t *h, slab_t *s)
 	if (s->next)
 		s->next->prev = s->prev;
 	s->next = s->prev = NULL;
-	s->used += s->fbias;
-	s->fbias = 0;
+	/* relaxed stores: statistics read used and fbias */
+	_nd_slab_used_add((_nd_slab_hot_t *)s, s->fbias);
+	__atomic_store_n(&s->fbias, 0, __ATOMIC_RELAXED);
 }
 
-void _nd_slab_full_push(heap_t *h, slab_t *s)
+static inline __attribute__((always_inline)) void full_push(heap_t *h, slab_t *s)
 {
 	s->lcls = s->cls; /* a lent slab that ran dry: its own class's again */
 	s->prev = NULL;
@@ -554,9 +569,13 @@ void _nd_slab_full_push(heap_t *h, slab_t *s)
 	 * (slab_purge.c) or not carved (a lent slab, _nd_slab_unlend) */
 	ND_ASSERT(!s->free && s->fbias == 0 && s->used >= 1, "a slab parked full has no object listed");
 	uint32_t back = FULL_BACK(s->cap);
-	s->fbias = s->used > back ? s->used - back : 1;
-	s->used -= s->fbias;
+	uint32_t u = s->used, f = u > back ? u - back : 1;
+	__atomic_store_n(&s->fbias, f, __ATOMIC_RELAXED); /* statistics read used and fbias */
+	__atomic_store_n(&s->used, u - f, __ATOMIC_RELAXED);
 }
+
+void _nd_slab_full_unlink(heap_t *h, slab_t *s) { full_unlink(h, s); }
+void _nd_slab_full_push(heap_t *h, slab_t *s) { full_push(h, s); }
 
 
 /* s heads its class's partial list alone and parks full (NOTIFY set by
@@ -566,8 +585,8 @@ void _nd_slab_swap_full(heap_t *h, slab_t *s, slab_t *b)
 {
 	ND_ASSERT(h->cur[s->cls] == s && s->lcls == s->cls && !s->next && !s->prev && b->cls == s->cls,
 		  "s is its class's only partial slab, b one of its full ones");
-	_nd_slab_full_unlink(h, b);
-	_nd_slab_full_push(h, s);
+	full_unlink(h, b);
+	full_push(h, s);
 	set_cur(h, b->lcls, b);
 }
 
@@ -640,7 +659,7 @@ static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
 {
 	ND_ASSERT(is_owner(s), "the owner's free");
 	if (s->fbias) {
-		_nd_slab_full_unlink(h, s);
+		full_unlink(h, s);
 		_nd_slab_part_insert(h, s);
 	} else if (s->used == 0 && h->cur[s->lcls] != s) {
 		/* empty and not the one being allocated from: kept, or back to

@@ -217,14 +217,15 @@ static void stats_slab(const slab_t *s, void *arg)
 	_nd_slab_class_stats_t *out = arg;
 	if (!__atomic_load_n(&s->heap, __ATOMIC_RELAXED))
 		return; /* released */
-	_nd_slab_class_stats_t *e = &out[s->cls];
+	_nd_slab_class_stats_t *e = &out[__atomic_load_n(&s->cls, __ATOMIC_RELAXED)];
 	e->slabs++;
 	/* without the units the slab purge gave back and the objects lost
 	 * with them (slab_purge.c) */
-	uint64_t gone = ND_LOAD_RELAXED(s->gone);
-	e->slab_bytes += (uint64_t)(s->npages - __builtin_popcountll(gone)) << ND_PAGE_SHIFT;
-	e->capacity += (uint32_t)(s->cap - ND_LOAD_RELAXED(s->lost));
-	e->objects += (uint32_t)(ND_LOAD_RELAXED(s->used) + ND_LOAD_RELAXED(s->fbias));
+	uint64_t gone = __atomic_load_n(&s->gone, __ATOMIC_RELAXED);
+	uint32_t npages = __atomic_load_n(&s->npages, __ATOMIC_RELAXED);
+	e->slab_bytes += (uint64_t)(npages - __builtin_popcountll(gone)) << ND_PAGE_SHIFT;
+	e->capacity += (uint32_t)(__atomic_load_n(&s->cap, __ATOMIC_RELAXED) - __atomic_load_n(&s->lost, __ATOMIC_RELAXED));
+	e->objects += (uint32_t)(__atomic_load_n(&s->used, __ATOMIC_RELAXED) + __atomic_load_n(&s->fbias, __ATOMIC_RELAXED));
 }
 
 static void stats_thread(_nd_thread_t *t, void *arg)

@@ -64,7 +64,8 @@ static void reset(_nd_thread_t *t)
 	t->all_next = all_next;
 }
 
-/* The record (locked: thread_lock), from the pool or a chunk; NULL if no
+/* The record (locked: thread_lock), from the pool or a chunk, reset under
+ * the lock (_nd_thread_each's statistics read its counters); NULL if no
  * memory. */
 static _nd_thread_t *carve(void)
 {
@@ -73,6 +74,7 @@ static _nd_thread_t *carve(void)
 	_nd_thread_t *t = pool;
 	if (t) {
 		pool = t->pool_next;
+		reset(t);
 		return t;
 	}
 	size_t sz = ND_ALIGN_UP(sizeof(_nd_thread_t), ND_CACHE_LINE);
@@ -90,6 +92,7 @@ static _nd_thread_t *carve(void)
 	chunk_cur += sz;
 	memset(t, 0, sizeof *t);
 	t->all_next = all;
+	reset(t);
 	__atomic_store_n(&all, t, __ATOMIC_RELEASE);
 	return t;
 }
@@ -98,7 +101,6 @@ static _nd_thread_t *attach(_nd_thread_t *t)
 {
 	if (!t)
 		return NULL;
-	reset(t);
 	_nd_tls = t;
 	if (have_key)
 		pthread_setspecific(key, t);

@@ -10,10 +10,8 @@
  * stamp until freed (no page of a live object went back, nothing handed
  * out twice over a live one), no two live objects overlap, calloc reads
  * zero, the page checker passes at the end, and a slab gives units at
- * least once. Also run under ThreadSanitizer (tests/tsan/part.cmake). A
- * thread reading nd_stats_classes meanwhile is left out: TSan reports the
- * statistics' plain reads (used, fbias, cls) against the owner's writes,
- * older than the units. */
+ * least once. Also run under ThreadSanitizer (tests/tsan/part.cmake); a
+ * thread reading nd_stats_classes meanwhile is tests/tsan/tsan_stats_classes.c's. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
