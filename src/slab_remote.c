@@ -222,9 +222,12 @@ static void stats_slab(const slab_t *s, void *arg)
 	/* without the units the slab purge gave back and the objects lost
 	 * with them (slab_purge.c) */
 	uint64_t gone = __atomic_load_n(&s->gone, __ATOMIC_RELAXED);
-	uint32_t npages = __atomic_load_n(&s->npages, __ATOMIC_RELAXED);
-	e->slab_bytes += (uint64_t)(npages - __builtin_popcountll(gone)) << ND_PAGE_SHIFT;
-	e->capacity += (uint32_t)(__atomic_load_n(&s->cap, __ATOMIC_RELAXED) - __atomic_load_n(&s->lost, __ATOMIC_RELAXED));
+	uint32_t npages = __atomic_load_n(&s->npages, __ATOMIC_RELAXED), ngone = (uint32_t)__builtin_popcountll(gone);
+	/* a header being reused can show its fields from different moments:
+	 * no wrap-around (the figures are exact when the process is quiet) */
+	e->slab_bytes += (uint64_t)(npages > ngone ? npages - ngone : 0) << ND_PAGE_SHIFT;
+	uint32_t cap = __atomic_load_n(&s->cap, __ATOMIC_RELAXED), lost = __atomic_load_n(&s->lost, __ATOMIC_RELAXED);
+	e->capacity += cap > lost ? cap - lost : 0;
 	e->objects += (uint32_t)(__atomic_load_n(&s->used, __ATOMIC_RELAXED) + __atomic_load_n(&s->fbias, __ATOMIC_RELAXED));
 }
 
