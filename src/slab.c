@@ -185,9 +185,8 @@ static inline bool is_owner(const slab_t *s)
  * with slab's mul. */
 static void set_map(const slab_t *s, uint32_t from, uint32_t to, const slab_t *slab)
 {
-	for (uint32_t i = from; i < to; i++)
-		if (i % UNIT_PAGES == 0)
-			_nd_meta_map_set(s->start + ((size_t)i << ND_PAGE_SHIFT), slab);
+	for (uint32_t i = ND_ALIGN_UP(from, UNIT_PAGES); i < to; i += UNIT_PAGES)
+		_nd_meta_map_set(s->start + ((size_t)i << ND_PAGE_SHIFT), slab);
 }
 
 /* Pages [from, to) of s: descriptors and slab map entries name s (use

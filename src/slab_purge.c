@@ -100,15 +100,25 @@ static inline uint32_t past_page(const slab_t *s, uint32_t k, unsigned lp)
 
 #define UNIT (1u << (ND_SLAB_UNIT_SHIFT - ND_PAGE_SHIFT))
 
+/* Bits p..q of a page mask (p <= q <= 63). */
+static inline uint64_t page_span(unsigned p, unsigned q)
+{
+	return (q - p == 63 ? ~(uint64_t)0 : ((uint64_t)1 << (q - p + 1)) - 1) << p;
+}
+
 /* Does mask have a bit in pages [hp, lp]? */
 static inline bool overlaps(uint64_t mask, unsigned hp, unsigned lp)
 {
 	if (!mask || hp >= 64)
 		return false;
-	if (lp > 63)
-		lp = 63;
-	uint64_t m = (lp - hp == 63 ? ~(uint64_t)0 : (((uint64_t)1 << (lp - hp + 1)) - 1)) << hp;
-	return (mask & m) != 0;
+	return (mask & page_span(hp, lp > 63 ? 63 : lp)) != 0;
+}
+
+/* Does object k of s overlap a page of mask? */
+static inline bool obj_overlaps(const slab_t *s, uint64_t mask, uint32_t k)
+{
+	size_t b = (size_t)k * s->size;
+	return overlaps(mask, (unsigned)(b >> ND_PAGE_SHIFT), (unsigned)((b + s->size - 1) >> ND_PAGE_SHIFT));
 }
 
 /* The pages of units (whole units of s, no object out in them) go back
@@ -123,7 +133,7 @@ static uint64_t give_units(slab_t *s, uint64_t units)
 		unsigned p = (unsigned)__builtin_ctzll(units), q = p;
 		while (q + 1 < 64 && (units >> (q + 1) & 1))
 			q++;
-		uint64_t span = (q - p == 63 ? ~(uint64_t)0 : ((uint64_t)1 << (q - p + 1)) - 1) << p;
+		uint64_t span = page_span(p, q);
 		units &= ~span;
 		uint64_t below = s->gone & (((uint64_t)1 << p) - 1);
 		unsigned head = below ? 64 - (unsigned)__builtin_clzll(below) : 0;
@@ -139,10 +149,8 @@ static uint64_t give_units(slab_t *s, uint64_t units)
 	}
 	if (given) {
 		uint32_t lost = 0;
-		for (uint32_t k = 0; k < s->cap; k++) {
-			size_t b = (size_t)k * s->size;
-			lost += overlaps(s->gone, (unsigned)(b >> ND_PAGE_SHIFT), (unsigned)((b + s->size - 1) >> ND_PAGE_SHIFT));
-		}
+		for (uint32_t k = 0; k < s->cap; k++)
+			lost += obj_overlaps(s, s->gone, k);
 		__atomic_store_n(&s->lost, (uint16_t)lost, __ATOMIC_RELAXED);
 	}
 	return given;
@@ -245,11 +253,9 @@ static unsigned purge_slab(slab_t *s)
 			((void **)obj_at(s, k))[1] = NULL;
 	/* free objects that start in a kept page but overlap a unit given back */
 	if (units)
-		for (uint32_t k = 0; k < carved; k++) {
-			size_t b = (size_t)k * size;
-			if ((fr[k / 64] >> (k % 64) & 1) && overlaps(units, (unsigned)(b >> ND_PAGE_SHIFT), (unsigned)((b + size - 1) >> ND_PAGE_SHIFT)))
+		for (uint32_t k = 0; k < carved; k++)
+			if ((fr[k / 64] >> (k % 64) & 1) && obj_overlaps(s, units, k))
 				((void **)obj_at(s, k))[1] = NULL;
-		}
 	units = give_units(s, units);
 	cand &= ~units;
 	fresh &= ~units;
@@ -261,7 +267,7 @@ static unsigned purge_slab(slab_t *s)
 		unsigned q = p;
 		while (q + 1 < 64 && (cand >> (q + 1) & 1))
 			q++;
-		uint64_t span = (q - p == 63 ? ~(uint64_t)0 : ((uint64_t)1 << (q - p + 1)) - 1) << p;
+		uint64_t span = page_span(p, q);
 		if (fresh & span) {
 			if (give_back(s, p, q))
 				purged += (unsigned)__builtin_popcountll(fresh & span);
@@ -277,9 +283,7 @@ static unsigned purge_slab(slab_t *s)
 		if (!(fr[k / 64] >> (k % 64) & 1))
 			continue;
 		void **o = (void **)obj_at(s, k);
-		size_t b = (size_t)k * size;
-		if (s->purged >> (b >> ND_PAGE_SHIFT) & 1 ||
-		    overlaps(s->gone, (unsigned)(b >> ND_PAGE_SHIFT), (unsigned)((b + size - 1) >> ND_PAGE_SHIFT)))
+		if (s->purged >> ((size_t)k * size >> ND_PAGE_SHIFT) & 1 || obj_overlaps(s, s->gone, k))
 			continue;
 		o[0] = head;
 		o[1] = (void *)s;
@@ -303,8 +307,7 @@ bool _nd_slab_unpurge(slab_t *s)
 			stop = s->carved;
 		void *head = NULL;
 		for (uint32_t j = stop; j-- > k;) {
-			size_t b = (size_t)j * s->size;
-			if (overlaps(s->gone, (unsigned)(b >> ND_PAGE_SHIFT), (unsigned)((b + s->size - 1) >> ND_PAGE_SHIFT)))
+			if (obj_overlaps(s, s->gone, j))
 				continue;
 			void **o = (void **)obj_at(s, j);
 			o[0] = head;
