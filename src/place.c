@@ -615,8 +615,18 @@ static inline int lg_of(size_t align)
  * to huge values. align - 1 is the rounding mask itself: no lg, no flags. */
 static inline __attribute__((always_inline)) bool aligned_direct(size_t align, size_t size, size_t *a)
 {
-	*a = (size - 1) | (align - 1); /* the rounded size - 1 (aligned_size) */
-	return !(align & (align - 1)) && *a < ND_SLAB_DIRECT;
+	size_t m, r;
+	/* the rounded size - 1 (aligned_size), in registers of their own: gcc
+	 * put align - 1 in rsi, which holds size, and copied size away first
+	 * (one instruction on every call) */
+	__asm__("lea -1(%[al]), %[m]\n\t"
+		"lea -1(%[sz]), %[r]\n\t"
+		"or %[m], %[r]"
+		: [m] "=&r"(m), [r] "=&r"(r)
+		: [al] "r"(align), [sz] "r"(size)
+		: "cc");
+	*a = r;
+	return !(align & m) && r < ND_SLAB_DIRECT;
 }
 
 /* A miss of the fast path: a valid heap's empty list is refilled
