@@ -211,8 +211,10 @@ static inline __attribute__((always_inline)) void *x_done(void *o, size_t size, 
 static __attribute__((noinline)) void *x_refill_node(struct nd_heap *h, size_t size, int node, unsigned flags)
 {
 	unsigned c = 0;
-	if (!x_cls(_nd_tls, size, flags, NULL, &c))
-		__builtin_unreachable(); /* the fast path found it */
+	bool found = x_cls(_nd_tls, size, flags, NULL, &c);
+	ND_ASSERT(found, "x_refill_node: the fast path found the class");
+	if (!found)
+		__builtin_unreachable();
 	void *o = _nd_heap_refill_of(h, c, &_nd_policy_local, node);
 	return o ? x_done(o, size, flags) : NULL;
 }
@@ -222,8 +224,10 @@ static __attribute__((noinline)) void *x_refill_pc(size_t size, unsigned flags)
 	_nd_thread_t *t = _nd_tls;
 	const struct _nd_pcache *e = &t->pc[0];
 	unsigned c = 0;
-	if (!x_cls(t, size, flags, &e->max, &c))
-		__builtin_unreachable(); /* the fast path found it */
+	bool found = x_cls(t, size, flags, &e->max, &c);
+	ND_ASSERT(found, "x_refill_pc: the fast path found the class");
+	if (!found)
+		__builtin_unreachable();
 	void *o = _nd_heap_refill_of(e->heap, c, e->pol, -1);
 	return o ? x_done(o, size, flags) : NULL;
 }
