@@ -334,6 +334,13 @@ static bool ready_behind(heap_t *h, const slab_t *s, unsigned c)
 	return nx && (nx->free || (__atomic_load_n(&nx->tfree, __ATOMIC_RELAXED) & TF_PTR));
 }
 
+/* s has remote frees to collect: _nd_slab_collect's own first test,
+ * here so that a refill without any (the common one) makes no call. */
+static inline bool has_remote(const slab_t *s)
+{
+	return (__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR) != 0;
+}
+
 /* Pops an object of class c from heap h (owner), refilling as needed. */
 static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 {
@@ -344,7 +351,7 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 	for (;;) {
 		slab_t *s = h->cur[c];
 		if (s != &_nd_slab_empty) {
-			if (!s->free && !_nd_slab_collect(s) && !(s->purged && _nd_slab_unpurge(s)) &&
+			if (!s->free && !(has_remote(s) && _nd_slab_collect(s)) && !(s->purged && _nd_slab_unpurge(s)) &&
 			    s->carved < s->cap) {
 				if (ready_behind(h, s, c)) {
 					_nd_slab_part_unlink(h, s);

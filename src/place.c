@@ -190,18 +190,72 @@ static inline __attribute__((always_inline)) void *node_pop_lf(_nd_thread_t *t, 
 	return node_pop(t, node, false, c);
 }
 
-/* The pop of an x fast path for an alignment of 2^lg, lg <= ND_XLG_FAST,
- * from h (by_node, a constant: node_pop's heap of node instead): the
- * record's mask or'ed in from memory (a constant lg: the static table,
- * folded); NULL: a miss. */
-static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, size_t size, unsigned lg, const uint32_t *max,
-							     bool by_node, struct nd_heap *h, int node)
+static void *onnodex_miss(size_t size, int node, unsigned flags);
+static void *policyx_miss(size_t size, const nd_policy_t *p, unsigned flags);
+
+/* The zeroing of the refills (the pops': x_lg_pop); memset returns o: a
+ * tail call. */
+static inline __attribute__((always_inline)) void *x_done(void *o, size_t size, unsigned flags)
+{
+	if (flags & ND_MALLOCX_ZERO)
+		return memset(o, 0, size);
+	return o;
+}
+
+/* x_lg_pop's refill of class c (the size rounded as flags ask, x_cls)
+ * of h, then the zeroing flags ask: nd_mallocx_onnode's (h of node, pol
+ * local), nd_mallocx_policy's (entry 0's heap and pol, read again here:
+ * the fast path holds neither). The class is found again too: the fast
+ * path then keeps only h live past its pop (its class, an unsigned in a
+ * register the pop overwrites, cost a copy on every call). */
+static __attribute__((noinline)) void *x_refill_node(struct nd_heap *h, size_t size, int node, unsigned flags)
+{
+	unsigned c = 0;
+	bool found = x_cls(_nd_tls, size, flags, NULL, &c);
+	ND_ASSERT(found, "x_refill_node: the fast path found the class");
+	if (!found)
+		__builtin_unreachable();
+	void *o = _nd_heap_refill_of(h, c, &_nd_policy_local, node);
+	return o ? x_done(o, size, flags) : NULL;
+}
+
+static __attribute__((noinline)) void *x_refill_pc(size_t size, unsigned flags)
+{
+	_nd_thread_t *t = _nd_tls;
+	const struct _nd_pcache *e = &t->pc[0];
+	unsigned c = 0;
+	bool found = x_cls(t, size, flags, &e->max, &c);
+	ND_ASSERT(found, "x_refill_pc: the fast path found the class");
+	if (!found)
+		__builtin_unreachable();
+	void *o = _nd_heap_refill_of(e->heap, c, e->pol, -1);
+	return o ? x_done(o, size, flags) : NULL;
+}
+
+/* The x fast path for an alignment of 2^lg, lg <= ND_XLG_FAST, zeroed if
+ * zero: the pop from h (by_node, a constant: nd_mallocx_onnode's, from
+ * node_heap's heap of node instead; else nd_mallocx_policy's for p, from
+ * entry 0's heap), the record's mask or'ed in from memory (a
+ * constant lg: the static table, folded). An empty list is refilled with
+ * the heap and class just found (x_refill_*), not by the call's
+ * miss path finding them again (the rounded classes of an alignment
+ * refill often: 2% of the calls of bench/policy.sh's ALIGN(64) rows);
+ * no class or no heap: the call's miss path (flags as they came). Every
+ * exit is a tail call or the popped object, so the fast path keeps no
+ * frame. */
+static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, size_t size, unsigned lg, bool zero,
+							     const uint32_t *max, bool by_node, struct nd_heap *h, int node,
+							     const nd_policy_t *p, unsigned flags)
 {
 	unsigned c;
 	size_t m = __builtin_constant_p(lg) ? x_mask[lg] : t->xmask[lg];
-	if (nd_unlikely(!rounded_cls(t, (size - 1) | m, max, &c)))
-		return NULL;
-	return by_node ? node_pop(t, node, true, c) : heap_pop(h, c);
+	if (nd_likely(rounded_cls(t, (size - 1) | m, max, &c)) && (!by_node || (h = node_heap(t, node, true)))) {
+		void *o = heap_pop(h, c);
+		if (nd_likely(o != NULL))
+			return zero ? memset(o, 0, size) : o; /* memset returns o: a tail call */
+		return by_node ? x_refill_node(h, size, node, flags) : x_refill_pc(size, flags);
+	}
+	return by_node ? onnodex_miss(size, node, flags) : policyx_miss(size, p, flags);
 }
 
 /* The x fast paths' flags other than 0: an alignment up to a page, alone
@@ -209,19 +263,15 @@ static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, siz
  * alignment's does not test the zeroing after the pop (before: a test of
  * the bits above the 7 low ones, x_mask's address and load, then the
  * zeroing's test: 4 instructions more for an alignment, 1 for the
- * zeroing). NULL: a miss (any other flags too: the slow path sorts them
- * out). */
+ * zeroing). Any other flags: the call's miss path, which sorts them out. */
 static inline __attribute__((always_inline)) void *x_pop(_nd_thread_t *t, size_t size, unsigned flags, const uint32_t *max,
-							  bool by_node, struct nd_heap *h, int node)
+							  bool by_node, struct nd_heap *h, int node, const nd_policy_t *p)
 {
 	if (flags <= ND_XLG_FAST)
-		return x_lg_pop(t, size, flags, max, by_node, h, node);
-	if (flags - ND_MALLOCX_ZERO <= ND_XLG_FAST) {
-		void *o = x_lg_pop(t, size, flags - ND_MALLOCX_ZERO, max, by_node, h, node);
-		if (nd_likely(o != NULL))
-			return memset(o, 0, size); /* returns o: a tail call */
-	}
-	return NULL;
+		return x_lg_pop(t, size, flags, false, max, by_node, h, node, p, flags);
+	if (flags - ND_MALLOCX_ZERO <= ND_XLG_FAST)
+		return x_lg_pop(t, size, flags - ND_MALLOCX_ZERO, true, max, by_node, h, node, p, flags);
+	return by_node ? onnodex_miss(size, node, flags) : policyx_miss(size, p, flags);
 }
 
 /* A miss of the node calls' fast path: a valid heap whose list of the
@@ -467,15 +517,6 @@ int nd_node_of(const void *p)
 
 /* ---- placement with alignment and zeroing -------------------------------- */
 
-/* The zeroing of the misses' refills (the fast paths': x_pop); memset
- * returns o: a tail call. */
-static inline __attribute__((always_inline)) void *x_done(void *o, size_t size, unsigned flags)
-{
-	if (flags & ND_MALLOCX_ZERO)
-		return memset(o, 0, size);
-	return o;
-}
-
 static void *x_done_slow(void *p, size_t size, unsigned flags)
 {
 	if (flags & ND_MALLOCX_ZERO)
@@ -540,9 +581,7 @@ static inline __attribute__((always_inline)) void *onnodex(size_t size, int node
 				return o;
 		}
 	} else {
-		void *o = x_pop(t, size, flags, NULL, true, NULL, node);
-		if (nd_likely(o != NULL))
-			return o;
+		return x_pop(t, size, flags, NULL, true, NULL, node, NULL);
 	}
 	return onnodex_miss(size, node, flags);
 }
@@ -580,8 +619,18 @@ static inline int lg_of(size_t align)
  * to huge values. align - 1 is the rounding mask itself: no lg, no flags. */
 static inline __attribute__((always_inline)) bool aligned_direct(size_t align, size_t size, size_t *a)
 {
-	*a = (size - 1) | (align - 1); /* the rounded size - 1 (aligned_size) */
-	return !(align & (align - 1)) && *a < ND_SLAB_DIRECT;
+	size_t m, r;
+	/* the rounded size - 1 (aligned_size), in registers of their own: gcc
+	 * put align - 1 in rsi, which holds size, and copied size away first
+	 * (one instruction on every call) */
+	__asm__("lea -1(%[al]), %[m]\n\t"
+		"lea -1(%[sz]), %[r]\n\t"
+		"or %[m], %[r]"
+		: [m] "=&r"(m), [r] "=&r"(r)
+		: [al] "r"(align), [sz] "r"(size)
+		: "cc");
+	*a = r;
+	return !(align & m) && r < ND_SLAB_DIRECT;
 }
 
 /* A miss of the fast path: a valid heap's empty list is refilled
@@ -660,9 +709,7 @@ static inline __attribute__((always_inline)) void *policyx(size_t size, const nd
 					return o;
 			}
 		} else {
-			void *o = x_pop(t, size, flags, &e->max, false, e->heap, -1);
-			if (nd_likely(o != NULL))
-				return o;
+			return x_pop(t, size, flags, &e->max, false, e->heap, -1, p);
 		}
 	}
 	return policyx_miss(size, p, flags);

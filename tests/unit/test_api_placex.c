@@ -81,6 +81,41 @@ static void zero_reuse(int node, const nd_policy_t *p)
 	}
 }
 
+/* Random alloc/free of 16-256 B with 1024 live blocks, each written over
+ * when allocated, as bench/policy.sh's loop: the classes an alignment of
+ * 64 rounds to refill often (their slabs run dry and swap with full ones
+ * holding the blocks freed with old contents), and every block, popped
+ * or refilled, must come back aligned, zeroed when asked and on its node
+ * (want; -1: node 0 or 1). */
+static void x_churn(int node, const nd_policy_t *p, unsigned fl, int want)
+{
+	enum { SLOTS = 1024, N = 60000 };
+	static unsigned char *slot[SLOTS];
+	static size_t len[SLOTS];
+	uint64_t rng = 0x9E3779B97F4A7C15ULL, slow = _nd_slab_slow_count();
+	int bad = 0, off = 0;
+	for (long i = -SLOTS; i < N; i++) {
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		size_t j = i < 0 ? (size_t)(i + SLOTS) : (size_t)(rng >> 32) % SLOTS;
+		size_t sz = 16 + (size_t)(rng & 0xffff) % 241;
+		if (i >= 0)
+			free(slot[j]);
+		unsigned char *b = p ? nd_mallocx_policy(sz, p, fl) : nd_mallocx_onnode(sz, node, fl);
+		CHECK(b != NULL, "churn: %zu bytes failed", sz);
+		bad += ((uintptr_t)b & 63) || ((fl & ND_MALLOCX_ZERO) && !all_zero(b, sz));
+		off += want >= 0 ? nd_node_of(b) != want : nd_node_of(b) < 0;
+		memset(b, 0xcd, sz);
+		slot[j] = b;
+		len[j] = sz;
+	}
+	slow = _nd_slab_slow_count() - slow;
+	CHECK(bad == 0 && off == 0, "churn node %d flags %#x: %d bad, %d off node", node, fl, bad, off);
+	CHECK(slow > 100, "churn node %d flags %#x: %llu refills (the test proves nothing)", node, fl,
+	      (unsigned long long)slow);
+	for (int k = 0; k < SLOTS; k++)
+		nd_free_aligned_sized(slot[k], 64, len[k]);
+}
+
 static int sized_child(const char *what)
 {
 	nd_topology_emulate(SPEC, err, sizeof err);
@@ -207,6 +242,12 @@ int main(int argc, char **argv)
 	}
 	zero_reuse(-1, pb);
 	zero_reuse(-1, &b1);
+	for (unsigned z = 0; z <= ND_MALLOCX_ZERO; z += ND_MALLOCX_ZERO) {
+		x_churn(1, NULL, ND_MALLOCX_ALIGN(64) | z, 1);
+		x_churn(ND_NODE_LOCAL, NULL, ND_MALLOCX_ALIGN(64) | z, 0);
+		x_churn(-1, pb, ND_MALLOCX_ALIGN(64) | z, 1);
+		x_churn(-1, &b1, ND_MALLOCX_ALIGN(64) | z, 1);
+	}
 	/* interleave: aligned, zeroed, on a node of the set; big ones spread */
 	nd_policy_t il = pol("interleave:all");
 	const nd_policy_t *pil = nd_policy_prepare(&il);
