@@ -112,8 +112,10 @@ static bool park_notify(slab_t *s)
 }
 
 /* The current slab of class c has nothing: park it as full (unless
- * remote frees arrived meanwhile: then it stays, to be collected). */
-static void park_full(heap_t *h, slab_t *s)
+ * remote frees arrived meanwhile: then it stays, to be collected).
+ * Inlined into heap_alloc's two calls: out of line it would land outside
+ * src/hot_text.ld's window (wl_small: 3 page faults more). */
+static inline __attribute__((always_inline)) void park_full(heap_t *h, slab_t *s)
 {
 	if (nd_unlikely(!s->used)) { /* a lent slab: the rest withheld, nothing out */
 		_nd_slab_part_unlink(h, s);
@@ -351,14 +353,23 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 	for (;;) {
 		slab_t *s = h->cur[c];
 		if (s != &_nd_slab_empty) {
-			if (!s->free && !(has_remote(s) && _nd_slab_collect(s)) && !(s->purged && _nd_slab_unpurge(s)) &&
-			    s->carved < s->cap) {
-				if (ready_behind(h, s, c)) {
-					_nd_slab_part_unlink(h, s);
-					_nd_slab_part_insert(h, s);
+			if (!s->free && !(has_remote(s) && _nd_slab_collect(s))) {
+				/* withheld objects wait while another partial slab of
+				 * c follows (its free objects' pages are resident): s
+				 * parks full, unpark_local brings it back (a lent slab
+				 * parks as it would below) */
+				if (s->purged && s->next) {
+					park_full(h, s);
 					continue;
 				}
-				_nd_slab_carve(s);
+				if (!(s->purged && _nd_slab_unpurge(s)) && s->carved < s->cap) {
+					if (ready_behind(h, s, c)) {
+						_nd_slab_part_unlink(h, s);
+						_nd_slab_part_insert(h, s);
+						continue;
+					}
+					_nd_slab_carve(s);
+				}
 			}
 			void **o = s->free;
 			if (o) {

@@ -25,10 +25,15 @@
  * end), so the objects starting in it are exactly the withheld ones.
  * _nd_slab_unpurge runs when the free list is empty (heap_alloc, before
  * carving or parking the slab full): the lowest marked page's objects go
- * back on the list (their pages fault in again as zero pages). A slab
- * released to the page level goes back dirty as any other: the page
- * level never trusts dirty pages to read zero (calloc clears slab
- * objects itself).
+ * back on the list (their pages fault in again as zero pages). Only when
+ * no other partial slab of the class follows: else the slab parks full
+ * (its withheld objects are its room) and comes back, by unpark_local,
+ * once the class has nothing listed, so the free objects in resident
+ * pages go first. wl_footprint (its refill fills about a third of the
+ * free objects of 16..256 B): peak RSS 217,948 -> 217,304 KiB, page
+ * faults 58,933 -> 58,764. A slab released to the page level goes back
+ * dirty as any other: the page level never trusts dirty pages to read
+ * zero (calloc clears slab objects itself).
  *
  * Units: in a fully carved slab of 2 units or more (16 KiB, the slab
  * map's), a unit whose pages are all purgeable goes back to the page

@@ -2,8 +2,9 @@
 /* Free pages inside partial slabs go back to the OS (issue 11, slab_purge.c):
  * the pages are really gone (mincore, RSS), a live neighbour's contents
  * survive, the withheld objects come back (each once, never a live one),
- * calloc still returns zeros, and a heap's pass comes by itself when the
- * process grows. */
+ * calloc still returns zeros, withheld objects wait while other slabs of
+ * their class have objects listed, and a heap's pass comes by itself when
+ * the process grows. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -511,6 +512,60 @@ static void skip_scan(unsigned keep, uint64_t gone)
 			free(extra[i]);
 }
 
+/* Withheld objects wait while another partial slab of the class has
+ * objects listed: a slab that runs dry with purged pages parks full
+ * instead of faulting its pages in again, and comes back (before any new
+ * slab) once its class has nothing else to give. 256-byte objects, 64 in
+ * a 4-page slab: a, all out but object 0, gives pages 1-3 back and heads
+ * the list; b and c, every other object out, keep pages with objects out
+ * and objects listed. */
+static void withheld_last(void)
+{
+	enum { N = 64 * 8 };
+	static void *o[N];
+	for (int i = 0; i < N; i++)
+		o[i] = malloc(256);
+	_nd_slab_t *sl[3] = { NULL, NULL, NULL };
+	int n = 0;
+	for (int i = 0; i + 64 <= N && n < 3; i++)
+		if ((char *)o[i] == slab_of(o[i])->start && slab_of(o[i + 63]) == slab_of(o[i]))
+			sl[n++] = slab_of(o[i]);
+	CHECK(n == 3, "%d whole slabs of 256 B", n);
+	_nd_slab_t *a = sl[0];
+	unsigned c = a->cls;
+	for (int i = 0; i < N; i++) {
+		_nd_slab_t *s = slab_of(o[i]);
+		unsigned k = (unsigned)(((char *)o[i] - s->start) / 256);
+		if ((s == a && k != 0) || ((s == sl[1] || s == sl[2]) && k % 2 == 1)) {
+			free(o[i]);
+			o[i] = NULL;
+		}
+	}
+	_nd_heap_t *h = a->heap;
+	_nd_slab_purge_heap(h);
+	CHECK(a->purged == 0xe, "a's pages purged: %#llx", (unsigned long long)a->purged);
+	_nd_slab_part_unlink(h, a);
+	_nd_slab_part_push_front(h, a);
+	unsigned listed = 0;
+	for (_nd_slab_t *s = h->cur[c]; s != &_nd_slab_empty && s; s = s->next)
+		for (void **x = s->free; x; x = x[0])
+			listed++;
+	CHECK(listed >= 15 + 64, "%u objects listed", listed);
+	static void *again[N];
+	for (unsigned i = 0; i < listed; i++)
+		again[i] = malloc(256);
+	CHECK(a->purged == 0xe, "a's pages after %u mallocs: %#llx", listed, (unsigned long long)a->purged);
+	for (unsigned pg = 1; pg < 4; pg++)
+		CHECK(!resident(a->start + pg * 4096), "a's page %u resident", pg);
+	void *next = malloc(256);
+	CHECK(slab_of(next) == a, "the next object from a (withheld), not from %p", (void *)slab_of(next));
+	free(next);
+	for (unsigned i = 0; i < listed; i++)
+		free(again[i]);
+	for (int i = 0; i < N; i++)
+		free(o[i]);
+}
+
 enum { NOBJ = 4096 };
 static void *many[NOBJ];
 
@@ -629,6 +684,7 @@ int main(void)
 	skip_scan(21, 0xc); /* 21 keeps pages 0 and 1 */
 	skip_scan(42, 0x8); /* 42 (8064-8255) keeps pages 1 and 2 */
 	refused();
+	withheld_last();
 	rss_drop(false);
 	rss_drop(true);
 	random_churn();
