@@ -251,6 +251,7 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	__atomic_store_n(&s->lost, 0, __ATOMIC_RELAXED);
 	s->next = s->prev = NULL;
 	s->purged = 0;
+	s->pstr = 0;
 	__atomic_store_n(&s->gone, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->tfree, 0, __ATOMIC_RELAXED);
 	s->hnext = NULL;
@@ -361,6 +362,7 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 		__atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->chk, _nd_slab_chk(s->start, s->mul, 0), __ATOMIC_RELAXED);
 		s->purged = 0;
+		s->pstr = 0;
 	}
 	return s;
 }
