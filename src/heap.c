@@ -102,15 +102,6 @@ static bool unpark_local(heap_t *h, unsigned c)
 	return true;
 }
 
-/* s, the current slab of its class, may park as full: NOTIFY set, so that
- * the first remote free tells the heap; false if remote frees arrived
- * meanwhile (then it stays, to be collected). */
-static bool park_notify(slab_t *s)
-{
-	uintptr_t z = 0;
-	return __atomic_compare_exchange_n(&s->tfree, &z, NOTIFY, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED) || z == NOTIFY;
-}
-
 /* The current slab of class c has nothing: park it as full (unless
  * remote frees arrived meanwhile: then it stays, to be collected).
  * Inlined into heap_alloc's two calls: out of line it would land outside
@@ -122,7 +113,7 @@ static inline __attribute__((always_inline)) void park_full(heap_t *h, slab_t *s
 		_nd_slab_release(s);
 		return;
 	}
-	if (!park_notify(s))
+	if (!_nd_slab_park_notify(s))
 		return;
 	_nd_slab_part_unlink(h, s);
 	_nd_slab_full_push(h, s);
@@ -142,7 +133,7 @@ static bool swap_dry(heap_t *h, slab_t *s, unsigned c)
 	if (s->next || s->cls != c || !s->used ||
 	    (__atomic_load_n(&h->notify, __ATOMIC_RELAXED) & ((uint64_t)1 << c)) || !(b = full_best(h, c, 15)))
 		return false;
-	if (park_notify(s))
+	if (_nd_slab_park_notify(s))
 		_nd_slab_swap_full(h, s, b);
 	return true; /* else remote frees came: the loop collects them */
 }

@@ -565,6 +565,15 @@ void _nd_slab_part_insert(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_part_push_front(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_full_unlink(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_full_push(_nd_heap_t *h, _nd_slab_t *s);
+/* s, a partial slab with nothing listed, may park as full: NOTIFY set, so
+ * that the first remote free tells the heap; false if remote frees
+ * arrived meanwhile (then it stays, to be collected). */
+static inline bool _nd_slab_park_notify(_nd_slab_t *s)
+{
+	uintptr_t z = 0;
+	return __atomic_compare_exchange_n(&s->tfree, &z, ND_TF_NOTIFY, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED) ||
+	       z == ND_TF_NOTIFY;
+}
 /* heap.c's refill: s, the only slab of its class's partial list, parks
  * full (the caller set NOTIFY) and b, a full slab of the class, heads the
  * partial list in its place. */
