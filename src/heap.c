@@ -102,25 +102,18 @@ static bool unpark_local(heap_t *h, unsigned c)
 	return true;
 }
 
-/* s, the current slab of its class, may park as full: NOTIFY set, so that
- * the first remote free tells the heap; false if remote frees arrived
- * meanwhile (then it stays, to be collected). */
-static bool park_notify(slab_t *s)
-{
-	uintptr_t z = 0;
-	return __atomic_compare_exchange_n(&s->tfree, &z, NOTIFY, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED) || z == NOTIFY;
-}
-
 /* The current slab of class c has nothing: park it as full (unless
- * remote frees arrived meanwhile: then it stays, to be collected). */
-static void park_full(heap_t *h, slab_t *s)
+ * remote frees arrived meanwhile: then it stays, to be collected).
+ * Inlined into heap_alloc's two calls: out of line it would land outside
+ * src/hot_text.ld's window (wl_small: 3 page faults more). */
+static inline __attribute__((always_inline)) void park_full(heap_t *h, slab_t *s)
 {
 	if (nd_unlikely(!s->used)) { /* a lent slab: the rest withheld, nothing out */
 		_nd_slab_part_unlink(h, s);
 		_nd_slab_release(s);
 		return;
 	}
-	if (!park_notify(s))
+	if (!_nd_slab_park_notify(s))
 		return;
 	_nd_slab_part_unlink(h, s);
 	_nd_slab_full_push(h, s);
@@ -140,7 +133,7 @@ static bool swap_dry(heap_t *h, slab_t *s, unsigned c)
 	if (s->next || s->cls != c || !s->used ||
 	    (__atomic_load_n(&h->notify, __ATOMIC_RELAXED) & ((uint64_t)1 << c)) || !(b = full_best(h, c, 15)))
 		return false;
-	if (park_notify(s))
+	if (_nd_slab_park_notify(s))
 		_nd_slab_swap_full(h, s, b);
 	return true; /* else remote frees came: the loop collects them */
 }
@@ -351,14 +344,23 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 	for (;;) {
 		slab_t *s = h->cur[c];
 		if (s != &_nd_slab_empty) {
-			if (!s->free && !(has_remote(s) && _nd_slab_collect(s)) && !(s->purged && _nd_slab_unpurge(s)) &&
-			    s->carved < s->cap) {
-				if (ready_behind(h, s, c)) {
-					_nd_slab_part_unlink(h, s);
-					_nd_slab_part_insert(h, s);
+			if (!s->free && !(has_remote(s) && _nd_slab_collect(s))) {
+				/* withheld objects wait while another partial slab of
+				 * c follows (its free objects' pages are resident): s
+				 * parks full, unpark_local brings it back (a lent slab
+				 * parks as it would below) */
+				if (s->purged && s->next) {
+					park_full(h, s);
 					continue;
 				}
-				_nd_slab_carve(s);
+				if (!(s->purged && _nd_slab_unpurge(s)) && s->carved < s->cap) {
+					if (ready_behind(h, s, c)) {
+						_nd_slab_part_unlink(h, s);
+						_nd_slab_part_insert(h, s);
+						continue;
+					}
+					_nd_slab_carve(s);
+				}
 			}
 			void **o = s->free;
 			if (o) {

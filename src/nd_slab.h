@@ -423,6 +423,10 @@ typedef struct _nd_slab {
 	uint64_t gone;         /* slab_purge.c (owner; stats): pages
 				* given back to the page level (whole units): not the slab's
 				* any more */
+	uint64_t pstr;         /* slab_purge.c (owner): bit p: the free object that
+				* starts in page p - 1 and ends in page p (marked in
+				* purged) is off the free list too (objects of a page
+				* at most) */
 	/* line 3: written by other threads */
 	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
 	struct _nd_slab *hnext;    /* free header list (node lock) */
@@ -435,6 +439,7 @@ typedef struct _nd_slab {
  * destroy can give the slab back with objects out. */
 #define ND_SLAB_NODE1_UHEAP (UINT16_MAX - 1)
 _Static_assert(offsetof(_nd_slab_t, npages) + sizeof(uint32_t) <= ND_CACHE_LINE, "free's fields (node1 too) share line 1");
+_Static_assert(offsetof(_nd_slab_t, pstr) + sizeof(uint64_t) <= 2 * ND_CACHE_LINE, "the owner's fields share line 2");
 _Static_assert(offsetof(_nd_slab_t, start) == offsetof(_nd_slab_hot_t, start) &&
 	       offsetof(_nd_slab_t, mul) == offsetof(_nd_slab_hot_t, mul) &&
 	       offsetof(_nd_slab_t, chk) == offsetof(_nd_slab_hot_t, chk) &&
@@ -560,6 +565,15 @@ void _nd_slab_part_insert(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_part_push_front(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_full_unlink(_nd_heap_t *h, _nd_slab_t *s);
 void _nd_slab_full_push(_nd_heap_t *h, _nd_slab_t *s);
+/* s, a partial slab with nothing listed, may park as full: NOTIFY set, so
+ * that the first remote free tells the heap; false if remote frees
+ * arrived meanwhile (then it stays, to be collected). */
+static inline bool _nd_slab_park_notify(_nd_slab_t *s)
+{
+	uintptr_t z = 0;
+	return __atomic_compare_exchange_n(&s->tfree, &z, ND_TF_NOTIFY, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED) ||
+	       z == ND_TF_NOTIFY;
+}
 /* heap.c's refill: s, the only slab of its class's partial list, parks
  * full (the caller set NOTIFY) and b, a full slab of the class, heads the
  * partial list in its place. */
@@ -613,7 +627,8 @@ void _nd_slab_purge_taken(_nd_heap_t *h, const _nd_slab_t *s);
 /* Every partial slab of h now (tests). Returns pages purged. */
 size_t _nd_slab_purge_heap(_nd_heap_t *h);
 /* s's free list is empty and s->purged != 0: the objects of its lowest
- * purged pages go back on the free list. false if none did. */
+ * purged pages go back on the free list (with the one s->pstr withheld
+ * that ends there). false if none did. */
 bool _nd_slab_unpurge(_nd_slab_t *s);
 /* s is about to be lent (_nd_slab_lend): its pages that no object out
  * overlaps go first (if it got frees since its last pass), so that only

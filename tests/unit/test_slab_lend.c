@@ -80,6 +80,45 @@ static int lend_2048(void)
 	return lent;
 }
 
+/* Partial donor slabs with nothing listed (the purge withheld their free
+ * objects) do not stop the lending: the look parks them full and goes on
+ * to the slabs behind them. 2000 B objects (class 2048: 8 in 4 pages):
+ * 6 slabs keep objects 0 and 2 (1 and 3 stay listed, in pages kept), then
+ * 10 keep 0 and 1 (page 0: nothing listed once pages 1-3 go); a slab that
+ * becomes partial goes behind the head, so the 10 come first. Returns the
+ * 1000 B requests that got a lent 2048 B object. */
+static int lend_past_dry(void)
+{
+	enum { K = 8 * 24, J = 200 };
+	static void *b[K], *q[J];
+	malloc_trim(0); /* no kept empty slab serves 1000 B first */
+	for (int i = 0; i < K; i++)
+		CHECK((b[i] = malloc(2000)) != NULL);
+	int ws[K / 8], nw = 0; /* first objects of the slabs that hold only ours */
+	for (int i = 0; i + 8 <= K; i++) {
+		_nd_pagedesc_t *d = _nd_page_desc(b[i]), *e = _nd_page_desc(b[i + 7]);
+		if (d && e && d->use == ND_USE_SLAB && e->user == d->user && (char *)b[i] == ((_nd_slab_t *)d->user)->start)
+			ws[nw++] = i;
+	}
+	CHECK(nw >= 16, "%d whole slabs of 2048 B", nw);
+	for (int w = 0; w < 16 && w < nw; w++)
+		for (int k = 0; k < 8; k++)
+			if (w < 6 ? k != 0 && k != 2 : k > 1) {
+				free(b[ws[w] + k]);
+				b[ws[w] + k] = NULL;
+			}
+	int lent = 0;
+	for (int i = 0; i < J; i++) {
+		CHECK((q[i] = malloc(1000)) != NULL);
+		lent += malloc_usable_size(q[i]) == 2048;
+	}
+	for (int i = 0; i < J; i++)
+		free(q[i]);
+	for (int i = 0; i < K; i++)
+		free(b[i]);
+	return lent;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1) { /* the child: check mode lends nothing */
@@ -97,6 +136,8 @@ int main(int argc, char **argv)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "check-mode child: status %d", st);
 	int l2 = lend_2048();
 	CHECK(l2 > 0, "%d requests of 1000 B from lent 2048 B slabs", l2);
+	int ld = lend_past_dry();
+	CHECK(ld >= 12, "%d requests of 1000 B from 2048 B slabs behind 10 with nothing listed", ld);
 
 	static unsigned char *big[N], *mid[M], *small[M], *again[M], *al[M / 4];
 	for (int i = 0; i < N; i++) {

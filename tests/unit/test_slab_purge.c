@@ -2,8 +2,9 @@
 /* Free pages inside partial slabs go back to the OS (issue 11, slab_purge.c):
  * the pages are really gone (mincore, RSS), a live neighbour's contents
  * survive, the withheld objects come back (each once, never a live one),
- * calloc still returns zeros, and a heap's pass comes by itself when the
- * process grows. */
+ * calloc still returns zeros, withheld objects wait while other slabs of
+ * their class have objects listed, and a heap's pass comes by itself when
+ * the process grows. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -444,8 +445,10 @@ static void refused(void)
 }
 
 /* 1280-byte objects straddle pages: only pages no live object overlaps go,
- * the object starting in a kept page stays on the list, and allocating
- * the slab empty again hands out every other object exactly once. */
+ * the objects that lie in a kept page stay on the list, the one that
+ * starts there and ends in a page given back is withheld (handed out, it
+ * would fault that page in for its tail), and allocating the slab empty
+ * again hands out every other object exactly once. */
 static void straddling(void)
 {
 	void *obj[64], *extra[60];
@@ -458,11 +461,13 @@ static void straddling(void)
 		CHECK(!resident(s->start + pg * 4096), "page %u resident", pg);
 	CHECK(holds(obj[0], 1280, 1), "live object intact");
 	CHECK_EQ(s->purged, 0xe);
-	/* objects 1..3 start in page 0: still listed */
+	/* objects 1 and 2 lie in page 0: still listed; 3 (3840..5119) ends
+	 * in page 1: withheld with it */
 	unsigned listed = 0;
 	for (void **x = s->free; x; x = x[0])
 		listed++;
-	CHECK_EQ(listed, 3);
+	CHECK_EQ(listed, 2);
+	CHECK_EQ(s->pstr, 0x2);
 	unsigned seen[64] = { 0 };
 	void *again[64];
 	unsigned n = 0;
@@ -509,6 +514,60 @@ static void skip_scan(unsigned keep, uint64_t gone)
 	for (int i = 0; i < 300; i++)
 		if (slab_of(extra[i]) != s)
 			free(extra[i]);
+}
+
+/* Withheld objects wait while another partial slab of the class has
+ * objects listed: a slab that runs dry with purged pages parks full
+ * instead of faulting its pages in again, and comes back (before any new
+ * slab) once its class has nothing else to give. 256-byte objects, 64 in
+ * a 4-page slab: a, all out but object 0, gives pages 1-3 back and heads
+ * the list; b and c, every other object out, keep pages with objects out
+ * and objects listed. */
+static void withheld_last(void)
+{
+	enum { N = 64 * 8 };
+	static void *o[N];
+	for (int i = 0; i < N; i++)
+		o[i] = malloc(256);
+	_nd_slab_t *sl[3] = { NULL, NULL, NULL };
+	int n = 0;
+	for (int i = 0; i + 64 <= N && n < 3; i++)
+		if ((char *)o[i] == slab_of(o[i])->start && slab_of(o[i + 63]) == slab_of(o[i]))
+			sl[n++] = slab_of(o[i]);
+	CHECK(n == 3, "%d whole slabs of 256 B", n);
+	_nd_slab_t *a = sl[0];
+	unsigned c = a->cls;
+	for (int i = 0; i < N; i++) {
+		_nd_slab_t *s = slab_of(o[i]);
+		unsigned k = (unsigned)(((char *)o[i] - s->start) / 256);
+		if ((s == a && k != 0) || ((s == sl[1] || s == sl[2]) && k % 2 == 1)) {
+			free(o[i]);
+			o[i] = NULL;
+		}
+	}
+	_nd_heap_t *h = a->heap;
+	_nd_slab_purge_heap(h);
+	CHECK(a->purged == 0xe, "a's pages purged: %#llx", (unsigned long long)a->purged);
+	_nd_slab_part_unlink(h, a);
+	_nd_slab_part_push_front(h, a);
+	unsigned listed = 0;
+	for (_nd_slab_t *s = h->cur[c]; s != &_nd_slab_empty && s; s = s->next)
+		for (void **x = s->free; x; x = x[0])
+			listed++;
+	CHECK(listed >= 15 + 64, "%u objects listed", listed);
+	static void *again[N];
+	for (unsigned i = 0; i < listed; i++)
+		again[i] = malloc(256);
+	CHECK(a->purged == 0xe, "a's pages after %u mallocs: %#llx", listed, (unsigned long long)a->purged);
+	for (unsigned pg = 1; pg < 4; pg++)
+		CHECK(!resident(a->start + pg * 4096), "a's page %u resident", pg);
+	void *next = malloc(256);
+	CHECK(slab_of(next) == a, "the next object from a (withheld), not from %p", (void *)slab_of(next));
+	free(next);
+	for (unsigned i = 0; i < listed; i++)
+		free(again[i]);
+	for (int i = 0; i < N; i++)
+		free(o[i]);
 }
 
 enum { NOBJ = 4096 };
@@ -629,6 +688,7 @@ int main(void)
 	skip_scan(21, 0xc); /* 21 keeps pages 0 and 1 */
 	skip_scan(42, 0x8); /* 42 (8064-8255) keeps pages 1 and 2 */
 	refused();
+	withheld_last();
 	rss_drop(false);
 	rss_drop(true);
 	random_churn();
