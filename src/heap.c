@@ -876,6 +876,8 @@ void *_nd_heap_refill(size_t size)
 	_nd_thread_t *t = _nd_tls; /* the key matched: a real record */
 	unsigned c = class_of(size);
 	void *o = _nd_slab_bw_take(t, c);
+	if (!o && _nd_slab_xfer_maybe(t, c))
+		o = _nd_slab_xfer_take(t, c);
 	return o ? o : class_slow(t, c);
 }
 

@@ -27,12 +27,15 @@ const char *_nd_slab_invalid(const void *p, const _nd_pagedesc_t *d);
 void _nd_slab_thread_exit(void);
 /* Times this thread's malloc left the fast path (tests). */
 uint64_t _nd_slab_slow_count(void);
-/* The calling thread's remote-free buffer (_nd_rfree_t) goes home now
- * (fork's prepare handler; tests). */
+/* The calling thread's remote-free buffer (_nd_rfree_t) and borrowed
+ * lists, and its node's exchange (slab_remote.c), go home now (fork's
+ * prepare handler; tests). */
 void _nd_slab_flush_remote(void);
 /* Objects waiting in the calling thread's remote-free buffer, and the
  * splices it has sent since its record was made (tests). */
 unsigned _nd_slab_remote_pending(void);
+/* Objects in node's exchange of remote frees (slab_remote.c; tests). */
+unsigned _nd_slab_xfer_count(int node);
 uint64_t _nd_slab_remote_sent(void);
 /* Per size class figures (issue 13), with no cost on the fast paths:
  * derived from the slab headers and from counters kept on the slow and
@@ -45,7 +48,8 @@ typedef struct _nd_slab_class_stats {
 	uint64_t capacity;     /* objects those slabs hold */
 	uint64_t objects;      /* objects out (handed out, freed by another
 				* thread and not collected by the owner yet, or
-				* waiting on a thread's borrowed list) */
+				* waiting on a thread's borrowed list or in the
+				* node's exchange) */
 	uint64_t remote_frees; /* frees by a thread that did not own the slab */
 	uint64_t refills;      /* malloc slow paths of the class (free list empty) */
 } _nd_slab_class_stats_t;
@@ -482,6 +486,8 @@ _Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur), "_nd_
  * and the free slab headers (meta.c), all under one lock. Lock order:
  * heap.c's policy pool lock -> node locks (ascending) -> page-level locks
  * (the metadata allocator calls the page level with the node lock held). */
+/* Slots of a class in a node's exchange (slab_remote.c): one cache line. */
+#define ND_XFER_K 8
 typedef struct _nd_meta_node {
 	_nd_lock_t lock;
 	char *meta_cur, *meta_end;  /* bump area (lock) */
@@ -495,8 +501,23 @@ typedef struct _nd_meta_node {
 	uint64_t pcls;              /* pool_cls: classes a parked heap may hold partial slabs of */
 	uint64_t exit_trim_last;    /* atomic: ns of the node's last exit trim */
 	uint64_t exit_stamp;        /* atomic: the node's dirty stamp at its last exit */
+	/* slab_remote.c's exchange: per class, half borrowed lists that went
+	 * past their cap (count << 48 | head, as tfree; 0: none), which any
+	 * thread of the node takes when its own runs dry (atomic); xmask:
+	 * classes that may have one (atomic, a hint read by every refill) */
+	_Alignas(ND_CACHE_LINE) uint64_t xmask;
+	struct _nd_xfer {
+		_Alignas(ND_CACHE_LINE) uintptr_t slot[ND_XFER_K];
+	} xfer[ND_SLAB_CLASSES];
 } _nd_meta_node_t;
 extern _nd_meta_node_t _nd_meta_node[ND_MAX_NODES] __attribute__((visibility("hidden")));
+/* The exchange of t's node may hold a list of class c (a hint: one load,
+ * so that the refills of a node that uses none pay no call). */
+static inline bool _nd_slab_xfer_maybe(const _nd_thread_t *t, unsigned c)
+{
+	int32_t n1 = t->bw_node1;
+	return n1 > 0 && (__atomic_load_n(&_nd_meta_node[n1 - 1].xmask, __ATOMIC_RELAXED) >> c & 1);
+}
 /* Atomic: a parked policy heap got a remote free (heap.c's policy pool). */
 extern int _nd_meta_ppool_dirty __attribute__((visibility("hidden")));
 /* Node index used (for the fork handlers' lock array bound). */
@@ -610,6 +631,15 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o);
 /* The owner's push of its marked o of s, with the slow path's work
  * (empty, or s was full). */
 void _nd_slab_free_own(_nd_slab_t *s, void **o);
+/* t's borrowed list of c went past its cap: half of it goes into the
+ * node's exchange if that is empty (true), else nothing is done. */
+bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap);
+/* t's borrowed list of c is empty (t's key valid) and
+ * _nd_slab_xfer_maybe: the exchange's list of c, if any, becomes it and
+ * one object is popped; else NULL. */
+void *_nd_slab_xfer_take(_nd_thread_t *t, unsigned c);
+/* Objects a borrowed list of class c keeps before its frees go home. */
+uint32_t _nd_slab_bw_cap(unsigned c);
 /* t's borrowed lists go home (its heap changes node or kind; exit). */
 void _nd_slab_bw_flush_all(_nd_thread_t *t);
 /* Thread exit (before its heaps park): the buffer goes home, the

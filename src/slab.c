@@ -157,6 +157,8 @@ void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 
 static inline uintptr_t my_tp(void) { return (uintptr_t)__builtin_thread_pointer(); }
 
+uint32_t _nd_slab_bw_cap(unsigned c) { return cls_bw[c]; }
+
 /* ---- slabs --------------------------------------------------------------- */
 
 /* A free object carries its slab header address in word 1 (malloc clears
@@ -741,6 +743,8 @@ static void bw_pushed(_nd_thread_t *t, slab_t *s)
 		_nd_slab_dir_class(t, c, b);
 		return;
 	}
+	if (_nd_slab_xfer_put(t, c, cls_bw[c]))
+		return;
 	bool own = is_owner(s);
 	if (!own && bw_owner_idle(s, cls_bw[c] + 1 - (uint32_t)(int32_t)b->used, c))
 		return;

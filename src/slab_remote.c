@@ -194,8 +194,113 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 	return NULL;
 }
 
+/* ---- the exchange (_nd_meta_node_t's xfer[]) --------------------------------
+ * Issue 11: past its cap a borrowed list sent each further free home, and
+ * one object at a time (the buffer's entry of the class changed slab at
+ * almost every such free: wl_xfree 2 made ~10,000 splices of 1-2 objects
+ * for ~950 full chains), where it waited on its slab's remote list until
+ * the owner's own lists ran dry; meanwhile another thread of the node
+ * whose borrowed list and heap of the class were dry carved new memory.
+ * Per class, homes piled up where the owners had no need, and peak RSS
+ * grew with the run (wl_xfree 4: 0.5-1.2 MiB waiting on remote lists, for
+ * 0.3 MiB in flight). So a list past its cap gives its newest half to its
+ * node's exchange slot of the class when that is empty (one CAS), and a
+ * thread whose list of the class runs dry takes it (one CAS) before its
+ * own heap: tcmalloc's transfer cache passes such batches between thread
+ * caches. The objects stay out for their slabs all the while, as on a
+ * borrowed list (only such objects go in: the node's, borrowable). A
+ * thread's exit sends the node's lists home, so that parked heaps can be
+ * trimmed. Whoever swaps a slot gets the list it holds then (no ABA: the
+ * whole value is compared, and a list is never changed in a slot). */
+static inline uintptr_t *xfer_slot(int32_t node1, unsigned c)
+{
+	return _nd_meta_node[node1 - 1].xfer[c].slot;
+}
+
+/* xmask: a class's bit is set by a put that finds it clear after its
+ * CAS, and cleared by a take that finds every slot empty, which then
+ * looks once more and sets it again if a put came meanwhile (sequentially
+ * consistent on both sides: either the take sees the put's slot or the
+ * put sees the cleared bit). The refills of a node that uses no exchange
+ * (wl_prodcons) then pay one load, not K. */
+static inline uint64_t *xfer_mask(int32_t node1)
+{
+	return &_nd_meta_node[node1 - 1].xmask;
+}
+
+/* An occupied slot of x (class c's), or NULL. */
+static inline uintptr_t *xfer_full(uintptr_t *x)
+{
+	for (unsigned i = 0; i < ND_XFER_K; i++)
+		if (__atomic_load_n(&x[i], __ATOMIC_SEQ_CST))
+			return &x[i];
+	return NULL;
+}
+
+bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap)
+{
+	ND_ASSERT(t->bw_node1 > 0, "a thread with a borrowed list has a node heap");
+	uintptr_t *x = xfer_slot(t->bw_node1, c), z = 0;
+	for (unsigned i = 0; __atomic_load_n(x, __ATOMIC_RELAXED); x++)
+		if (++i == ND_XFER_K)
+			return false;
+	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
+	uint32_t k = (cap + 1 - (uint32_t)(int32_t)b->used) / 2; /* nd_thread.h, bwl: its objects / 2 */
+	void **head = b->free, **last = head;
+	for (uint32_t j = 1; j < k; j++)
+		last = last[0];
+	void **rest = last[0];
+	last[0] = NULL;
+	if (!__atomic_compare_exchange_n(x, &z, (uintptr_t)k << TF_CNT_SHIFT | (uintptr_t)head, false, __ATOMIC_SEQ_CST,
+					 __ATOMIC_RELAXED)) {
+		last[0] = rest;
+		return false;
+	}
+	b->free = rest;
+	b->used += k;
+	uint64_t *m = xfer_mask(t->bw_node1), bit = (uint64_t)1 << c;
+	if (!(__atomic_load_n(m, __ATOMIC_SEQ_CST) & bit))
+		__atomic_fetch_or(m, bit, __ATOMIC_SEQ_CST);
+	return true;
+}
+
+void *_nd_slab_xfer_take(_nd_thread_t *t, unsigned c)
+{
+	ND_ASSERT(t->bw_node1 > 0, "_nd_slab_xfer_maybe checked the node");
+	uint64_t *m = xfer_mask(t->bw_node1), bit = (uint64_t)1 << c;
+	uintptr_t *x = xfer_full(xfer_slot(t->bw_node1, c)), v;
+	if (!x) {
+		__atomic_fetch_and(m, ~bit, __ATOMIC_SEQ_CST);
+		if (xfer_full(xfer_slot(t->bw_node1, c)))
+			__atomic_fetch_or(m, bit, __ATOMIC_SEQ_CST);
+		return NULL;
+	}
+	v = __atomic_load_n(x, __ATOMIC_RELAXED);
+	if (!v || !__atomic_compare_exchange_n(x, &v, 0, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return NULL;
+	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
+	b->free = (void **)(v & TF_PTR);
+	b->used = _nd_slab_bw_cap(c) + 1 - (uint32_t)(v >> TF_CNT_SHIFT);
+	return _nd_slab_bw_take(t, c);
+}
+
+/* The exchange of t's node goes home (a thread's exit, fork, tests): the
+ * classes of xmask (a list put this moment may wait for the next). */
+static void xfer_drain(const _nd_thread_t *t)
+{
+	if (t->bw_node1 <= 0)
+		return;
+	for (uint64_t m = __atomic_load_n(xfer_mask(t->bw_node1), __ATOMIC_SEQ_CST); m; m &= m - 1) {
+		uintptr_t *x = xfer_slot(t->bw_node1, (unsigned)__builtin_ctzll(m));
+		for (unsigned i = 0; i < ND_XFER_K; i++)
+			if (__atomic_load_n(&x[i], __ATOMIC_RELAXED))
+				bw_send((void **)(__atomic_exchange_n(&x[i], 0, __ATOMIC_ACQUIRE) & TF_PTR));
+	}
+}
+
 void _nd_slab_thread_done(_nd_thread_t *t)
 {
+	xfer_drain(t);
 	_nd_slab_bw_flush_all(t);
 	t->bw_node1 = 0; /* frees until the record is gone send at once */
 	_nd_slab_rf_flush_all(t);
@@ -262,6 +367,7 @@ void _nd_slab_flush_remote(void)
 {
 	_nd_thread_t *t = _nd_tls;
 	if (!_nd_thread_none(t)) {
+		xfer_drain(t);
 		_nd_slab_bw_flush_all(t);
 		_nd_slab_rf_flush_all(t);
 	}
@@ -280,3 +386,12 @@ unsigned _nd_slab_remote_pending(void)
 }
 
 uint64_t _nd_slab_remote_sent(void) { return _nd_tls->rf_sent; }
+
+unsigned _nd_slab_xfer_count(int node)
+{
+	unsigned n = 0;
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+		for (unsigned i = 0; i < ND_XFER_K; i++)
+			n += (unsigned)(__atomic_load_n(&xfer_slot(node + 1, c)[i], __ATOMIC_RELAXED) >> TF_CNT_SHIFT);
+	return n;
+}
