@@ -111,15 +111,13 @@ void _nd_meta_hdr_each(void (*fn)(const _nd_slab_t *s, void *arg), void *arg)
 
 /* Until the map exists every lookup decodes to its `none` (lim 0): frees
  * take malloc.c's slow path, which finds slabs by page descriptor. Laid
- * out as _nd_slab_map_t with one entry (its pair: offset 0, mul 0). */
+ * out as _nd_slab_map_t with one entry (its pair: offset 0, mul 0); mask 0. */
 static _Alignas(ND_CACHE_LINE) struct {
 	_nd_slab_hot_t none;
-	uintptr_t mask;
 	intptr_t ent0, mul0;
 } boot_map = { .none.chk = ND_SLAB_CHK_B << ND_SLAB_ROT };
-_Static_assert(offsetof(_nd_slab_map_t, mask) == offsetof(__typeof__(boot_map), mask) &&
-	       offsetof(_nd_slab_map_t, ent) == offsetof(__typeof__(boot_map), ent0), "the boot map is a map of one entry");
-_nd_slab_map_t *_nd_slab_map = (_nd_slab_map_t *)&boot_map;
+_Static_assert(offsetof(_nd_slab_map_t, ent) == offsetof(__typeof__(boot_map), ent0), "the boot map is a map of one entry");
+_Alignas(16) _nd_slab_mapv_t _nd_slab_map = { (_nd_slab_map_t *)&boot_map, 0 };
 static int map_tried; /* written under node 0's lock */
 
 /* The map: virtual (MAP_NORESERVE), committed a page of entries at a
@@ -142,9 +140,10 @@ static bool map_make(uintptr_t n, bool quiet)
 		return false;
 	}
 	_nd_os_madvise(m, bytes, MADV_NOHUGEPAGE); /* sparse, like the descriptors */
-	m->mask = (n - 1) << 1;
 	m->none.chk = _nd_slab_chk(NULL, 0, 0); /* lim 0: every check fails */
-	__atomic_store_n(&_nd_slab_map, m, __ATOMIC_RELEASE);
+	/* base, then mask (nd_slab.h: a lookup loads them the other way) */
+	__atomic_store_n(&_nd_slab_map.base, m, __ATOMIC_RELEASE);
+	__atomic_store_n(&_nd_slab_map.mask, (n - 1) << 1, __ATOMIC_RELEASE);
 	return true;
 }
 
@@ -184,11 +183,13 @@ void _nd_meta_map_init(void)
 
 void _nd_meta_map_set(const void *unit, const _nd_slab_t *s)
 {
-	_nd_slab_map_t *m = _nd_slab_map;
+	_nd_slab_map_t *m = _nd_slab_map.base;
 	if (m == (_nd_slab_map_t *)&boot_map)
 		return;
 	ND_ASSERT(!((uintptr_t)unit & (((uintptr_t)1 << ND_SLAB_UNIT_SHIFT) - 1)), "a map unit starts 16 KiB-aligned");
-	uintptr_t i = _nd_slab_map_index(m, unit);
+	uintptr_t i = ((uintptr_t)unit >> (ND_SLAB_UNIT_SHIFT - 1)) & _nd_slab_map.mask;
+	if (i == 0)
+		return; /* pair 0 stays none: a lookup may pair an old mask 0 with this map (nd_slab.h) */
 	/* mul before the offset, the offset cleared first (nd_slab.h) */
 	if (s) {
 		__atomic_store_n(&m->ent[i + 1], (intptr_t)s->mul, __ATOMIC_RELAXED);

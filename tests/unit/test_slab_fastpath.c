@@ -8,7 +8,7 @@
  *    slab's map unit;
  *  - the slab map finds the slab of each object, with its mul (free's
  *    check multiplies by the map's), and nothing for addresses that are
- *    not slab memory;
+ *    not slab memory; its pair 0 never names a slab;
  *  - on the real topology, the one-compare CPU/policy check keeps malloc on
  *    the fast path, and a thread or process policy change sends the next
  *    malloc to the slow path (so the policy is honoured) and back.
@@ -32,7 +32,7 @@ static void index_check(void)
 		/* the map's `none` header sits at the map's start; in check mode
 		 * every slab's check fails (lim 0: all frees validate), the map
 		 * still works */
-		bool mapped = (void *)s != (void *)_nd_slab_map;
+		bool mapped = (void *)s != (void *)_nd_slab_map.base;
 		CHECK(mapped, "class %zu: map gives no slab for %p", size, p);
 		CHECK(_nd_slab_live(s, p) == !getenv("NODALLOC_CHECK"), "class %zu", size);
 		if (!mapped) {
@@ -92,7 +92,7 @@ static void map_check(void)
 		CHECK(!_nd_slab_live_mul(s, mul, foreign[i]), "%p taken for a slab object (map's mul)", foreign[i]);
 	}
 	/* `none` fails every address, NULL too */
-	CHECK(!_nd_slab_live(&_nd_slab_map->none, NULL) && !_nd_slab_live(_nd_slab_of(NULL), NULL));
+	CHECK(!_nd_slab_live(&_nd_slab_map.base->none, NULL) && !_nd_slab_live(_nd_slab_of(NULL), NULL));
 	void *big = malloc(100000); /* a large run: no slab */
 	CHECK(big != NULL);
 	_nd_slab_hot_t *s = _nd_slab_of(big);
@@ -103,6 +103,17 @@ static void map_check(void)
 	CHECK(_nd_slab_of(a) == _nd_slab_of(b) || _nd_slab_of(a)->start != _nd_slab_of(b)->start);
 	CHECK(_nd_slab_of(a) != _nd_slab_of(c));
 	CHECK(_nd_slab_of(a)->tp == (uintptr_t)__builtin_thread_pointer());
+	/* pair 0 is never a slab's (nd_slab.h: a lookup that meets the boot
+	 * map's mask 0 with the map reads it): the unit that aliases onto it
+	 * is left to the slow path */
+	uintptr_t mask = __atomic_load_n(&_nd_slab_map.mask, __ATOMIC_ACQUIRE);
+	if (mask) {
+		const void *u0 = (const void *)(((mask >> 1) + 1) << ND_SLAB_UNIT_SHIFT);
+		_nd_meta_map_set(u0, (const _nd_slab_t *)(void *)_nd_slab_of(a));
+		CHECK(_nd_slab_of(u0) == &_nd_slab_map.base->none && _nd_slab_of(NULL) == &_nd_slab_map.base->none,
+		      "pair 0 names a slab");
+		_nd_meta_map_set(u0, NULL);
+	}
 	free(a);
 	free(b);
 	free(c);
