@@ -14,18 +14,7 @@
  *  - They still go back when they stay free: the next exits that find
  *    them unused give them back (heap.c's exit_trim). */
 #define _GNU_SOURCE
-#include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include "check.h"
-#include "internal.h"
-
-#ifndef RUSAGE_THREAD
-#define RUSAGE_THREAD 1 /* Linux's; hidden when a build includes the headers before _GNU_SOURCE */
-#endif
+#include "exit_fixture.h"
 
 enum { N = 32 * 1024 * 1024 / 192 };
 
@@ -33,30 +22,12 @@ static void *obj[N];
 static long faults; /* the last worker's minor faults while it allocated */
 static pthread_barrier_t allocated, freed;
 
-static long minflt(void)
-{
-	struct rusage ru;
-	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_minflt : -1;
-}
-
-static void fill(void)
-{
-	for (int i = 0; i < N; i++) {
-		obj[i] = malloc(192);
-		if (!obj[i]) { /* CHECK's counters belong to the main thread */
-			fprintf(stderr, "malloc failed\n");
-			abort();
-		}
-		((char *)obj[i])[0] = 1;
-	}
-}
-
 /* Allocates, waits while the main thread frees everything, exits. */
 static void *work(void *arg)
 {
 	(void)arg;
 	long f0 = minflt();
-	fill();
+	fill_192(obj, N);
 	faults = minflt() - f0;
 	pthread_barrier_wait(&allocated);
 	pthread_barrier_wait(&freed);
@@ -88,7 +59,7 @@ int main(void)
 	      (unsigned long long)cap);
 
 	/* a live thread's frees: the cap */
-	fill();
+	fill_192(obj, N);
 	for (int i = 0; i < N; i++)
 		free(obj[i]);
 	CHECK(dirty() <= cap, "after a live thread freed %llu pages: %llu committed free pages (cap %llu)",
@@ -107,12 +78,7 @@ int main(void)
 		pthread_join(t, NULL);
 		pthread_barrier_destroy(&allocated);
 		pthread_barrier_destroy(&freed);
-		if (r == 0)
-			first = faults;
-		else
-			CHECK(faults >= 0 && faults < first / 2,
-			      "worker %d faulted %ld pages, the first one %ld: the last one's pages were purged", r, faults,
-			      first);
+		check_reuse(r, faults, &first);
 		CHECK(dirty() >= pages * 3 / 4, "after worker %d's exit: %llu committed free pages (of its %llu)", r,
 		      (unsigned long long)dirty(), (unsigned long long)pages);
 	}
@@ -124,7 +90,7 @@ int main(void)
 		pthread_join(t, NULL);
 	}
 	CHECK(_nd_page_info(0, &in) == 0);
-	uint64_t lim = in.used_pages / 2 > 2 * in.purge_pages ? in.used_pages / 2 : 2 * in.purge_pages;
+	uint64_t lim = keep_limit(&in);
 	CHECK(in.dirty_pages <= lim, "after two idle threads' exits: %llu committed free pages, %llu in use (at most %llu)",
 	      (unsigned long long)in.dirty_pages, (unsigned long long)in.used_pages, (unsigned long long)lim);
 	return CHECK_DONE();
