@@ -21,10 +21,12 @@
  *    remote free into a parked heap marks the pool, and the next thread of
  *    the node that needs a slab trims the parked heaps first; a thread
  *    about to take a new slab takes a parked heap's partial slab of that
- *    class instead (steal). After an exit, the node's committed free pages
- *    go back to the OS past half its pages in use (exit_trim). Heaps and
- *    thread records are never unmapped, so a late remote free always finds
- *    valid memory, and thread churn reuses them.
+ *    class instead (steal). Before the heaps give their slabs back, the
+ *    page level's dirty limit is raised to the pages in use (purge.c:
+ *    the next threads take them again); after an exit, the node's
+ *    committed free pages go back to the OS past half its pages in use
+ *    (exit_trim). Heaps and thread records are never unmapped, so a late
+ *    remote free always finds valid memory, and thread churn reuses them.
  *
  * Ownership: a heap's lists belong to its owner thread, or to whoever
  * took a parked heap out of the pool (adoption, trim); the pools are
@@ -662,24 +664,30 @@ static void thread_exit_hook(_nd_thread_t *t)
 	t->heap = NULL;
 	t->lheap = NULL;
 	uint64_t nodes[ND_MAX_NODES / 64] = { 0 }; /* to trim, each once: an exit stamps a node once */
-	for (int i = 0; i < t->nheaps; i++) {
-		heap_t *h = t->heaps[i];
-		if (h != &heap_none) {
-			heaps_set(t, i, &heap_none);
-			heap_abandon(h);
+	for (int i = 0; i < t->nheaps; i++)
+		if (t->heaps[i] != &heap_none)
 			nodes[i / 64] |= 1ull << (i % 64);
-		}
-	}
 	bool spread = false;
 	for (int i = 0; i < t->nph; i++) {
 		int n = t->ph[i]->node;
 		spread |= n < 0;
 		if (n >= 0)
 			nodes[n / 64] |= 1ull << (n % 64);
-		heap_abandon(t->ph[i]);
 	}
-	t->nph = 0;
 	int lim = _nd_topo()->node_limit;
+	for (int n = 0; n < lim && n < ND_MAX_NODES; n++)
+		if (spread || (nodes[n / 64] >> (n % 64) & 1))
+			_nd_purge_exit(n); /* before the heaps give their slabs back */
+	for (int i = 0; i < t->nheaps; i++) {
+		heap_t *h = t->heaps[i];
+		if (h != &heap_none) {
+			heaps_set(t, i, &heap_none);
+			heap_abandon(h);
+		}
+	}
+	for (int i = 0; i < t->nph; i++)
+		heap_abandon(t->ph[i]);
+	t->nph = 0;
 	for (int n = 0; n < lim && n < ND_MAX_NODES; n++)
 		if (spread || (nodes[n / 64] >> (n % 64) & 1))
 			exit_trim(n);

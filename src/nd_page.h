@@ -134,6 +134,9 @@ typedef struct _nd_arena {
 	 * lock, read without it by _nd_purge_over): this decay
 	 * period's and the last one's (purge.c). */
 	uint64_t peak_cur, peak_prev;
+	/* The dirty limit's floor (same locking): the pages in use when a
+	 * thread exited, this decay period and the last (_nd_purge_exit). */
+	uint64_t exit_cur, exit_prev;
 } __attribute__((aligned(ND_CACHE_LINE))) _nd_arena_t;
 
 typedef struct _nd_page_global {
@@ -232,6 +235,10 @@ void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed);
  * slot past its dirty limit? A lock-free hint: the slab level keeps empty
  * slabs only while they would not (slab.c, keep_empty). */
 bool _nd_purge_over(int node, uint64_t n);
+/* A thread with heaps on node is exiting (heap.c, before its heaps give
+ * their slabs back): the pages it gives back serve the next threads, so
+ * the dirty limit keeps them up to the pages in use now. */
+void _nd_purge_exit(int node);
 /* Decay: purge slots whose dirty pages have been free for decay_ns
  * (called on page-level calls; no thread). */
 void _nd_purge_decay(void);

@@ -7,7 +7,8 @@
  * dirty free block carries its age (the buddy's push number: lists are
  * newest first, dtail[] the oldest). A slot's dirty free pages are purged
  *  - past its dirty limit (_nd_purge_after_free: what brings the pages in
- *    use back to their recent peak, within bounds): the oldest first,
+ *    use back to their recent peak, within bounds that a thread's exit
+ *    raises to the pages in use before it): the oldest first,
  *    down to 3/4 of the limit (while the pages in use come back to the
  *    peak: the excess and one purge block), not all of them;
  *  - all of them when the oldest have been free for
@@ -150,7 +151,8 @@ uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp)
  * Dirty limit: the slot keeps the dirty pages that bring its pages in use
  * back to their recent peak (the high-water mark of `used` over this decay
  * period and the last), at most max(ND_KEEP_BLOCKS purge blocks, the
- * pages in use) of them, and at least g.dirty_limit (4 purge blocks). So a
+ * pages in use, the pages in use at a thread's exit in this period or the
+ * last) of them, and at least g.dirty_limit (4 purge blocks). So a
  * phase that frees everything and allocates again keeps its pages (it was
  * max(4 purge blocks, 4x the pages in use): a loop freeing its 7 MB of
  * blocks and allocating them again purged and faulted them in every
@@ -158,8 +160,13 @@ uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp)
  * (fragmentation) goes back, and so does the end of a program's big phase
  * past the cap (bench footprint's end RSS). Past the limit the oldest
  * dirty blocks go, down to 3/4 of it (fewer, larger passes); the decay
- * gives back the rest. The peaks are written under the slot lock and read
- * without it by _nd_purge_over (relaxed: a hint).
+ * gives back the rest. A thread's exit is no such end: its heaps give
+ * back the slabs they hold, which the next threads take again, and the
+ * cap of the pages in use purged them (a held-out benchmark of rounds of
+ * threads faulted its 70 MiB in again each round); pages given back at
+ * an exit that stay free go at the next exits (heap.c's exit_trim) or
+ * with the decay. The peaks and exit floors are written under the slot
+ * lock and read without it by _nd_purge_over (relaxed: a hint).
  * *back: the peak bounds the limit (not the cap or the floor): the pages
  * in use are on their way back to it, and the dirty pages will serve
  * them, so a pass takes the excess and one purge block only (down to 3/4
@@ -173,8 +180,11 @@ static uint64_t dirty_keep(const _nd_arena_t *a, uint64_t used, uint64_t peak, b
 	peak = peak > pc ? peak : pc;
 	peak = peak > pp ? peak : pp;
 	uint64_t keep = peak > used ? peak - used : 0, cap = g.dirty_limit / 4 * ND_KEEP_BLOCKS;
-	if (cap < used)
-		cap = used;
+	uint64_t ec = __atomic_load_n(&a->exit_cur, __ATOMIC_RELAXED);
+	uint64_t ep = __atomic_load_n(&a->exit_prev, __ATOMIC_RELAXED);
+	cap = cap > used ? cap : used;
+	cap = cap > ec ? cap : ec;
+	cap = cap > ep ? cap : ep;
 	*back = keep > g.dirty_limit && keep <= cap;
 	if (keep > cap)
 		keep = cap;
@@ -209,13 +219,28 @@ void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed)
 	}
 }
 
+void _nd_purge_exit(int node)
+{
+	if (!__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE) || node < 0 || node >= g.node_limit ||
+	    !g.arenas[node].usable)
+		return;
+	_nd_arena_t *a = &g.arenas[node];
+	_nd_lock(&a->lock);
+	uint64_t used = __atomic_load_n(&a->used, __ATOMIC_RELAXED);
+	if (used > a->exit_cur)
+		__atomic_store_n(&a->exit_cur, used, __ATOMIC_RELAXED);
+	_nd_unlock(&a->lock);
+}
+
 /* The decay of one slot (lock held): every dirty block goes, and the
- * peak's period ends. */
+ * period of the peak and the exit floor ends. */
 static void decay_slot(_nd_arena_t *a)
 {
 	_nd_purge_slot(a);
 	__atomic_store_n(&a->peak_prev, a->peak_cur, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->peak_cur, __atomic_load_n(&a->used, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+	__atomic_store_n(&a->exit_prev, a->exit_cur, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->exit_cur, 0, __ATOMIC_RELAXED);
 }
 
 void _nd_purge_decay(void)

@@ -20,42 +20,18 @@
  *    run of short-lived threads trimmed at most once per 10 ms (wl_threads
  *    peaked at 5.5 MiB instead of 5.1, glibc 5.0). */
 #define _GNU_SOURCE
-#include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
-
-#include "check.h"
-#include "internal.h"
-
-#ifndef RUSAGE_THREAD
-#define RUSAGE_THREAD 1 /* Linux's; hidden when a build includes the headers before _GNU_SOURCE */
-#endif
+#include "exit_fixture.h"
 
 enum { N = 3 * 1024 * 1024 / 192 };
 
 static void *obj[N];
 static long faults; /* the last worker's minor faults while it allocated */
 
-static long minflt(void)
-{
-	struct rusage ru;
-	return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_minflt : -1;
-}
-
 static void *work(void *arg)
 {
 	(void)arg;
 	long f0 = minflt();
-	for (int i = 0; i < N; i++) {
-		obj[i] = malloc(192);
-		if (!obj[i]) { /* CHECK's counters belong to the main thread */
-			fprintf(stderr, "malloc failed in the worker\n");
-			abort();
-		}
-		((char *)obj[i])[0] = 1;
-	}
+	fill_192(obj, N);
 	faults = minflt() - f0;
 	for (int i = 0; i < N; i++)
 		free(obj[i]);
@@ -67,12 +43,6 @@ static void *idle(void *arg)
 	(void)arg;
 	free(malloc(16));
 	return NULL;
-}
-
-/* The committed free pages an exit trim leaves: two purge blocks or half the pages in use. */
-static uint64_t keep_limit(const _nd_page_info_t *in)
-{
-	return in->used_pages / 2 > 2 * in->purge_pages ? in->used_pages / 2 : 2 * in->purge_pages;
 }
 
 static void run(void *(*fn)(void *))
@@ -91,12 +61,7 @@ int main(void)
 	long first = 0; /* the first worker's faults: fresh pages (and, under TSan, shadow pages) */
 	for (int r = 0; r < 4; r++) {
 		run(work);
-		if (r == 0)
-			first = faults;
-		else
-			CHECK(faults >= 0 && faults < first / 2,
-			      "worker %d faulted %ld pages, the first one %ld: the last one's pages were purged", r, faults,
-			      first);
+		check_reuse(r, faults, &first);
 		_nd_page_info_t in;
 		CHECK(_nd_page_info(0, &in) == 0);
 		CHECK(in.dirty_pages >= (uint64_t)pages / 2, "after worker %d: %llu committed free pages (of its %ld)", r,
