@@ -10,7 +10,8 @@
  * freed node-slot run of at least the purge threshold is kept, committed,
  * in its node's cache for NODALLOC_LARGE_DECAY_MS and reused by an
  * allocation that wants that node (never another: freed memory keeps its
- * node); spread runs are never cached. Decay runs on large calls (no
+ * node): cut to size, or, when none is large enough, its whole 2 MiB
+ * pages moved into a fresh run (no copy); spread runs are never cached. Decay runs on large calls (no
  * thread). A cached run counts as committed, not in use.
  * ====================================================================== */
 

@@ -39,6 +39,11 @@ int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve);
 /* A new mapping at exactly p, never over another one: 0, -EEXIST, -errno. */
 int _nd_os_mmap_at(void *p, size_t len, bool noreserve);
 int _nd_os_madvise(void *p, size_t len, int advice);
+/* Moves the pages of [src, src+len) to [dst, dst+len) (dst's old pages
+ * dropped) without copying: mremap with MREMAP_DONTUNMAP, so src stays
+ * mapped, empty, with its flags and policy. Both ranges in one mapping's
+ * VMAs; src inside one VMA. 0 or -errno. */
+int _nd_os_remap_pages(void *src, size_t len, void *dst);
 int _nd_os_mprotect(void *p, size_t len, int prot);
 /* The kernel maps a file's pages 64 KiB about each one a process runs
  * (fault-around), but never across the end of a mapping: the library's

@@ -91,6 +91,16 @@ int _nd_os_madvise(void *p, size_t len, int advice)
 	return (int)sc3(SYS_madvise, p, len, advice);
 }
 
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4 /* Linux 5.7 */
+#endif
+int _nd_os_remap_pages(void *src, size_t len, void *dst)
+{
+	long r = sc6(SYS_mremap, (long)src, (long)len, (long)len, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP,
+		     (long)dst, 0);
+	return r < 0 && r > -4096 ? (int)r : 0;
+}
+
 int _nd_os_mprotect(void *p, size_t len, int prot)
 {
 	return (int)sc3(SYS_mprotect, p, len, prot);

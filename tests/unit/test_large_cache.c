@@ -8,6 +8,8 @@
  * it as committed but not in use; a cached run is cut for a smaller
  * block (its rest stays cached when at least the purge threshold) and
  * adjacent cached runs are joined, with no purge; when none fits, the
+ * cached runs' whole 2 MiB pages are moved into a fresh run (blocks of
+ * 8 MiB or more take whole 2 MiB pages); when nothing can move, the
  * largest one that can grow in place, either way, serves; fresh pages
  * taken shed as many cached ones (half a growth's) over a quarter of
  * the bound; calloc clears a reused run;
@@ -269,9 +271,62 @@ static void held_around(char **h, char **a, char **b)
 	adjacent(h, (const int[]){ 4, 4, 4, 4, 4 }, 5);
 	*a = h[1];
 	*b = h[3];
+	fill(*a, 0xA1, 4 * MiB);
+	fill(*b, 0xB2, 4 * MiB);
 	nd_free(*a);
 	nd_free(*b);
 	CHECK_EQ(_nd_large_cached(TN), 8 * MiB);
+}
+
+/* No cached run fits: a fresh run receives the whole 2 MiB pages of the
+ * cached runs, oldest first, moved (their old bytes there, no page
+ * committed anew); the end of the last run that was not needed stays
+ * cached. (Before, the block was a miss, or a grown run: fresh pages, and
+ * as many cached ones purged: malloc-large's faults.) calloc clears it. */
+static void miss_moves(void)
+{
+	_nd_large_flush(-1);
+	uint64_t c0 = COMMITTED(TN), u0 = IN_USE(TN);
+	char *h[5], *a, *b;
+	held_around(h, &a, &b);
+	CHECK(((uintptr_t)a & (2 * MiB - 1)) == 0 && ((uintptr_t)b & (2 * MiB - 1)) == 0, "a %p, b %p: not 2 MiB aligned",
+	      (void *)a, (void *)b);
+	CHECK_EQ(COMMITTED(TN) - c0, 20 * MiB);
+	unsigned char *m = nd_malloc_onnode(6 * MiB, TN);
+	CHECK(m != NULL && (char *)m != a && (char *)m != b && nd_node_of(m) == TN);
+	CHECK(m && m[0] == 0xA1 && m[4 * MiB - 1] == 0xA1 && m[4 * MiB] == 0xB2 && m[6 * MiB - 1] == 0xB2,
+	      "a's pages, then b's first 2 MiB, were not moved in");
+	CHECK_EQ(_nd_large_cached(TN), 2 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, 20 * MiB);
+	CHECK_EQ(IN_USE(TN) - u0, (3 * 4 + 6) * MiB);
+	char *e = nd_malloc_onnode(1 * MiB, TN);
+	CHECK(e == b + 2 * MiB, "b's end stays cached: %p, b %p", (void *)e, (void *)b);
+	CHECK(e && e[0] == (char)0xB2, "b's end was purged");
+	nd_free(e);
+	nd_free(m);
+	/* calloc of pages moved in: cleared */
+	unsigned char *z = calloc(1, 6 * MiB);
+	CHECK(z != NULL);
+	CHECK_EQ(nonzero(z, 6 * MiB), 0);
+	free(z);
+	h[1] = h[3] = NULL;
+	for (int i = 0; i < 5; i++)
+		nd_free(h[i]);
+	flushed_clean(c0);
+}
+
+/* Blocks of 8 MiB or more take whole 2 MiB pages, so that what is cut off
+ * a cached run for them, and they themselves, can be moved whole. */
+static void big_sizes_round(void)
+{
+	_nd_large_flush(-1);
+	void *p = nd_malloc_onnode(9 * MiB + 1, TN), *q = nd_malloc_onnode(7 * MiB + 1, TN);
+	CHECK(p && q);
+	CHECK_EQ(nd_usable_size(p), 10 * MiB);
+	CHECK_EQ(nd_usable_size(q), 7 * MiB + 4096);
+	nd_free(p);
+	nd_free(q);
+	_nd_large_flush(-1);
 }
 
 /* A miss gives back as many cached pages as it takes fresh ones, but only
@@ -282,93 +337,84 @@ static void miss_sheds(void)
 {
 	_nd_large_flush(-1);
 	uint64_t c0 = COMMITTED(TN);
-	char *h[5], *a, *b;
-	held_around(h, &a, &b);
-	CHECK_EQ(COMMITTED(TN) - c0, 20 * MiB);
-	/* no cached run fits or grows to 6 MiB: 8 cached + 6 fresh is 10 over
-	 * the quarter, so all 6 go: a whole, then b's first 2 MiB, its last 2
-	 * stay cached (half as many before: a's last MiB stayed, b whole) */
-	char *m = nd_malloc_onnode(6 * MiB, TN);
-	CHECK(m != NULL);
-	CHECK_EQ(_nd_large_cached(TN), 2 * MiB);
-	CHECK_EQ(COMMITTED(TN) - c0, 20 * MiB);
-	char *e = nd_malloc_onnode(1 * MiB, TN);
-	CHECK(e == b + 2 * MiB, "b's end stays cached: %p, b %p", (void *)e, (void *)b);
-	nd_free(e);
-	nd_free(m);
-	h[1] = h[3] = NULL;
-	for (int i = 0; i < 5; i++)
-		nd_free(h[i]);
-	flushed_clean(c0);
-	/* h0 a h1 (2 MiB each), a alone cached: a 3 MiB miss brings the cache to
-	 * 5 MiB, 1 over the quarter: only a's first MiB goes (half the miss
+	char *h[4];
+	/* h0 a a' h1 (1 MiB each), a and a' cached, joined: 2 MiB off the
+	 * 2 MiB pages (nothing to move). A 3 MiB miss brings the cache to 5
+	 * MiB, 1 over the quarter: only a's first MiB goes (half the miss
 	 * before: 1.5 MiB, and a's last half MiB, below the purge threshold,
 	 * went with it) */
-	adjacent(h, (const int[]){ 2, 2, 2 }, 3);
+	adjacent(h, (const int[]){ 1, 1, 1, 1 }, 4);
+	CHECK(((uintptr_t)h[1] & (2 * MiB - 1)) == MiB, "a at %p", (void *)h[1]);
 	nd_free(h[1]);
-	m = nd_malloc_onnode(3 * MiB, TN);
+	nd_free(h[2]);
+	CHECK_EQ(_nd_large_cached(TN), 2 * MiB);
+	char *m = nd_malloc_onnode(3 * MiB, TN);
 	CHECK(m != NULL);
 	CHECK_EQ(_nd_large_cached(TN), 1 * MiB);
-	CHECK_EQ(COMMITTED(TN) - c0, (uint64_t)(2 + 1 + 2 + 3) * MiB);
-	e = nd_malloc_onnode(1 * MiB, TN);
+	CHECK_EQ(COMMITTED(TN) - c0, (uint64_t)(1 + 1 + 1 + 3) * MiB);
+	char *e = nd_malloc_onnode(1 * MiB, TN);
 	CHECK(e == h[1] + 1 * MiB, "a's end stays cached: %p, a %p", (void *)e, (void *)h[1]);
 	nd_free(e);
 	nd_free(m);
 	nd_free(h[0]);
-	nd_free(h[2]);
+	nd_free(h[3]);
 	flushed_clean(c0);
 }
 
-/* No cached run fits: the largest one that can grow does, after its end
- * or before its start, even when larger ones cannot (the old code tried
- * the largest only, upward only, and missed). Its old pages are not
- * purged; half the fresh pages it took are shed (all over a quarter of
- * the bound here). */
+/* Nothing to move (no cached run holds a whole 2 MiB page) and none fits:
+ * the largest one that can grow does, after its end or before its start,
+ * even when larger ones cannot (the old code tried the largest only,
+ * upward only, and missed). Its old pages are not purged. */
 static void grows_other(void)
 {
 	_nd_large_flush(-1);
 	uint64_t c0 = COMMITTED(TN);
-	/* h0 A h1 x B h2: A (4 MiB) is held in, x freed and flushed (free
-	 * pages of the page level) before B (2 MiB) */
-	char *k[6];
-	adjacent(k, (const int[]){ 4, 4, 4, 4, 2, 2 }, 6);
+	/* h0 A A' h1 x x' B h2 (1 MiB each): A (joined with A': 2 MiB off
+	 * the 2 MiB pages) is held in, x and x' freed and flushed (free pages
+	 * of the page level) before B */
+	char *k[8];
+	adjacent(k, (const int[]){ 1, 1, 1, 1, 1, 1, 1, 1 }, 8);
 	char *A = k[1];
-	unsigned char *B = (unsigned char *)k[4];
-	nd_free(k[3]);
-	_nd_large_flush(TN);
-	fill(B, 0x66, 2 * MiB);
-	nd_free(A);
-	nd_free(B);
-	CHECK_EQ(_nd_large_cached(TN), 6 * MiB);
-	unsigned char *m = nd_malloc_onnode(5 * MiB, TN);
-	CHECK(m == B - 3 * MiB, "B grown downward: %p, B %p", (void *)m, (void *)B);
-	CHECK(m && m[3 * MiB] == 0x66 && m[5 * MiB - 1] == 0x66, "B's pages were purged");
-	CHECK_EQ(nd_usable_size(m), 5 * MiB);
-	/* 3 fresh MiB: 1.5 of A (the oldest) went back, its end stays */
-	CHECK_EQ(_nd_large_cached(TN), 5 * MiB / 2);
-	CHECK_EQ(COMMITTED(TN) - c0, (uint64_t)(4 + 4 + 5 + 2) * MiB + 5 * MiB / 2);
-	nd_free(m);
-	nd_free(k[0]);
-	nd_free(k[2]);
+	unsigned char *B = (unsigned char *)k[6];
+	CHECK(((uintptr_t)A & (2 * MiB - 1)) == MiB, "A at %p", (void *)A);
+	nd_free(k[4]);
 	nd_free(k[5]);
-	flushed_clean(c0);
-	/* upward: h0 A h1 B, B with free pages after it, A (larger) held in */
-	adjacent(k, (const int[]){ 4, 4, 4, 2 }, 4);
+	_nd_large_flush(TN);
+	fill(B, 0x66, 1 * MiB);
 	nd_free(k[1]);
-	nd_free(k[3]);
-	m = nd_malloc_onnode(5 * MiB, TN);
-	CHECK(m == (unsigned char *)k[3], "B grown upward: %p, B %p", (void *)m, (void *)k[3]);
+	nd_free(k[2]);
+	nd_free(B);
+	CHECK_EQ(_nd_large_cached(TN), 3 * MiB);
+	unsigned char *m = nd_malloc_onnode(3 * MiB, TN);
+	CHECK(m == B - 2 * MiB, "B grown downward: %p, B %p", (void *)m, (void *)B);
+	CHECK(m && m[2 * MiB] == 0x66 && m[3 * MiB - 1] == 0x66, "B's pages were purged");
+	CHECK_EQ(nd_usable_size(m), 3 * MiB);
+	/* 2 fresh MiB, half of them shed: the cache (A) stays under the quarter */
+	CHECK_EQ(_nd_large_cached(TN), 2 * MiB);
+	CHECK_EQ(COMMITTED(TN) - c0, (uint64_t)(1 + 2 + 1 + 3 + 1) * MiB);
 	nd_free(m);
 	nd_free(k[0]);
+	nd_free(k[3]);
+	nd_free(k[7]);
+	flushed_clean(c0);
+	/* upward: h0 A A' h1 B, B with free pages after it, A (larger) held in */
+	adjacent(k, (const int[]){ 1, 1, 1, 1, 1 }, 5);
+	nd_free(k[1]);
 	nd_free(k[2]);
+	nd_free(k[4]);
+	m = nd_malloc_onnode(3 * MiB, TN);
+	CHECK(m == (unsigned char *)k[4], "B grown upward: %p, B %p", (void *)m, (void *)k[4]);
+	nd_free(m);
+	nd_free(k[0]);
+	nd_free(k[3]);
 	flushed_clean(c0);
 	/* an aligned block is never a run grown downward off its alignment:
-	 * x B h2, x freed and flushed; B - 3 MiB is not 4 MiB aligned */
-	adjacent(k, (const int[]){ 16, 2, 2 }, 3);
+	 * x B h2, x freed and flushed; B - 1 MiB is not 4 MiB aligned */
+	adjacent(k, (const int[]){ 16, 1, 1 }, 3);
 	nd_free(k[0]);
 	_nd_large_flush(TN);
 	nd_free(k[1]);
-	m = nd_aligned_alloc_onnode(4 * MiB, 5 * MiB, TN);
+	m = nd_aligned_alloc_onnode(4 * MiB, 2 * MiB, TN);
 	CHECK(m && ((uintptr_t)m & (4 * MiB - 1)) == 0, "aligned: %p (B %p)", (void *)m, (void *)k[1]);
 	nd_free(m);
 	nd_free(k[2]);
@@ -587,6 +633,8 @@ int main(int argc, char **argv)
 	calloc_reused();
 	bounded();
 	split_join();
+	miss_moves();
+	big_sizes_round();
 	miss_sheds();
 	grows_other();
 	realloc_cached();
