@@ -262,8 +262,10 @@ static inline __attribute__((always_inline)) int _nd_slab_free_classify(_nd_slab
  * borrowed list (_nd_slab_free_list), the owner's too, with no owner
  * branch; its mallocs pop that list first. Set once by a borrowing
  * thread (a CAS: a parked slab's 0, or a new owner's stamp, is never
- * flagged); the owner's stamp clears it. Any other slab keeps the owner
- * test as it was (no cost: wl_small). */
+ * flagged), or by the owner on its current slab of a class whose
+ * borrowed list ran dry (slab_remote.c, _nd_slab_bw_take); the owner's
+ * stamp clears it. Any other slab keeps the owner test as it was (no
+ * cost: wl_small). */
 #define ND_TP_MIX ((uintptr_t)1)
 
 /* May t keep a free object of s (tp: s's owner stamp) on its borrowed
