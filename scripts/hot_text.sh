@@ -23,8 +23,10 @@ for build in "$@"; do
 	bin="$build/bench"
 	while read -r cmd; do
 		i=$((i + 1))
+		# g: a program of any kind (cat, ls, a shell, python), w: a workload
+		case $cmd in "$bin"/* | "$build"/*) kind=w ;; *) kind=g ;; esac
 		eval "LD_PRELOAD=\"\$lib\" valgrind --tool=callgrind --demangle=no --trace-children=yes \
-			--callgrind-out-file=\"\$tmp/cg.$i.%p\" $cmd" >/dev/null 2>&1 || true
+			--callgrind-out-file=\"\$tmp/cg.$i.$kind.%p\" $cmd" >/dev/null 2>&1 || true
 	done <<EOF
 $bin/wl_small 20000
 $bin/wl_prodcons 1 20000
@@ -64,11 +66,13 @@ sort -u "$tmp/sections" >"$tmp/sec"
 *(.text)
 KEEP (*(SORT_NONE(.fini)))
 EOF2
-	# the functions most processes run first (init, exit, the malloc
-	# family: every process's), then by cost: a small program's code
-	# stays at the head however the costly paths grow
-	awk '{ c[$2] += $1; if (!(($2, $3) in in_p)) { in_p[$2, $3] = 1; n[$2]++ } }
-		END { for (f in c) print n[f], c[f], f }' "$tmp/cost" | sort -k1,1nr -k2,2nr -k3 |
+	# the functions most programs of any kind run first (a cat's: init,
+	# exit, the malloc family, a large buffer), then those most processes
+	# run, then by cost: a small program's code stays at the head however
+	# many functions the workloads' paths add (the list outgrew 64 KiB)
+	awk '{ c[$2] += $1; if (!(($2, $3) in in_p)) { in_p[$2, $3] = 1; n[$2]++; if ($3 ~ /[.]g[.]/) g[$2]++ } }
+		END { for (f in c) print g[f] + 0, n[f], c[f], f }' "$tmp/cost" | sort -k1,1nr -k2,2nr -k3,3nr -k4 |
+		cut -d' ' -f2- |
 		# and those that only contention runs (a lock waits): callgrind
 		# runs one thread at a time and sees them by chance
 		cat - <(printf '0 0 %s\n' _nd_os_futex_wait _nd_os_futex_wake) |
