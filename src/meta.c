@@ -26,6 +26,8 @@ void _nd_meta_note_node(int node)
 	_nd_atomic_raise(&nodes_used, node + 1);
 }
 
+int _nd_meta_nodes_used(void) { return __atomic_load_n(&nodes_used, __ATOMIC_RELAXED); }
+
 /* A metadata chunk on node, else on its fallback nodes, else plain mmap. */
 static void *meta_chunk(int node, size_t bytes)
 {

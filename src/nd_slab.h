@@ -36,6 +36,8 @@ void _nd_slab_flush_remote(void);
 unsigned _nd_slab_remote_pending(void);
 /* Objects in node's exchange of remote frees (slab_remote.c; tests). */
 unsigned _nd_slab_xfer_count(int node);
+/* Fork's child: every node's exchange goes home (slab_remote.c). */
+void _nd_slab_xfer_fork_child(void);
 uint64_t _nd_slab_remote_sent(void);
 /* Per size class figures (issue 13), with no cost on the fast paths:
  * derived from the slab headers and from counters kept on the slow and
@@ -536,6 +538,8 @@ static inline bool _nd_slab_xfer_maybe(const _nd_thread_t *t, unsigned c)
 extern int _nd_meta_ppool_dirty __attribute__((visibility("hidden")));
 /* Node index used (for the fork handlers' lock array bound). */
 void _nd_meta_note_node(int node);
+/* Node indexes used so far + 1 (every node heap's node is noted). */
+int _nd_meta_nodes_used(void);
 /* Zeroed, cache-line aligned, never freed; on node (else its fallback
  * nodes, else plain mmap). NULL if no memory. */
 void *_nd_meta_alloc(int node, size_t size);

@@ -296,17 +296,36 @@ void *_nd_slab_xfer_take(_nd_thread_t *t, unsigned c)
 	return _nd_slab_bw_take(t, c);
 }
 
+/* The lists of classes m in node1's exchange go home. */
+static void xfer_drain_node(int32_t node1, uint64_t m)
+{
+	for (; m; m &= m - 1) {
+		uintptr_t *x = xfer_slot(node1, (unsigned)__builtin_ctzll(m));
+		for (unsigned i = 0; i < ND_XFER_K; i++)
+			if (__atomic_load_n(&x[i], __ATOMIC_RELAXED))
+				bw_send((void **)(__atomic_exchange_n(&x[i], 0, __ATOMIC_ACQUIRE) & TF_PTR));
+	}
+}
+
 /* The exchange of t's node goes home (a thread's exit, fork, tests): the
  * classes of xmask (a list put this moment may wait for the next). */
 static void xfer_drain(const _nd_thread_t *t)
 {
-	if (t->bw_node1 <= 0)
-		return;
-	for (uint64_t m = __atomic_load_n(xfer_mask(t->bw_node1), __ATOMIC_SEQ_CST); m; m &= m - 1) {
-		uintptr_t *x = xfer_slot(t->bw_node1, (unsigned)__builtin_ctzll(m));
-		for (unsigned i = 0; i < ND_XFER_K; i++)
-			if (__atomic_load_n(&x[i], __ATOMIC_RELAXED))
-				bw_send((void **)(__atomic_exchange_n(&x[i], 0, __ATOMIC_ACQUIRE) & TF_PTR));
+	if (t->bw_node1 > 0)
+		xfer_drain_node(t->bw_node1, __atomic_load_n(xfer_mask(t->bw_node1), __ATOMIC_SEQ_CST));
+}
+
+/* Fork's child (one thread): other threads put lists until the fork, of
+ * objects of their slabs, whose owners are gone here and whose thread
+ * pointers a child thread may get (glibc hands it their stacks): taken,
+ * its frees would take the owner's path on their heaps. Every node's
+ * lists go home now, whatever xmask says (a put may not have set it). */
+void _nd_slab_xfer_fork_child(void)
+{
+	int n = _nd_meta_nodes_used();
+	for (int32_t n1 = 1; n1 <= n; n1++) {
+		xfer_drain_node(n1, ND_SLAB_CLASSES >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << ND_SLAB_CLASSES) - 1);
+		__atomic_store_n(xfer_mask(n1), 0, __ATOMIC_RELAXED);
 	}
 }
 

@@ -30,19 +30,6 @@ static unsigned f_pending, f_xfer, t_xfer;
 static uint64_t f_sent;
 static int t_got, u_got;
 
-/* owner: makes the objects, lives until the end (a parked heap's objects
- * are not borrowed) */
-static void *owner(void *arg)
-{
-	(void)arg;
-	nd_emulate_cpu(0);
-	for (int i = 0; i < N; i++)
-		theirs[i] = malloc(SIZE);
-	pthread_barrier_wait(&bo);
-	pthread_barrier_wait(&bo);
-	return NULL;
-}
-
 /* frees every one of them (node 0, a heap of its own) */
 static void *freer(void *arg)
 {
@@ -96,7 +83,8 @@ int main(void)
 	pthread_barrier_init(&bf, NULL, 2);
 	pthread_barrier_init(&bt, NULL, 2);
 	pthread_t o, f, t, u;
-	CHECK(pthread_create(&o, NULL, owner, NULL) == 0);
+	struct borrow_owner ow = { theirs, N, SIZE, &bo };
+	CHECK(pthread_create(&o, NULL, borrow_owner, &ow) == 0);
 	pthread_barrier_wait(&bo);
 	CHECK_EQ(_nd_slab_xfer_count(0), 0);
 
