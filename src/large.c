@@ -420,12 +420,15 @@ static cached_t take_at(int node, char *p)
 	return r;
 }
 
+static void *cache_move(int node, uint64_t np, uint64_t ap, uint64_t *fresh);
+
 /* A cached run of node for np pages aligned to ap pages: the smallest that
  * fits, cut to np pages when the rest is a big run of its own (which stays
- * cached, committed, with its expiry), else whole; if none fits and grow,
- * the largest smaller one that grows in place, its fresh pages in *fresh.
+ * cached, committed, with its expiry), else whole; if none fits, a fresh
+ * run the cached runs' 2 MiB pages move into (cache_move), else the
+ * largest smaller one that grows in place; their fresh pages in *fresh.
  * NULL if none serves. */
-static void *cache_take(int node, uint64_t np, uint64_t ap, bool grow, uint64_t *fresh)
+static void *cache_take(int node, uint64_t np, uint64_t ap, uint64_t *fresh)
 {
 	lnode_t *ln = &lnodes[node];
 	if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
@@ -455,10 +458,13 @@ static void *cache_take(int node, uint64_t np, uint64_t ap, bool grow, uint64_t 
 	if (fit >= 0)
 		r = take_entry(ln, fit);
 	_nd_unlock(&ln->lock);
-	if (!grow)
-		nb = 0;
-	/* No fit: the largest smaller run that can grow, after its end or
-	 * before its start (see the header). */
+	if (!r.p) {
+		void *moved = cache_move(node, np, ap, fresh);
+		if (moved)
+			return moved;
+	}
+	/* No fit, nothing to move: the largest smaller run that can grow,
+	 * after its end or before its start (see the header). */
 	for (int k = 0; !r.p && k < nb; k++) {
 		r = take_at(node, below[k]); /* gone meanwhile: p NULL */
 		if (!r.p || r.npages >= np)
@@ -613,9 +619,8 @@ static void *node_run(size_t np, size_t ap, const nd_policy_t *pol, int want_nod
 	for (int n = _nd_policy_first_n(&it, pol, want_node, np); n >= 0; n = _nd_policy_next(&it)) {
 		void *p = NULL;
 		if (cacheable && n < ND_MAX_NODES) {
-			uint64_t fresh = 0; /* pages a grown cached run took fresh */
-			if ((p = cache_take(n, np, ap, false, &fresh)) || (p = cache_move(n, np, ap, &fresh)) ||
-			    (p = cache_take(n, np, ap, true, &fresh)))
+			uint64_t fresh = 0; /* pages a move or a grown cached run took fresh */
+			if ((p = cache_take(n, np, ap, &fresh)))
 				*reused = true;
 			shed(n, p ? fresh / 2 : np);
 		}

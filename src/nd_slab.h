@@ -658,6 +658,12 @@ bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap);
 void *_nd_slab_xfer_take(_nd_thread_t *t, unsigned c);
 /* Objects a borrowed list of class c keeps before its frees go home. */
 uint32_t _nd_slab_bw_cap(unsigned c);
+/* The objects on borrowed list b of a class of cap cap (not idle: its used
+ * is cap + 1 - them, nd_thread.h's bwl[]). */
+static inline uint32_t _nd_slab_bw_len(const _nd_slab_hot_t *b, uint32_t cap)
+{
+	return cap + 1 - b->used;
+}
 /* t's borrowed lists go home (its heap changes node or kind; exit). */
 void _nd_slab_bw_flush_all(_nd_thread_t *t);
 /* Thread exit (before its heaps park): the buffer goes home, the

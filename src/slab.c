@@ -746,7 +746,7 @@ static void bw_pushed(_nd_thread_t *t, slab_t *s)
 	if (_nd_slab_xfer_put(t, c, cls_bw[c]))
 		return;
 	bool own = is_owner(s);
-	if (!own && bw_owner_idle(s, cls_bw[c] + 1 - (uint32_t)(int32_t)b->used, c))
+	if (!own && bw_owner_idle(s, _nd_slab_bw_len(b, cls_bw[c]), c))
 		return;
 	b->free = o[0];
 	b->used++;

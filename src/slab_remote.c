@@ -257,7 +257,7 @@ bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap)
 		if (++i == ND_XFER_K)
 			return false;
 	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
-	uint32_t k = (cap + 1 - (uint32_t)(int32_t)b->used) / 2; /* nd_thread.h, bwl: its objects / 2 */
+	uint32_t k = _nd_slab_bw_len(b, cap) / 2;
 	void **head = b->free, **last = head;
 	for (uint32_t j = 1; j < k; j++)
 		last = last[0];
@@ -292,7 +292,7 @@ void *_nd_slab_xfer_take(_nd_thread_t *t, unsigned c)
 		return NULL;
 	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
 	b->free = (void **)(v & TF_PTR);
-	b->used = _nd_slab_bw_cap(c) + 1 - (uint32_t)(v >> TF_CNT_SHIFT);
+	b->used = _nd_slab_bw_cap(c) + 1 - (uint32_t)(v >> TF_CNT_SHIFT); /* _nd_slab_bw_len's inverse */
 	return _nd_slab_bw_take(t, c);
 }
 
