@@ -68,11 +68,15 @@ int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
  *
  * Owner and synchronisation of the hot fields: free, used: the owner
  * thread of the slab's heap (or whoever took a parked heap out of its
- * pool). start, mul: fixed while the slab exists. chk, tp: written by the
- * owner, read by any thread's free (relaxed atomics: a stale value only
- * sends that free to its slow path, which rechecks under the page
- * descriptor; the lim in chk only grows while the slab lives, tp changes
- * only when the heap is parked or adopted). */
+ * pool); in a fork's child, for a heap of a parent thread the child does
+ * not have, the one child thread (if any) that got that thread's pointer:
+ * its frees pass the owner test and push, but never change the heap's
+ * lists (slab.c, free_local_slow). start, mul: fixed while the slab
+ * exists. chk, tp: written by the owner, read by any thread's free
+ * (relaxed atomics: a stale value only sends that free to its slow path,
+ * which rechecks under the page descriptor; the lim in chk only grows
+ * while the slab lives, tp changes only when the heap is parked or
+ * adopted). */
 
 /* A heap starts with its current slab per class (_nd_heap_t below). */
 typedef struct _nd_heap_hot {

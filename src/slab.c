@@ -675,9 +675,22 @@ static bool on_free_lists(const slab_t *s, const void *o, bool owner)
 	return false;
 }
 
+/* The owner's push left used <= 0. If the caller's record is not h's
+ * owner, it passed the owner test with a dead thread's pointer: in a
+ * fork's child, glibc gives a new thread the stack (and TCB) of a parent
+ * thread the child does not have, whose heaps keep that owner record and
+ * their slabs its stamp. Their lists are left alone (they may have been
+ * mid-update at the fork; nothing in the child uses them): only the push
+ * stays, onto free and used, which no other thread of the child writes
+ * (two live threads never share a thread pointer; the owner is gone).
+ * Restamping or parking those heaps at the fork would write (and copy)
+ * every header of theirs; doing it when the child thread makes its record
+ * would still need this test (a free makes none). */
 static __attribute__((noinline)) void free_local_slow(heap_t *h, slab_t *s)
 {
 	ND_ASSERT(is_owner(s), "the owner's free");
+	if (nd_unlikely(__atomic_load_n(&h->owner, __ATOMIC_RELAXED) != _nd_tls))
+		return;
 	if (s->fbias) {
 		full_unlink(h, s);
 		_nd_slab_part_insert(h, s);

@@ -25,6 +25,7 @@
 
 #include "borrow_fixture.h"
 #include "check.h"
+#include "trade_fixture.h"
 
 enum { N = 64, SIZE = 512, M = 16 };
 
@@ -92,44 +93,14 @@ static void drain_case(void)
 }
 
 /* ---- stress ---- */
-enum { NT = 3, B = 64, NBOX = 16, FORKS = 100 };
-static pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *box[NBOX][B];
-static int box_full[NBOX];
-static int stop;
-static const size_t sizes[] = { 24, 48, 96, 200, 512, 1024, 3000 };
+enum { NT = 3, FORKS = 100 };
 
 static void *trader(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
 	nd_emulate_cpu((int)(seed & 1));
-	void *mine[B], *got[B];
-	while (!__atomic_load_n(&stop, __ATOMIC_RELAXED)) {
-		size_t sz = sizes[rand_r(&seed) % 7];
-		for (int i = 0; i < B; i++) {
-			mine[i] = malloc(sz);
-			memset(mine[i], 0xab, sz);
-		}
-		int have = 0, put = 0;
-		pthread_mutex_lock(&box_lock);
-		for (int k = 0; k < NBOX && !have; k++)
-			if (box_full[k]) {
-				memcpy(got, box[k], sizeof got);
-				box_full[k] = 0;
-				have = 1;
-			}
-		for (int k = 0; k < NBOX && !put; k++)
-			if (!box_full[k]) {
-				memcpy(box[k], mine, sizeof mine);
-				box_full[k] = 1;
-				put = 1;
-			}
-		pthread_mutex_unlock(&box_lock);
-		for (int i = 0; i < B && !put; i++)
-			free(mine[i]);
-		for (int i = 0; i < B && have; i++)
-			free(got[i]);
-	}
+	while (!__atomic_load_n(&trade_stop, __ATOMIC_RELAXED))
+		trade_round(&seed);
 	return NULL;
 }
 
@@ -140,40 +111,26 @@ static void *child_churn(void *arg)
 	void *v[512];
 	for (int r = 0; r < 20; r++) {
 		for (int i = 0; i < 512; i++)
-			v[i] = malloc(sizes[i % 7]);
+			v[i] = malloc(trade_sizes[i % TRADE_NSIZES]);
 		for (int i = 0; i < 512; i++)
 			free(v[i]);
 	}
 	return NULL;
 }
 
+static int child_main(void)
+{
+	pthread_t c;
+	if (pthread_create(&c, NULL, child_churn, NULL) != 0)
+		return 2;
+	pthread_join(c, NULL);
+	return 0;
+}
+
 static void stress_case(void)
 {
-	pthread_t t[NT];
-	for (int i = 0; i < NT; i++)
-		CHECK(pthread_create(&t[i], NULL, trader, (void *)(uintptr_t)(i + 1)) == 0);
-	int bad = 0;
-	for (int f = 0; f < FORKS && !bad; f++) {
-		pid_t pid = fork();
-		if (pid == 0) {
-			alarm(60);
-			pthread_t c;
-			if (pthread_create(&c, NULL, child_churn, NULL) != 0)
-				_exit(2);
-			pthread_join(c, NULL);
-			_exit(0);
-		}
-		int st = 0;
-		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-			bad = st ? st : -1;
-	}
+	int bad = trade_stress(NT, trader, FORKS, 0, child_main);
 	CHECK(bad == 0, "a child failed: status %#x", bad);
-	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
-	for (int i = 0; i < NT; i++)
-		pthread_join(t[i], NULL);
-	for (int k = 0; k < NBOX; k++)
-		for (int i = 0; i < B && box_full[k]; i++)
-			free(box[k][i]);
 }
 
 int main(void)
