@@ -77,15 +77,19 @@ static inline unsigned class_of(size_t size) { return _nd_slab_cls_tab[(size + 1
 
 /* The full slab of class c with the most room (owner frees came back,
  * fewer than FULL_BACK) among the n most recently parked; NULL if none
- * has room. */
+ * has room. Every slab of c has c's cap: the most room is the fewest
+ * objects out or lost (lost: slab_purge.c), three loads a slab, not four
+ * (a refill looks at 3.6 on bench/policy.sh's ALIGN(64) rows). */
 static slab_t *full_best(const heap_t *h, unsigned c, int n)
 {
-	slab_t *best = NULL;
-	uint32_t room = 0;
-	for (slab_t *s = h->fullh[c]; s && n; s = s->next, n--) {
-		uint32_t r = s->cap - s->lost - (s->used + s->fbias); /* lost: slab_purge.c */
-		if (r > room) {
-			room = r;
+	slab_t *best = NULL, *s = h->fullh[c];
+	if (!s)
+		return NULL;
+	uint32_t least = s->cap;
+	for (; s && n; s = s->next, n--) {
+		uint32_t out = s->used + s->fbias + s->lost;
+		if (out < least) {
+			least = out;
 			best = s;
 		}
 	}
@@ -128,12 +132,20 @@ static inline __attribute__((always_inline)) void park_full(heap_t *h, slab_t *s
  * unpark_local do (s would head the full list with no room: 15 more are
  * looked at), with one list update instead of four calls and two loop
  * rounds (bench/policy.sh, 16-256 B rounded to 64: 2% of the calls
- * refill). false: nothing done, the general path runs. */
+ * refill). swap_pick: that slab, NULL if the case does not hold (the
+ * current one of an empty class, _nd_slab_empty, fails on used). */
+static inline __attribute__((always_inline)) slab_t *swap_pick(heap_t *h, slab_t *s, unsigned c)
+{
+	if (s->next || s->cls != c || !s->used || (__atomic_load_n(&h->notify, __ATOMIC_RELAXED) & ((uint64_t)1 << c)))
+		return NULL;
+	return full_best(h, c, 15);
+}
+
+/* swap_dry: false if nothing was done (the general path runs). */
 static bool swap_dry(heap_t *h, slab_t *s, unsigned c)
 {
-	slab_t *b;
-	if (s->next || s->cls != c || !s->used ||
-	    (__atomic_load_n(&h->notify, __ATOMIC_RELAXED) & ((uint64_t)1 << c)) || !(b = full_best(h, c, 15)))
+	slab_t *b = swap_pick(h, s, c);
+	if (!b)
 		return false;
 	if (_nd_slab_park_notify(s))
 		_nd_slab_swap_full(h, s, b);
@@ -336,12 +348,11 @@ static inline bool has_remote(const slab_t *s)
 	return (__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR) != 0;
 }
 
-/* Pops an object of class c from heap h (owner), refilling as needed. */
-static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
+/* Pops an object of class c from heap h (owner), refilling as needed:
+ * heap_refill's loop (it counted the refill). NULL: errno ENOMEM. */
+static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 {
 	ND_ASSERT(h->owner == _nd_tls, "heap_alloc runs on h's owner");
-	uint64_t *nref = &h->owner->cls_refill[c]; /* statistics (the snapshot reads it) */
-	__atomic_store_n(nref, *nref + 1, __ATOMIC_RELAXED);
 	bool swept = false, flushed = false;
 	for (;;) {
 		slab_t *s = h->cur[c];
@@ -398,8 +409,10 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 			continue;
 		s = _nd_slab_new(h, c, pol);
 		if (!s) {
-			if (swept || h->user)
+			if (swept || h->user) {
+				errno = ENOMEM;
 				return NULL;
+			}
 			/* full: memory parked heaps got back may still serve */
 			sweep_pool(h, true);
 			swept = true;
@@ -410,6 +423,40 @@ static void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
 		_nd_slab_purge_taken(h, s);
 		_nd_slab_part_push_front(h, s);
 	}
+}
+
+/* Every refill of class c of h (owner): counted, then the loop's common
+ * first rounds in one step, without its frame (heap_alloc keeps six
+ * registers), when the current slab ran dry (nothing listed, remote or
+ * withheld): its next page carved when no slab follows and no full one
+ * got a remote free (ready_behind false: _nd_slab_carve_pop); fully
+ * carved with objects out, the next slab when it has objects listed: the
+ * partial one behind (park_full, then the pop: _nd_slab_park_pop), or
+ * swap_dry's (_nd_slab_swap_pop). Anything else, and remote frees that
+ * came meanwhile (park_notify fails), is the loop's: it looks again from
+ * the start. Every exit is a tail call (here: 99% of the refills of
+ * bench/policy.sh's ALIGN(64) rows, 47% of wl_larson's, carving). NULL:
+ * errno ENOMEM. */
+static inline __attribute__((always_inline)) void *heap_refill(heap_t *h, unsigned c, const nd_policy_t *pol)
+{
+	ND_ASSERT(h->owner == _nd_tls, "heap_refill runs on h's owner");
+	uint64_t *nref = &h->owner->cls_refill[c]; /* statistics (the snapshot reads it) */
+	__atomic_store_n(nref, *nref + 1, __ATOMIC_RELAXED);
+	slab_t *s = h->cur[c], *b;
+	if (!s->free && !has_remote(s) && !s->purged) {
+		if (s->carved < s->cap) {
+			if (!s->next && !(__atomic_load_n(&h->notify, __ATOMIC_RELAXED) & ((uint64_t)1 << c)))
+				return _nd_slab_carve_pop(s);
+		} else if (!s->used) {
+			/* the empty slab, or a lent one's rest withheld: the loop's */
+		} else if (s->next) {
+			if (s->next->free && _nd_slab_park_notify(s))
+				return _nd_slab_park_pop(h, s);
+		} else if ((b = swap_pick(h, s, c)) && b->free && _nd_slab_park_notify(s)) {
+			return _nd_slab_swap_pop(h, s, b);
+		}
+	}
+	return heap_alloc(h, c, pol);
 }
 
 
@@ -822,19 +869,24 @@ static void *alloc_class(unsigned c, const nd_policy_t *pol, int node)
 	}
 	if (!h)
 		return NULL;
-	void *p = heap_alloc(h, c, pol);
-	if (!p)
-		errno = ENOMEM;
-	return p;
+	return heap_refill(h, c, pol);
 }
 
 /* Without rseq the CPU pair is the record's copy: look at the CPU again
  * every 32 slow paths. */
+static inline bool count_slow_due(_nd_thread_t *t)
+{
+	return (++t->slow & 31) == 0;
+}
+static inline void cpu_recheck(_nd_thread_t *t)
+{
+	if (nd_unlikely(t->cpu64 == (const uint64_t *)(void *)t->cpu_pair) && t->cpu_override < 0)
+		_nd_thread_invalidate(t);
+}
 static inline void count_slow(_nd_thread_t *t)
 {
-	if ((++t->slow & 31) == 0 && nd_unlikely(t->cpu64 == (const uint64_t *)(void *)t->cpu_pair) &&
-	    t->cpu_override < 0)
-		_nd_thread_invalidate(t);
+	if (count_slow_due(t))
+		cpu_recheck(t);
 }
 
 /* Everything but a pop: first call (before the init: NULL), thread setup, CPU or policy
@@ -852,14 +904,19 @@ static __attribute__((noinline)) void *malloc_slow(size_t size)
 	return alloc_class(class_of(size), NULL, -1);
 }
 
-/* Class c of t's current heap had nothing at hand: a refill (counted). */
-static void *class_slow(_nd_thread_t *t, unsigned c)
+/* Class c of t's current heap had nothing at hand: a refill (counted);
+ * count_slow's every 32nd call apart, so that the refill keeps no frame
+ * (as _nd_heap_refill_of). */
+static __attribute__((noinline)) void *class_slow_due(_nd_thread_t *t, unsigned c)
 {
-	count_slow(t);
-	void *o = heap_alloc(t->heap, c, t->hpol);
-	if (!o)
-		errno = ENOMEM;
-	return o;
+	cpu_recheck(t);
+	return heap_refill(t->heap, c, t->hpol);
+}
+static inline __attribute__((always_inline)) void *class_slow(_nd_thread_t *t, unsigned c)
+{
+	if (nd_unlikely(count_slow_due(t)))
+		return class_slow_due(t, c);
+	return heap_refill(t->heap, c, t->hpol);
 }
 
 /* Sizes above ND_SLAB_DIRECT, and malloc.c's fast path when the key
@@ -918,16 +975,21 @@ void *_nd_heap_local(size_t size)
  * entry), found class c's list empty. pol: what h's refills fall back
  * under. heap.c's empty heap (heaps[] of a node without a heap yet) takes
  * the full path of node. */
-void *_nd_heap_refill_of(struct nd_heap *h, unsigned c, const nd_policy_t *pol, int node)
+static __attribute__((noinline)) void *refill_of_slow(struct nd_heap *h, unsigned c, const nd_policy_t *pol, int node)
 {
-	_nd_thread_t *t = _nd_tls;
 	if (h == &heap_none)
 		return _nd_heap_onnode(_nd_slab_class_size(c), node);
-	count_slow(t);
-	void *o = heap_alloc(h, c, pol);
-	if (!o)
-		errno = ENOMEM;
-	return o;
+	cpu_recheck(_nd_tls);
+	return heap_refill(h, c, pol);
+}
+
+/* Its calls that are not tail calls (heap_none's, count_slow's every 32nd)
+ * are refill_of_slow's: the refill itself keeps no frame. */
+void *_nd_heap_refill_of(struct nd_heap *h, unsigned c, const nd_policy_t *pol, int node)
+{
+	if (nd_unlikely(h == &heap_none || count_slow_due(_nd_tls)))
+		return refill_of_slow(h, c, pol, node);
+	return heap_refill(h, c, pol);
 }
 
 /* nd_malloc_policy's cache: an entry remembers a caller's policy object
@@ -1032,10 +1094,7 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 		e->heap = h;
 		pc_key_store(t, e, p, pair);
 	}
-	void *o = heap_alloc(h, class_of(size), e->pol);
-	if (!o)
-		errno = ENOMEM;
-	return o;
+	return heap_refill(h, class_of(size), e->pol);
 }
 
 /* ---- public heaps (heap_api.c's nd_heap_t) ---------------------------------
@@ -1066,10 +1125,7 @@ bool _nd_heap_user_init(heap_t *h, int node, const nd_policy_t *pol)
 
 void *_nd_heap_user_alloc(heap_t *h, unsigned c)
 {
-	void *o = heap_alloc(h, c, h->pol ? h->pol : &_nd_policy_local);
-	if (!o)
-		errno = ENOMEM;
-	return o;
+	return heap_refill(h, c, h->pol ? h->pol : &_nd_policy_local);
 }
 
 void _nd_heap_user_destroy(heap_t *h)

@@ -604,6 +604,8 @@ void _nd_slab_release_empty(_nd_heap_t *h);
 void _nd_slab_drop(_nd_slab_t *s);
 /* Up to a page of never-used objects onto the (empty) free list. */
 void _nd_slab_carve(_nd_slab_t *s);
+/* The same, then the pop (heap.c's refill). */
+void *_nd_slab_carve_pop(_nd_slab_t *s);
 /* Remote frees into the private list; returns how many. */
 unsigned _nd_slab_collect(_nd_slab_t *s);
 /* Every object out is on the remote list: nothing live. */
@@ -628,6 +630,12 @@ static inline bool _nd_slab_park_notify(_nd_slab_t *s)
  * full (the caller set NOTIFY) and b, a full slab of the class, heads the
  * partial list in its place. */
 void _nd_slab_swap_full(_nd_heap_t *h, _nd_slab_t *s, _nd_slab_t *b);
+/* The same, then the pop from b (it has objects listed). */
+void *_nd_slab_swap_pop(_nd_heap_t *h, _nd_slab_t *s, _nd_slab_t *b);
+/* heap.c's refill: s, the dry head of its partial list (objects out,
+ * NOTIFY set by the caller), parks full and the next slab, which has
+ * objects listed, serves: its pop. */
+void *_nd_slab_park_pop(_nd_heap_t *h, _nd_slab_t *s);
 /* Before h (owner) takes a new slab of class c: a fully carved partial
  * slab (not the head) of a class above 1 KiB, at most twice c's size and
  * at least as aligned, with objects listed, moves to the head of c's

@@ -202,34 +202,50 @@ static inline __attribute__((always_inline)) void *x_done(void *o, size_t size, 
 	return o;
 }
 
-/* x_lg_pop's refill of class c (the size rounded as flags ask, x_cls)
- * of h, then the zeroing flags ask: nd_mallocx_onnode's (h of node, pol
- * local), nd_mallocx_policy's (entry 0's heap and pol, read again here:
- * the fast path holds neither). The class is found again too: the fast
- * path then keeps only h live past its pop (its class, an unsigned in a
- * register the pop overwrites, cost a copy on every call). */
-static __attribute__((noinline)) void *x_refill_node(struct nd_heap *h, size_t size, int node, unsigned flags)
+/* The x refills' call of heap.c's refill, then the zeroing flags ask:
+ * without it a tail call (no frame: the refill is most of their cost on
+ * bench/policy.sh's ALIGN(64) rows). */
+static inline __attribute__((always_inline)) void *x_refill(struct nd_heap *h, unsigned c, const nd_policy_t *pol, int node,
+							     size_t size, unsigned flags)
 {
-	unsigned c = 0;
-	bool found = x_cls(_nd_tls, size, flags, NULL, &c);
-	ND_ASSERT(found, "x_refill_node: the fast path found the class");
-	if (!found)
-		__builtin_unreachable();
-	void *o = _nd_heap_refill_of(h, c, &_nd_policy_local, node);
-	return o ? x_done(o, size, flags) : NULL;
+	if (!(flags & ND_MALLOCX_ZERO))
+		return _nd_heap_refill_of(h, c, pol, node);
+	void *o = _nd_heap_refill_of(h, c, pol, node);
+	return o ? memset(o, 0, size) : NULL;
 }
 
-static __attribute__((noinline)) void *x_refill_pc(size_t size, unsigned flags)
+/* The class of the list s (h's cur[] entry) that x_lg_pop found empty:
+ * the one whose partial list s heads (lcls), or, for the empty slab of a
+ * class without one, the size rounded as flags ask found again (x_cls;
+ * max: the policy entry's). The fast path keeps s, not its class: the
+ * class, an unsigned in a register the pop overwrites, cost a copy on
+ * every call. */
+static inline __attribute__((always_inline)) unsigned x_refill_cls(const _nd_slab_hot_t *s, size_t size, unsigned flags,
+								     const uint32_t *max)
 {
-	_nd_thread_t *t = _nd_tls;
-	const struct _nd_pcache *e = &t->pc[0];
+	if (nd_likely(s != (const _nd_slab_hot_t *)(const void *)&_nd_slab_empty))
+		return ((const _nd_slab_t *)(const void *)s)->lcls;
 	unsigned c = 0;
-	bool found = x_cls(t, size, flags, &e->max, &c);
-	ND_ASSERT(found, "x_refill_pc: the fast path found the class");
+	bool found = x_cls(_nd_tls, size, flags, max, &c);
+	ND_ASSERT(found, "x_refill_cls: the fast path found the class");
 	if (!found)
 		__builtin_unreachable();
-	void *o = _nd_heap_refill_of(e->heap, c, e->pol, -1);
-	return o ? x_done(o, size, flags) : NULL;
+	return c;
+}
+
+/* x_lg_pop's refill of its list s of h, then the zeroing flags ask:
+ * nd_mallocx_onnode's (h of node, pol local), nd_mallocx_policy's (entry
+ * 0's heap and pol, read again here: the fast path holds neither). */
+static __attribute__((noinline)) void *x_refill_node(struct nd_heap *h, const _nd_slab_hot_t *s, size_t size, int node,
+						      unsigned flags)
+{
+	return x_refill(h, x_refill_cls(s, size, flags, NULL), &_nd_policy_local, node, size, flags);
+}
+
+static __attribute__((noinline)) void *x_refill_pc(const _nd_slab_hot_t *s, size_t size, unsigned flags)
+{
+	const struct _nd_pcache *e = &_nd_tls->pc[0];
+	return x_refill(e->heap, x_refill_cls(s, size, flags, &e->max), e->pol, -1, size, flags);
 }
 
 /* The x fast path for an alignment of 2^lg, lg <= ND_XLG_FAST, zeroed if
@@ -250,10 +266,11 @@ static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, siz
 	unsigned c;
 	size_t m = __builtin_constant_p(lg) ? x_mask[lg] : t->xmask[lg];
 	if (nd_likely(rounded_cls(t, (size - 1) | m, max, &c)) && (!by_node || (h = node_heap(t, node, true)))) {
-		void *o = heap_pop(h, c);
+		_nd_slab_hot_t *s = ((_nd_heap_hot_t *)(void *)h)->cur[c];
+		void *o = _nd_slab_pop(s);
 		if (nd_likely(o != NULL))
 			return zero ? memset(o, 0, size) : o; /* memset returns o: a tail call */
-		return by_node ? x_refill_node(h, size, node, flags) : x_refill_pc(size, flags);
+		return by_node ? x_refill_node(h, s, size, node, flags) : x_refill_pc(s, size, flags);
 	}
 	return by_node ? onnodex_miss(size, node, flags) : policyx_miss(size, p, flags);
 }

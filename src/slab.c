@@ -75,7 +75,7 @@ size_t _nd_slab_class_size(unsigned c) { return c < ND_SLAB_CLASSES ? cls_size[c
  * that it comes back with room, not with one object: while it is on the
  * full list used is lowered by fbias, and the free path's "used <= 0"
  * test fires after those frees. */
-#define FULL_BACK(cap) ((cap) >= 4 ? (uint32_t)(cap) / 2 : 1u)
+#define FULL_BACK(cap) ((uint32_t)(cap) / 2) /* every class has 8 objects or more (_nd_slab_init) */
 
 typedef _nd_slab_t slab_t;
 typedef _nd_heap_t heap_t;
@@ -601,13 +601,43 @@ void _nd_slab_full_push(heap_t *h, slab_t *s) { full_push(h, s); }
 /* s heads its class's partial list alone and parks full (NOTIFY set by
  * the caller); b, a full slab of the class, takes its place: one set_cur
  * where part_unlink and part_push_front make two. */
-void _nd_slab_swap_full(heap_t *h, slab_t *s, slab_t *b)
+static inline __attribute__((always_inline)) void swap_full(heap_t *h, slab_t *s, slab_t *b)
 {
 	ND_ASSERT(h->cur[s->cls] == s && s->lcls == s->cls && !s->next && !s->prev && b->cls == s->cls,
 		  "s is its class's only partial slab, b one of its full ones");
 	full_unlink(h, b);
 	full_push(h, s);
 	set_cur(h, b->lcls, b);
+}
+
+void _nd_slab_swap_full(heap_t *h, slab_t *s, slab_t *b) { swap_full(h, s, b); }
+
+/* The refills' pop from the new current slab b (objects listed). */
+static inline __attribute__((always_inline)) void *refill_pop(slab_t *b)
+{
+	check_link(b, b->free, "malloc");
+	return _nd_slab_pop((_nd_slab_hot_t *)b);
+}
+
+void *_nd_slab_swap_pop(heap_t *h, slab_t *s, slab_t *b)
+{
+	swap_full(h, s, b);
+	return refill_pop(b);
+}
+
+void *_nd_slab_carve_pop(slab_t *s)
+{
+	_nd_slab_carve(s);
+	return refill_pop(s);
+}
+
+void *_nd_slab_park_pop(heap_t *h, slab_t *s)
+{
+	slab_t *b = s->next;
+	ND_ASSERT(h->cur[s->lcls] == s && !s->prev && b && b->free, "s heads its partial list, the next one has objects listed");
+	_nd_slab_part_unlink(h, s);
+	full_push(h, s);
+	return refill_pop(b);
 }
 
 uint64_t _nd_slab_slow_count(void) { return _nd_tls->slow; }
@@ -898,6 +928,7 @@ int _nd_slab_init(void)
 			np <<= 1;
 		cls_pages[c] = (uint8_t)np;
 		cls_cap[c] = (uint16_t)((np << ND_PAGE_SHIFT) / cls_size[c]);
+		ND_ASSERT(cls_cap[c] >= 8, "every class has 8 objects or more (FULL_BACK)");
 		ND_ASSERT(cls_cap[c] < ND_SLAB_CHK_B, "free's check (_nd_slab_live) needs B above every capacity");
 		uint64_t d = cls_size[c] >> __builtin_ctz(cls_size[c]), x = d;
 		for (int i = 0; i < 6; i++) /* Newton: each step doubles the correct bits */

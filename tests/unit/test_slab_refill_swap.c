@@ -7,7 +7,12 @@
  * (fewer than FULL_BACK: they stay on the full list). Draining S2 takes
  * S1 (4 back), its 4 objects come out, then S0 (2 back; S2 has none),
  * then a new slab. Every object is freed at the end and the class's
- * statistics count no object out. */
+ * statistics count no object out.
+ * Then the refill that finds a partial slab behind the dry one (heap.c's
+ * heap_refill, one step: _nd_slab_park_pop): with S2 carved to its end,
+ * FULL_BACK (half) of S0's objects are freed, so S0 goes back to the
+ * partial list behind S2; draining S2 takes S0's freed objects (one
+ * refill, S2 parks full), then (no room left) a new slab. */
 #include <stdlib.h>
 
 #include "check.h"
@@ -45,21 +50,26 @@ static void give_back(_nd_slab_t *s, int k)
 	CHECK(k == 0);
 }
 
-static uint64_t objects_out(void)
+/* The class's statistics: objects out (~0: none found), refills. */
+static uint64_t class_stat(bool refills)
 {
 	_nd_slab_class_stats_t st[ND_SLAB_CLASSES];
 	int n = _nd_slab_class_stats(st, ND_SLAB_CLASSES);
 	for (int i = 0; i < n; i++)
 		if (st[i].size == _nd_slab_class_size(_nd_slab_class_of(SIZE)))
-			return st[i].objects;
+			return refills ? st[i].refills : st[i].objects;
 	return ~0ull;
 }
 
-int main(void)
+static uint64_t objects_out(void)
 {
-	_nd_slab_t *s[3] = { NULL, NULL, NULL };
+	return class_stat(false);
+}
+
+/* Takes objects until a third slab serves: s[] gets the three. */
+static bool three_slabs(_nd_slab_t *s[3])
+{
 	int ns = 0;
-	/* until a third slab serves */
 	while (ns < 3 && nobj < MAX) {
 		_nd_slab_t *x = slab_of(take());
 		if (ns == 0 || x != s[ns - 1]) {
@@ -69,7 +79,50 @@ int main(void)
 		}
 	}
 	CHECK(ns == 3);
-	if (ns < 3)
+	return ns == 3;
+}
+
+/* Every object taken is freed: none out. */
+static void free_all(void)
+{
+	for (int i = 0; i < nobj; i++)
+		free(obj[i]);
+	nobj = 0;
+	CHECK(objects_out() == 0, "objects out: %llu", (unsigned long long)objects_out());
+}
+
+static void next_partial(void)
+{
+	_nd_slab_t *s[3] = { NULL, NULL, NULL };
+	if (!three_slabs(s))
+		return;
+	/* S2 carved to its end first: a partial slab behind it is taken
+	 * before its next page is carved (heap.c's ready_behind) */
+	while (s[2]->carved < s[2]->cap)
+		CHECK(slab_of(take()) == s[2]);
+	int back = s[0]->cap / 2; /* FULL_BACK */
+	give_back(s[0], back);
+	CHECK(s[0]->fbias == 0 && s[0]->prev == s[2], "S0 is partial again, behind the current slab");
+	uint64_t refills;
+	void *p;
+	do { /* S2's carving refills too: the count before the last take */
+		refills = class_stat(true);
+		p = take();
+	} while (slab_of(p) == s[2]);
+	CHECK(slab_of(p) == s[0], "the partial slab behind the dry one serves next");
+	CHECK(class_stat(true) == refills + 1, "one refill");
+	CHECK(s[2]->fbias != 0, "the dry one parked full");
+	for (int i = 1; i < back; i++)
+		CHECK(slab_of(take()) == s[0], "S0's freed objects");
+	p = take();
+	CHECK(slab_of(p) != s[0] && slab_of(p) != s[1] && slab_of(p) != s[2], "then a new slab");
+	free_all();
+}
+
+int main(void)
+{
+	_nd_slab_t *s[3] = { NULL, NULL, NULL };
+	if (!three_slabs(s))
 		return CHECK_DONE();
 	CHECK(s[0]->cap / 2 > 4, "FULL_BACK is above the frees below");
 	give_back(s[0], 2);
@@ -86,8 +139,7 @@ int main(void)
 	CHECK(slab_of(take()) == s[0]);
 	p = take();
 	CHECK(slab_of(p) != s[0] && slab_of(p) != s[1] && slab_of(p) != s[2], "then a new slab");
-	for (int i = 0; i < nobj; i++)
-		free(obj[i]);
-	CHECK(objects_out() == 0, "objects out: %llu", (unsigned long long)objects_out());
+	free_all();
+	next_partial();
 	return CHECK_DONE();
 }
