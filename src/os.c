@@ -114,6 +114,11 @@ int _nd_os_mprotect(void *p, size_t len, int prot)
 extern const char _nd_os_text_warm[] __attribute__((weak, visibility("hidden")));
 extern const char _nd_os_text_cold[] __attribute__((weak, visibility("hidden")));
 extern const char _nd_os_text_end[] __attribute__((weak, visibility("hidden")));
+/* The same for the read-only data (src/hot_rodata.ld): the data a process
+ * reads, then from _nd_os_rodata_cold (page-aligned) to _nd_os_rodata_end
+ * the rest. */
+extern const char _nd_os_rodata_cold[] __attribute__((weak, visibility("hidden")));
+extern const char _nd_os_rodata_end[] __attribute__((weak, visibility("hidden")));
 
 int _nd_os_text_split(void)
 {
@@ -126,6 +131,9 @@ int _nd_os_text_split(void)
 	uintptr_t w = ND_ALIGN_UP((uintptr_t)_nd_os_text_warm, ND_PAGE_SIZE);
 	if (_nd_os_text_warm && w < lo)
 		sc3(SYS_madvise, w, lo - w, MADV_NOHUGEPAGE);
+	uintptr_t rlo = (uintptr_t)_nd_os_rodata_cold, rhi = ND_ALIGN_UP((uintptr_t)_nd_os_rodata_end, ND_PAGE_SIZE);
+	if (_nd_os_rodata_cold && _nd_os_rodata_end && rlo < rhi)
+		sc3(SYS_madvise, rlo, rhi - rlo, MADV_RANDOM);
 	return (int)sc3(SYS_madvise, lo, hi - lo, MADV_RANDOM);
 }
 
