@@ -327,7 +327,8 @@ int main(void)
 	/* wl_xfree's smaps once both its threads run (killed then: it would
 	 * run for seconds) */
 	CHECK(run("LD_PRELOAD=%s %s/bench/wl_xfree 2 50000000 >/dev/null & p=$!; "
-		  "until [ $(ls /proc/$p/task 2>/dev/null | wc -l) -ge 3 ]; do sleep 0.01; done; sleep 0.2; "
+		  "i=0; until [ $(ls /proc/$p/task 2>/dev/null | wc -l) -ge 3 ] || [ $i -ge 1000 ]; do sleep 0.01; i=$((i+1)); done; "
+		  "sleep 0.2; "
 		  "cat /proc/$p/smaps; kill $p",
 		  lib, ND_BINARY_DIR) == 0,
 	      "wl_xfree under the preloaded library: %s", run_out);
