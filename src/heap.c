@@ -734,7 +734,8 @@ static void thread_exit_hook(_nd_thread_t *t)
 	}
 	for (int i = 0; i < t->nph; i++)
 		heap_abandon(t->ph[i]);
-	t->nph = 0;
+	if (t->nph)
+		t->nph = 0; /* the record's second page: written only if used (nd_thread.h) */
 	for (int n = 0; n < lim && n < ND_MAX_NODES; n++)
 		if (spread || (nodes[n / 64] >> (n % 64) & 1))
 			exit_trim(n);

@@ -52,8 +52,11 @@ int _nd_os_mprotect(void *p, size_t len, int prot);
  * at all), so running the hot code's last window does not bring in the
  * cold code after it (issue 11: a thread's first remote free, a fork's
  * child ran code past the first 64 KiB: 128 KiB of code resident, 68
- * since). Called at the init, before any cold code runs; 0, -ENOENT
- * without the link script's symbols, or -errno. */
+ * since); so does the hot list's second part (_nd_os_text_warm: what
+ * only some workloads run), so that a small process maps none of it, and
+ * the read-only data past what a process reads (src/hot_rodata.ld).
+ * Called at the init, before any cold code runs; 0, -ENOENT without the
+ * link script's symbols, or -errno. */
 int _nd_os_text_split(void);
 /* mask is a bitmap of maxnode bits (kernel convention: maxnode = bits+1
  * is handled inside). */

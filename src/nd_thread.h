@@ -81,7 +81,19 @@ typedef struct _nd_rfree {
  * ND_KEY_NONE by any thread (relaxed stores; thread.c's invalidation, for
  * a process policy change), so the owner reads them with relaxed loads
  * and re-checks after it stores a fresh one (_nd_thread_key_store). */
+/* The record's layout (issue 11: peak RSS of small processes): two pages,
+ * page-aligned in their chunk (thread.c). The first holds what every
+ * thread touches (the fast paths, the remote-free buffer, the fields a
+ * fresh record sets); the second what only some threads write (borrowed
+ * lists, remote-free statistics, policy heaps, the interleave credits),
+ * written at creation only if not zero (a fresh chunk's page reads zero
+ * without being resident). A thread that mallocs and frees its own
+ * memory touches one page, not the two or three of 7.7 KiB records
+ * packed end to end (wl_prodcons: 6 pages -> 4 for its 3 threads). */
+#define ND_THREAD_PAGE1 4096
 typedef struct _nd_thread {
+	union {
+	struct {
 	/* ---- slab.c: the malloc fast path (docs/malloc.md) ---- */
 	/* dir[(size + 15) >> 4]: the resolved heap's current slab of size's
 	 * class (meaningful only while key matches) */
@@ -133,11 +145,30 @@ typedef struct _nd_thread {
 	uint64_t rf_sent;       /* remote-free splices sent (tests) */
 	/* per class, for _nd_slab_class_stats (written by this thread with
 	 * relaxed stores, read by a snapshot with relaxed loads; folded into
-	 * slab.c's totals when the thread exits) */
-	uint64_t cls_remote[ND_SLAB_CLASSES]; /* frees into slabs of other threads */
+	 * slab.c's totals when the thread exits); cls_remote: page 2 */
 	uint64_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
 	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
 	uint64_t rf_mask;        /* bit c: rf[c] holds a chain (a flush walks only these) */
+	int32_t bw_node1;        /* node + 1 the borrowed lists hold; 0: none */
+	/* ---- policy.c ---- */
+	const nd_policy_t *pol_thr; /* NULL = inherit the process's */
+	const nd_policy_t *pol_eff; /* cached effective policy */
+	uint32_t pol_gen;           /* generation pol_eff is from */
+	int il_node;                /* interleave cursor: node in turn (-1 none) */
+	/* ---- topology.c ---- */
+	int32_t cpu_override;       /* nd_emulate_cpu, -1 = real */
+	struct _nd_rseq_abi *rseq;  /* NULL = not looked up, (void *)1 = none */
+	/* ---- percpu.c ---- */
+	int fb_cpu;
+	unsigned fb_count;
+	/* ---- thread.c ---- */
+	struct _nd_thread *pool_next; /* free records (thread lock) */
+	struct _nd_thread *all_next;  /* every record ever made (append only) */
+	};
+	char page1_[ND_THREAD_PAGE1];
+	};
+	/* ---- page 2 ---- */
+	uint64_t cls_remote[ND_SLAB_CLASSES]; /* slab.c's statistics: frees into slabs of other threads */
 	/* borrowed lists (nd_slab.h, _nd_slab_free_push): objects this thread freed into
 	 * other threads' slabs on node bw_node1 - 1 (and into its own slabs
 	 * flagged ND_TP_MIX), kept for its own mallocs of the class
@@ -156,26 +187,15 @@ typedef struct _nd_thread {
 		_Alignas(ND_CACHE_LINE) void *free;
 		uint32_t used;
 	} bwl[ND_SLAB_CLASSES + 1];
-	int32_t bw_node1;        /* node + 1 the borrowed lists hold; 0: none */
 	struct nd_heap *ph[8];  /* policy heaps (bind, interleave, weighted) */
 	int nph;
-	/* ---- policy.c ---- */
-	const nd_policy_t *pol_thr; /* NULL = inherit the process's */
-	const nd_policy_t *pol_eff; /* cached effective policy */
-	uint32_t pol_gen;           /* generation pol_eff is from */
-	int il_node;                /* interleave cursor: node in turn (-1 none) */
+	/* ---- policy.c (page 2) ---- */
 	int32_t il_credit[64];      /* pages each node (id mod 64) may still have */
 	uint64_t spread_cursor, spread_partials;
-	/* ---- topology.c ---- */
-	int32_t cpu_override;       /* nd_emulate_cpu, -1 = real */
-	struct _nd_rseq_abi *rseq;  /* NULL = not looked up, (void *)1 = none */
-	/* ---- percpu.c ---- */
-	int fb_cpu;
-	unsigned fb_count;
-	/* ---- thread.c ---- */
-	struct _nd_thread *pool_next; /* free records (thread lock) */
-	struct _nd_thread *all_next;  /* every record ever made (append only) */
 } _nd_thread_t;
+_Static_assert(offsetof(_nd_thread_t, all_next) + sizeof(void *) <= ND_THREAD_PAGE1 &&
+		       offsetof(_nd_thread_t, cls_remote) == ND_THREAD_PAGE1,
+	       "the record's first page holds what every thread touches (all_next last)");
 
 _Static_assert(offsetof(_nd_slab_hot_t, free) == sizeof(struct _nd_bw_line) &&
 		       offsetof(_nd_slab_hot_t, used) == sizeof(struct _nd_bw_line) + offsetof(struct _nd_bw_line, used),

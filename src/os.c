@@ -107,11 +107,18 @@ int _nd_os_mprotect(void *p, size_t len, int prot)
 }
 
 /* The library's code, laid out by its link script (CMakeLists.txt): the
- * functions a process runs (src/hot_text.ld) up to _nd_os_text_cold, the
- * rest up to _nd_os_text_end. Undefined (0) in a link without that script,
- * such as a program linking the static library. */
+ * functions programs of any kind run (src/hot_text.ld) up to
+ * _nd_os_text_warm, those only some workloads run up to _nd_os_text_cold,
+ * the rest up to _nd_os_text_end. Undefined (0) in a link without that
+ * script, such as a program linking the static library. */
+extern const char _nd_os_text_warm[] __attribute__((weak, visibility("hidden")));
 extern const char _nd_os_text_cold[] __attribute__((weak, visibility("hidden")));
 extern const char _nd_os_text_end[] __attribute__((weak, visibility("hidden")));
+/* The same for the read-only data (src/hot_rodata.ld): the data a process
+ * reads, then from _nd_os_rodata_cold (page-aligned) to _nd_os_rodata_end
+ * the rest. */
+extern const char _nd_os_rodata_cold[] __attribute__((weak, visibility("hidden")));
+extern const char _nd_os_rodata_end[] __attribute__((weak, visibility("hidden")));
 
 int _nd_os_text_split(void)
 {
@@ -119,6 +126,14 @@ int _nd_os_text_split(void)
 	uintptr_t hi = ND_ALIGN_UP((uintptr_t)_nd_os_text_end, ND_PAGE_SIZE);
 	if (!_nd_os_text_cold || !_nd_os_text_end || hi <= lo)
 		return -ENOENT;
+	/* the warm part: another advice than the cold part's, or the two
+	 * mappings would merge (no huge pages: file text has none here) */
+	uintptr_t w = ND_ALIGN_UP((uintptr_t)_nd_os_text_warm, ND_PAGE_SIZE);
+	if (_nd_os_text_warm && w < lo)
+		sc3(SYS_madvise, w, lo - w, MADV_NOHUGEPAGE);
+	uintptr_t rlo = (uintptr_t)_nd_os_rodata_cold, rhi = ND_ALIGN_UP((uintptr_t)_nd_os_rodata_end, ND_PAGE_SIZE);
+	if (_nd_os_rodata_cold && _nd_os_rodata_end && rlo < rhi)
+		sc3(SYS_madvise, rlo, rhi - rlo, MADV_RANDOM);
 	return (int)sc3(SYS_madvise, lo, hi - lo, MADV_RANDOM);
 }
 

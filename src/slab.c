@@ -149,8 +149,9 @@ void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 	t->heap = h;
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
 		_nd_slab_hot_t *b = _nd_thread_bw(t, c);
-		if (!b->free)
-			b->used = 0; /* idle (nd_thread.h) */
+		if (!b->free && b->used)
+			b->used = 0; /* idle (nd_thread.h; a list never used stays
+				      * unwritten: the record's second page) */
 		_nd_slab_dir_class(t, c, b->free ? b : (_nd_slab_hot_t *)h->cur[c]);
 	}
 }

@@ -188,7 +188,8 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 		_nd_slab_dir_class(t, c, b);
 		return _nd_slab_pop(b);
 	}
-	b->used = 0; /* idle: the next push sets dir[] again */
+	if (b->used) /* a list never used stays unwritten (nd_thread.h) */
+		b->used = 0; /* idle: the next push sets dir[] again */
 	if (t->cdir[c] == b) {
 		slab_t *s = ((heap_t *)t->heap)->cur[c];
 		/* the list served and ran dry: the heap's current slab of c
@@ -335,11 +336,18 @@ void _nd_slab_thread_done(_nd_thread_t *t)
 	_nd_slab_bw_flush_all(t);
 	t->bw_node1 = 0; /* frees until the record is gone send at once */
 	_nd_slab_rf_flush_all(t);
+	/* only the counters that moved: a thread that never freed into
+	 * another's slab leaves the record's second page untouched
+	 * (nd_thread.h) */
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		__atomic_fetch_add(&gone_remote[c], t->cls_remote[c], __ATOMIC_RELAXED);
-		__atomic_fetch_add(&gone_refill[c], t->cls_refill[c], __ATOMIC_RELAXED);
-		__atomic_store_n(&t->cls_remote[c], 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&t->cls_refill[c], 0, __ATOMIC_RELAXED);
+		if (t->cls_remote[c]) {
+			__atomic_fetch_add(&gone_remote[c], t->cls_remote[c], __ATOMIC_RELAXED);
+			__atomic_store_n(&t->cls_remote[c], 0, __ATOMIC_RELAXED);
+		}
+		if (t->cls_refill[c]) {
+			__atomic_fetch_add(&gone_refill[c], t->cls_refill[c], __ATOMIC_RELAXED);
+			__atomic_store_n(&t->cls_refill[c], 0, __ATOMIC_RELAXED);
+		}
 	}
 }
 

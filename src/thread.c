@@ -47,15 +47,21 @@ static void destructor(void *arg);
 /* A fresh record's state (also for a pooled one, except the slab layer's
  * heap array, which it keeps with its bounds and the record's own part,
  * nheap: its entries are the empty heap after the exit hook; nfast too,
- * or the node calls' fast path would stay off in a reused record). */
-static void reset(_nd_thread_t *t)
+ * or the node calls' fast path would stay off in a reused record). The
+ * second page (nd_thread.h) is left alone in a fresh record (a chunk's
+ * memory is zero) and zeroed only where it is not in a pooled one: a
+ * thread that never uses it leaves it out of the resident pages. */
+static void reset(_nd_thread_t *t, bool fresh)
 {
 	struct nd_heap **heaps = t->heaps, *nheap[ND_NHEAP_IN];
 	int nheaps = t->nheaps, nfast = t->nfast, nbig = t->nbig;
 	_nd_thread_t *all_next = t->all_next;
-	static const _nd_thread_t init = BOOT_INIT;
 	memcpy(nheap, t->nheap, sizeof nheap);
-	*t = init;
+	memcpy(t, &_nd_thread_boot, ND_THREAD_PAGE1); /* BOOT_INIT: no third copy in .data.rel.ro */
+	uint64_t *w = (uint64_t *)(void *)((char *)t + ND_THREAD_PAGE1);
+	for (size_t i = 0; !fresh && i < (sizeof *t - ND_THREAD_PAGE1) / sizeof *w; i++)
+		if (w[i])
+			w[i] = 0;
 	t->heaps = heaps;
 	t->nheaps = nheaps;
 	t->nfast = nfast;
@@ -74,10 +80,12 @@ static _nd_thread_t *carve(void)
 	_nd_thread_t *t = pool;
 	if (t) {
 		pool = t->pool_next;
-		reset(t);
+		reset(t, false);
 		return t;
 	}
-	size_t sz = ND_ALIGN_UP(sizeof(_nd_thread_t), ND_CACHE_LINE);
+	/* page-aligned in the (mmap'd, zero) chunk: a record's first page
+	 * is its own (nd_thread.h) */
+	size_t sz = ND_ALIGN_UP(sizeof(_nd_thread_t), ND_PAGE_SIZE);
 	if ((size_t)(chunk_end - chunk_cur) < sz) {
 		int err;
 		char *c = _nd_os_mmap(CHUNK_BYTES, false, &err);
@@ -90,9 +98,8 @@ static _nd_thread_t *carve(void)
 		return NULL;
 	t = (_nd_thread_t *)(void *)chunk_cur;
 	chunk_cur += sz;
-	memset(t, 0, sizeof *t);
 	t->all_next = all;
-	reset(t);
+	reset(t, true);
 	__atomic_store_n(&all, t, __ATOMIC_RELEASE);
 	return t;
 }
