@@ -79,11 +79,11 @@ EOF2
 	# workloads run, then (after _nd_os_text_warm, a mapping of its own:
 	# os.c's _nd_os_text_split) those only the other workloads run, so
 	# that a small process's fault-around windows hold no code it does
-	# not run. The first part (68 KiB) outgrew the first 64 KiB window:
+	# not run. The first part (70 KiB) outgrew the first 64 KiB window:
 	# those both kinds run first, then those the small workloads run
 	# (56 KiB together: their code fits in the first window, 64 KiB
 	# resident, not the 76 of the whole list), then the other programs'
-	# (a cat: 64 -> 68 KiB). Then the functions most programs of any kind
+	# (a cat: 64 -> 72 KiB). Then the functions most programs of any kind
 	# run first (a cat's: init, exit, the malloc family, a large buffer),
 	# then those most processes run, then by cost; and in the first part
 	# those that only contention runs (a lock waits): callgrind runs one
