@@ -166,19 +166,25 @@ static void bw_send(void **o)
 	}
 }
 
+/* t's borrowed list of c, taken off (idle now, dir[] on the heap's
+ * slab); NULL if empty. */
+static inline void **bw_detach(_nd_thread_t *t, unsigned c)
+{
+	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
+	void **o = b->free;
+	if (!o)
+		return NULL;
+	b->free = NULL;
+	b->used = 0;
+	if (t->heap)
+		_nd_slab_dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
+	return o;
+}
+
 void _nd_slab_bw_flush_all(_nd_thread_t *t)
 {
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		_nd_slab_hot_t *b = _nd_thread_bw(t, c);
-		void **o = b->free;
-		if (!o)
-			continue;
-		b->free = NULL;
-		b->used = 0;
-		if (t->heap)
-			_nd_slab_dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
-		bw_send(o);
-	}
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+		bw_send(bw_detach(t, c));
 }
 
 void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
@@ -403,15 +409,9 @@ static void exit_keep(_nd_thread_t *t)
 		for (unsigned i = 0; (m >> c & 1) && i < ND_XFER_K; i++)
 			if (__atomic_load_n(&x[i], __ATOMIC_RELAXED))
 				exit_list(n1, c, (void **)(__atomic_exchange_n(&x[i], 0, __ATOMIC_ACQUIRE) & TF_PTR));
-		_nd_slab_hot_t *b = _nd_thread_bw(t, c);
-		void **o = b->free;
-		if (!o)
-			continue;
-		b->free = NULL;
-		b->used = 0;
-		if (t->heap)
-			_nd_slab_dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
-		exit_list(n1, c, o);
+		void **o = bw_detach(t, c);
+		if (o)
+			exit_list(n1, c, o);
 	}
 }
 
