@@ -58,7 +58,10 @@ typedef struct _nd_slab_hot {
 			  * an object was borrowed (nd_slab.h); 0 while parked */
 	uint8_t cls;     /* size class (slabs only: a free picks the list by it) */
 	uint16_t node1;  /* node + 1 (slabs only: the borrowing rule's) */
-	_Alignas(ND_CACHE_LINE) void *free; /* private free list (owner only) */
+	/* padding, not _Alignas: a borrowed list (bwl[]) is an
+	 * _nd_slab_hot_t at a 16-byte boundary */
+	char line1_end[ND_CACHE_LINE - 36];
+	void *free;      /* private free list (owner only) */
 	uint32_t used;   /* objects out; while on the full list, lowered by fbias
 			  * (a slab's: relaxed stores, statistics read it; nd_slab.h) */
 } _nd_slab_hot_t;
@@ -179,14 +182,14 @@ typedef struct _nd_thread {
 	 * the owner's for a slab, fires on the first object (dir[] switches
 	 * to the list) and past the cap. Each object is marked free and
 	 * counted out by its slab, as in rf[]. List c is the _nd_slab_hot_t
-	 * at &bwl[c] (_nd_thread_bw): its free and used are bwl[c + 1], its
-	 * first line (no one reads it for a list) is list c - 1's free and
-	 * used. One line a list, not two: the record 10.6 -> 7.6 KiB, two
-	 * pages a thread instead of three (issue 11: peak RSS). */
+	 * at &bwl[c] (_nd_thread_bw): its free and used are bwl[c + 4], its
+	 * first line (no one reads it for a list) is lists c - 4 .. c - 1's
+	 * free and used. 16 bytes a list, not a line (issue 11: peak
+	 * RSS; the record's second page 2.3 KiB shorter). */
 	struct _nd_bw_line {
-		_Alignas(ND_CACHE_LINE) void *free;
+		_Alignas(16) void *free;
 		uint32_t used;
-	} bwl[ND_SLAB_CLASSES + 1];
+	} bwl[ND_SLAB_CLASSES + ND_CACHE_LINE / 16];
 	struct nd_heap *ph[8];  /* policy heaps (bind, interleave, weighted) */
 	int nph;
 	/* ---- policy.c (page 2) ---- */
@@ -197,9 +200,9 @@ _Static_assert(offsetof(_nd_thread_t, all_next) + sizeof(void *) <= ND_THREAD_PA
 		       offsetof(_nd_thread_t, cls_remote) == ND_THREAD_PAGE1,
 	       "the record's first page holds what every thread touches (all_next last)");
 
-_Static_assert(offsetof(_nd_slab_hot_t, free) == sizeof(struct _nd_bw_line) &&
-		       offsetof(_nd_slab_hot_t, used) == sizeof(struct _nd_bw_line) + offsetof(struct _nd_bw_line, used),
-	       "a borrowed list's free and used are the next line's");
+_Static_assert(offsetof(_nd_slab_hot_t, free) == ND_CACHE_LINE &&
+		       offsetof(_nd_slab_hot_t, used) == ND_CACHE_LINE + offsetof(struct _nd_bw_line, used),
+	       "free and used start the second line, a borrowed list's those of the fourth list after it");
 /* t's borrowed list of class c. */
 static inline _nd_slab_hot_t *_nd_thread_bw(_nd_thread_t *t, unsigned c)
 {

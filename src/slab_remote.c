@@ -166,19 +166,25 @@ static void bw_send(void **o)
 	}
 }
 
+/* t's borrowed list of c, taken off (idle now, dir[] on the heap's
+ * slab); NULL if empty. */
+static inline void **bw_detach(_nd_thread_t *t, unsigned c)
+{
+	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
+	void **o = b->free;
+	if (!o)
+		return NULL;
+	b->free = NULL;
+	b->used = 0;
+	if (t->heap)
+		_nd_slab_dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
+	return o;
+}
+
 void _nd_slab_bw_flush_all(_nd_thread_t *t)
 {
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		_nd_slab_hot_t *b = _nd_thread_bw(t, c);
-		void **o = b->free;
-		if (!o)
-			continue;
-		b->free = NULL;
-		b->used = 0;
-		if (t->heap)
-			_nd_slab_dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
-		bw_send(o);
-	}
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+		bw_send(bw_detach(t, c));
 }
 
 void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
@@ -241,6 +247,14 @@ static inline uint64_t *xfer_mask(int32_t node1)
 	return &_nd_meta_node[node1 - 1].xmask;
 }
 
+/* After a put into class c's slots of node1's exchange. */
+static inline void xfer_mark(int32_t node1, unsigned c)
+{
+	uint64_t *m = xfer_mask(node1), bit = (uint64_t)1 << c;
+	if (!(__atomic_load_n(m, __ATOMIC_SEQ_CST) & bit))
+		__atomic_fetch_or(m, bit, __ATOMIC_SEQ_CST);
+}
+
 /* An occupied slot of x (class c's), or NULL. */
 static inline uintptr_t *xfer_full(uintptr_t *x)
 {
@@ -271,9 +285,7 @@ bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap)
 	}
 	b->free = rest;
 	b->used += k;
-	uint64_t *m = xfer_mask(t->bw_node1), bit = (uint64_t)1 << c;
-	if (!(__atomic_load_n(m, __ATOMIC_SEQ_CST) & bit))
-		__atomic_fetch_or(m, bit, __ATOMIC_SEQ_CST);
+	xfer_mark(t->bw_node1, c);
 	return true;
 }
 
@@ -330,9 +342,83 @@ void _nd_slab_xfer_fork_child(void)
 	}
 }
 
+/* ---- a thread's exit: the node keeps the objects of live threads --------
+ * An exiting thread's borrowed lists and its node's exchange hold objects
+ * of other threads' slabs. All sent home, those of a live thread that
+ * does not allocate (a main thread waiting in pthread_join, wl_larson's
+ * prefill) waited on its slabs' remote lists for good, and each round's
+ * threads carved new slabs: wl_larson 2 8 500000's slabs grew round by
+ * round while the main thread's 355 held 11,643 objects freed and 4,738
+ * live (peak RSS 18.4 MiB, tcmalloc 18.2). So an exit keeps on the node
+ * the objects of slabs that another live thread owns: each list's (up to
+ * the class's cap) go into an empty slot of the exchange, where the
+ * node's next threads take them; those of the exiting thread's own slabs
+ * and of parked heaps (stamp 0) go home, so that their slabs can be
+ * trimmed, as all did before. */
+
+/* Splits list o: objects of slabs a live thread other than me owns go to
+ * *keep (at most cap; count in *nk), the rest to *home. */
+static void split_live(void **o, uintptr_t me, uint32_t cap, void ***keep, uint32_t *nk, void ***home)
+{
+	for (void **nx; o; o = nx) {
+		nx = o[0];
+		uintptr_t tp = __atomic_load_n(&((slab_t *)o[1])->tp, __ATOMIC_RELAXED) & ~ND_TP_MIX;
+		void ***to = tp && tp != me && *nk < cap ? keep : home;
+		*nk += to == keep;
+		o[0] = *to;
+		*to = o;
+	}
+}
+
+/* keep (n objects of class c) into an empty slot of node1's exchange,
+ * else home. */
+static void xfer_keep(int32_t node1, unsigned c, void **keep, uint32_t n)
+{
+	uintptr_t *x = xfer_slot(node1, c);
+	for (unsigned i = 0; keep && i < ND_XFER_K; i++) {
+		uintptr_t z = 0;
+		if (__atomic_compare_exchange_n(&x[i], &z, (uintptr_t)n << TF_CNT_SHIFT | (uintptr_t)keep, false,
+						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			xfer_mark(node1, c);
+			return;
+		}
+	}
+	bw_send(keep);
+}
+
+/* Splits list o of class c (see above): the kept part into the exchange,
+ * the rest home. */
+static void exit_list(int32_t node1, unsigned c, void **o)
+{
+	void **keep = NULL, **home = NULL;
+	uint32_t nk = 0;
+	split_live(o, (uintptr_t)__builtin_thread_pointer(), _nd_slab_bw_cap(c), &keep, &nk, &home);
+	bw_send(home);
+	xfer_keep(node1, c, keep, nk);
+}
+
+/* t's exit: the lists of its node's exchange (the classes of xmask: a
+ * list put this moment stays as it is), then its borrowed lists. */
+static void exit_keep(_nd_thread_t *t)
+{
+	int32_t n1 = t->bw_node1;
+	if (n1 <= 0)
+		return;
+	uint64_t m = __atomic_load_n(xfer_mask(n1), __ATOMIC_SEQ_CST);
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		uintptr_t *x = xfer_slot(n1, c);
+		for (unsigned i = 0; (m >> c & 1) && i < ND_XFER_K; i++)
+			if (__atomic_load_n(&x[i], __ATOMIC_RELAXED))
+				exit_list(n1, c, (void **)(__atomic_exchange_n(&x[i], 0, __ATOMIC_ACQUIRE) & TF_PTR));
+		void **o = bw_detach(t, c);
+		if (o)
+			exit_list(n1, c, o);
+	}
+}
+
 void _nd_slab_thread_done(_nd_thread_t *t)
 {
-	xfer_drain(t);
+	exit_keep(t);
 	_nd_slab_bw_flush_all(t);
 	t->bw_node1 = 0; /* frees until the record is gone send at once */
 	_nd_slab_rf_flush_all(t);

@@ -11,8 +11,12 @@
  *  - take:  a third thread of node 0 whose first slab page (8 objects)
  *           runs dry gets the freed objects, not a new page;
  *  - node:  a thread of node 1 never gets them (placement stays exact);
- *  - exit:  a node 0 thread's exit sends the exchange home (its objects'
- *           slabs can be trimmed); node 1's exit leaves node 0's alone. */
+ *  - exit:  node 1's exit leaves node 0's exchange alone; a node 0
+ *           thread's exit keeps there the objects of the owner's slabs
+ *           (alive: the next threads take them; before, they went home,
+ *           where an owner that does not allocate never took them back),
+ *           its own borrowed ones too; the owner's exit sends them home
+ *           (its slabs can be trimmed). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -105,13 +109,15 @@ int main(void)
 	CHECK_EQ(u_got, 0);
 	CHECK_EQ(_nd_slab_xfer_count(0), N / 2 - 16); /* node 1's exit left node 0's exchange */
 
-	/* exit */
+	/* exit: the taker's list kept what it did not take (16 - t_got) */
 	pthread_barrier_wait(&bt);
 	pthread_join(t, NULL);
-	CHECK_EQ(_nd_slab_xfer_count(0), 0);
+	CHECK_EQ(_nd_slab_xfer_count(0), N / 2 - t_got);
 	pthread_barrier_wait(&bf);
 	pthread_join(f, NULL);
+	CHECK_EQ(_nd_slab_xfer_count(0), N - t_got);
 	pthread_barrier_wait(&bo);
 	pthread_join(o, NULL);
+	CHECK_EQ(_nd_slab_xfer_count(0), 0);
 	return CHECK_DONE();
 }
