@@ -114,7 +114,8 @@ typedef struct _nd_thread {
 	struct nd_heap *lheap;  /* the CPU's memory node's heap */
 	struct nd_heap **heaps; /* [nheaps]: node heaps by wanted node (nheap up to ND_NHEAP_IN nodes) */
 	int nheaps;
-	int nfast;              /* nheaps up to ND_NHEAP_IN, 0 in check mode: the node calls' bound of nheap */
+	int64_t nfast;          /* nheaps up to ND_NHEAP_IN, 0 in check mode: the node calls' bound of nheap
+				 * (64 bits: place.c compares an argument's whole register, ARGREG_ALIAS) */
 	int nbig;               /* nheaps, 0 in check mode: their bound of heaps[] past nheap */
 	/* heaps[0 .. ND_NHEAP_IN): the array itself while nheaps is at most
 	 * ND_NHEAP_IN, else a copy heap.c writes with heaps[]; the node calls

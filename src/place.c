@@ -146,20 +146,48 @@ static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
 	return _nd_place_onnode(size, node);
 }
 
+/* The node calls' bodies take the node and the flags as uint64_t: the
+ * public symbols (int node, unsigned flags) are aliases of them, so the
+ * upper halves of those registers are what the caller left (the ABI
+ * leaves them undefined; 32-bit operations and loads zero them). Below a
+ * small bound, compared in 64 bits, such a register is the argument
+ * zero-extended and indexes a table without the extension's instruction
+ * (one on each of these calls); a stray upper half only fails the bound,
+ * and the paths behind it use the low half. */
+#if defined(__clang__)
+#define ARGREG_ALIAS(decl, body) decl __attribute__((alias(#body)));
+#else
+#define ARGREG_ALIAS(decl, body)                                                                                  \
+	_Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wattribute-alias\"") decl                   \
+		__attribute__((alias(#body)));                                                                        \
+	_Pragma("GCC diagnostic pop")
+#endif
+
 /* The heap of the fast paths of nd_malloc_onnode, nd_malloc_local (node
- * ND_NODE_LOCAL) and the x calls; NULL: take the slow path. node <
- * nfast: the record's nheap has an entry for node (a node without a
- * heap yet has heap.c's empty one, whose pop fails and whose refill is
- * the full path), so node is valid; past ND_NHEAP_IN nodes, node < nbig
- * the same in heaps[]. nfast and nbig are 0 in check mode and on the
- * boot record. lheap: the heap of the CPU's memory node, valid while lkey
- * matches; local: node ND_NODE_LOCAL means it (a constant:
- * nd_malloc_onnode refuses -1). */
-static inline __attribute__((always_inline)) struct nd_heap *node_heap(_nd_thread_t *t, int node, bool local)
+ * ND_NODE_LOCAL) and the x calls; NULL: take the slow path. nr: the node's
+ * register (ARGREG_ALIAS; an int zero-extended also serves). nr < nfast: the
+ * record's nheap has an entry for node (a node without a heap yet has
+ * heap.c's empty one, whose pop fails and whose refill is the full path),
+ * so node is valid; past ND_NHEAP_IN nodes, node < nbig the same in
+ * heaps[]. nfast and nbig are 0 in check mode and on the boot record.
+ * lheap: the heap of the CPU's memory node, valid while lkey matches;
+ * local: node ND_NODE_LOCAL means it (a constant: nd_malloc_onnode
+ * refuses -1). */
+/* nr indexes the record's nheap (nfast is at most ND_NHEAP_IN: a constant
+ * beyond, ND_NODE_LOCAL, is known not to). */
+static inline __attribute__((always_inline)) bool nheap_has(const _nd_thread_t *t, uint64_t nr)
+{
+	if (__builtin_constant_p(nr) && nr >= ND_NHEAP_IN)
+		return false;
+	return nr < (uint64_t)t->nfast;
+}
+
+static inline __attribute__((always_inline)) struct nd_heap *node_heap(_nd_thread_t *t, uint64_t nr, bool local)
 {
 	struct nd_heap *h = NULL;
-	if (nd_likely((unsigned)node < (unsigned)t->nfast))
-		h = t->nheap[(unsigned)node];
+	int node = (int)nr;
+	if (nd_likely(nheap_has(t, nr)))
+		h = t->nheap[nr];
 	else if (local && node == ND_NODE_LOCAL && nd_likely(_nd_slab_key_ok(t, &t->lkey)))
 		h = t->lheap;
 	else if ((unsigned)node < (unsigned)t->nbig)
@@ -172,26 +200,28 @@ static inline __attribute__((always_inline)) struct nd_heap *node_heap(_nd_threa
 }
 
 /* The pop from node_heap's heap; NULL: a miss (no heap, or an empty list). */
-static inline __attribute__((always_inline)) void *node_pop(_nd_thread_t *t, int node, bool local, unsigned c)
+static inline __attribute__((always_inline)) void *node_pop(_nd_thread_t *t, uint64_t nr, bool local, unsigned c)
 {
-	if (nd_likely((unsigned)node < (unsigned)t->nfast))
-		return heap_pop(t->nheap[(unsigned)node], c);
-	struct nd_heap *h = node_heap(t, node, local); /* its other branches: a pop of their own */
+	if (nd_likely(nheap_has(t, nr)))
+		return heap_pop(t->nheap[nr], c);
+	struct nd_heap *h = node_heap(t, nr, local); /* its other branches: a pop of their own */
 	return h ? heap_pop(h, c) : NULL;
 }
 
 /* node_pop for a runtime node that may be ND_NODE_LOCAL, tested first:
  * the local heap then needs its key test only, not the bound's too (a
  * node pays that test: 2 instructions each way). */
-static inline __attribute__((always_inline)) void *node_pop_lf(_nd_thread_t *t, int node, unsigned c)
+static inline __attribute__((always_inline)) void *node_pop_lf(_nd_thread_t *t, uint64_t nr, unsigned c)
 {
-	if (node == ND_NODE_LOCAL)
+	if ((int)nr == ND_NODE_LOCAL)
 		return nd_likely(_nd_slab_key_ok(t, &t->lkey)) ? heap_pop(t->lheap, c) : NULL;
-	return node_pop(t, node, false, c);
+	return node_pop(t, nr, false, c);
 }
 
-static void *onnodex_miss(size_t size, int node, unsigned flags);
-static void *policyx_miss(size_t size, const nd_policy_t *p, unsigned flags);
+/* nr, fr: the registers of the fast path (ARGREG_ALIAS), passed on as
+ * they are (a copy to zero-extend them cost the fast path a move). */
+static void *onnodex_miss(size_t size, uint64_t nr, uint64_t fr);
+static void *policyx_miss(size_t size, const nd_policy_t *p, uint64_t fr);
 
 /* The zeroing of the refills (the pops': x_lg_pop); memset returns o: a
  * tail call. */
@@ -236,14 +266,17 @@ static inline __attribute__((always_inline)) unsigned x_refill_cls(const _nd_sla
 /* x_lg_pop's refill of its list s of h, then the zeroing flags ask:
  * nd_mallocx_onnode's (h of node, pol local), nd_mallocx_policy's (entry
  * 0's heap and pol, read again here: the fast path holds neither). */
-static __attribute__((noinline)) void *x_refill_node(struct nd_heap *h, const _nd_slab_hot_t *s, size_t size, int node,
-						      unsigned flags)
+static __attribute__((noinline)) void *x_refill_node(struct nd_heap *h, const _nd_slab_hot_t *s, size_t size, uint64_t nr,
+						      uint64_t fr)
 {
+	int node = (int)nr;
+	unsigned flags = (unsigned)fr; /* nr, fr: as onnodex_miss takes them */
 	return x_refill(h, x_refill_cls(s, size, flags, NULL), &_nd_policy_local, node, size, flags);
 }
 
-static __attribute__((noinline)) void *x_refill_pc(const _nd_slab_hot_t *s, size_t size, unsigned flags)
+static __attribute__((noinline)) void *x_refill_pc(const _nd_slab_hot_t *s, size_t size, uint64_t fr)
 {
+	unsigned flags = (unsigned)fr;
 	const struct _nd_pcache *e = &_nd_tls->pc[0];
 	return x_refill(e->heap, x_refill_cls(s, size, flags, &e->max), e->pol, -1, size, flags);
 }
@@ -259,20 +292,20 @@ static __attribute__((noinline)) void *x_refill_pc(const _nd_slab_hot_t *s, size
  * no class or no heap: the call's miss path (flags as they came). Every
  * exit is a tail call or the popped object, so the fast path keeps no
  * frame. */
-static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, size_t size, unsigned lg, bool zero,
-							     const uint32_t *max, bool by_node, struct nd_heap *h, int node,
-							     const nd_policy_t *p, unsigned flags)
+static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, size_t size, uint64_t lg, bool zero,
+							     const uint32_t *max, bool by_node, struct nd_heap *h, uint64_t nr,
+							     const nd_policy_t *p, uint64_t fr)
 {
 	unsigned c;
 	size_t m = __builtin_constant_p(lg) ? x_mask[lg] : t->xmask[lg];
-	if (nd_likely(rounded_cls(t, (size - 1) | m, max, &c)) && (!by_node || (h = node_heap(t, node, true)))) {
+	if (nd_likely(rounded_cls(t, (size - 1) | m, max, &c)) && (!by_node || (h = node_heap(t, nr, true)))) {
 		_nd_slab_hot_t *s = ((_nd_heap_hot_t *)(void *)h)->cur[c];
 		void *o = _nd_slab_pop(s);
 		if (nd_likely(o != NULL))
 			return zero ? memset(o, 0, size) : o; /* memset returns o: a tail call */
-		return by_node ? x_refill_node(h, s, size, node, flags) : x_refill_pc(s, size, flags);
+		return by_node ? x_refill_node(h, s, size, nr, fr) : x_refill_pc(s, size, fr);
 	}
-	return by_node ? onnodex_miss(size, node, flags) : policyx_miss(size, p, flags);
+	return by_node ? onnodex_miss(size, nr, fr) : policyx_miss(size, p, fr);
 }
 
 /* The x fast paths' flags other than 0: an alignment up to a page, alone
@@ -281,14 +314,15 @@ static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, siz
  * the bits above the 7 low ones, x_mask's address and load, then the
  * zeroing's test: 4 instructions more for an alignment, 1 for the
  * zeroing). Any other flags: the call's miss path, which sorts them out. */
-static inline __attribute__((always_inline)) void *x_pop(_nd_thread_t *t, size_t size, unsigned flags, const uint32_t *max,
-							  bool by_node, struct nd_heap *h, int node, const nd_policy_t *p)
+static inline __attribute__((always_inline)) void *x_pop(_nd_thread_t *t, size_t size, uint64_t fr, const uint32_t *max,
+							  bool by_node, struct nd_heap *h, uint64_t nr, const nd_policy_t *p)
 {
-	if (flags <= ND_XLG_FAST)
-		return x_lg_pop(t, size, flags, false, max, by_node, h, node, p, flags);
-	if (flags - ND_MALLOCX_ZERO <= ND_XLG_FAST)
-		return x_lg_pop(t, size, flags - ND_MALLOCX_ZERO, true, max, by_node, h, node, p, flags);
-	return by_node ? onnodex_miss(size, node, flags) : policyx_miss(size, p, flags);
+	/* fr, nr: the flags' and the node's registers (ARGREG_ALIAS) */
+	if (fr <= ND_XLG_FAST)
+		return x_lg_pop(t, size, fr, false, max, by_node, h, nr, p, fr);
+	if (fr - ND_MALLOCX_ZERO <= ND_XLG_FAST)
+		return x_lg_pop(t, size, fr - ND_MALLOCX_ZERO, true, max, by_node, h, nr, p, fr);
+	return by_node ? onnodex_miss(size, nr, fr) : policyx_miss(size, p, fr);
 }
 
 /* A miss of the node calls' fast path: a valid heap whose list of the
@@ -300,7 +334,7 @@ static inline __attribute__((always_inline)) bool node_refill(size_t size, int n
 	_nd_thread_t *t = _nd_tls;
 	unsigned c;
 	struct nd_heap *h;
-	if (!(flags ? x_cls(t, size, flags, NULL, &c) : fast_cls(t, size, NULL, &c)) || !(h = node_heap(t, node, local)))
+	if (!(flags ? x_cls(t, size, flags, NULL, &c) : fast_cls(t, size, NULL, &c)) || !(h = node_heap(t, (unsigned)node, local)))
 		return false;
 	ND_ASSERT((unsigned)node >= (unsigned)t->nfast || t->nheap[node] == t->heaps[node], "nheap is heaps[]'s copy");
 	*o = _nd_heap_refill_of(h, c, &_nd_policy_local, node);
@@ -315,18 +349,20 @@ static __attribute__((noinline)) void *onnode_miss(size_t size, int node)
 	return onnode_slow(size, node);
 }
 
-/* Fast path: the malloc pop from the thread's heap of node plus an index. */
-void *nd_malloc_onnode(size_t size, int node)
+/* Fast path: the malloc pop from the thread's heap of node plus an index
+ * (nr: the node's register, ARGREG_ALIAS). */
+static void *malloc_onnode_r(size_t size, uint64_t nr)
 {
 	_nd_thread_t *t = _nd_tls;
 	unsigned c;
 	if (nd_likely(fast_cls(t, size, NULL, &c))) {
-		void *o = node_pop(t, node, false, c);
+		void *o = node_pop(t, nr, false, c);
 		if (nd_likely(o != NULL))
 			return o;
 	}
-	return onnode_miss(size, node);
+	return onnode_miss(size, (int)nr);
 }
+ARGREG_ALIAS(void *nd_malloc_onnode(size_t size, int node), malloc_onnode_r)
 
 static __attribute__((noinline)) void *local_slow(size_t size)
 {
@@ -351,7 +387,7 @@ void *nd_malloc_local(size_t size)
 	_nd_thread_t *t = _nd_tls;
 	unsigned c;
 	if (nd_likely(fast_cls(t, size, NULL, &c))) {
-		void *o = node_pop(t, ND_NODE_LOCAL, true, c);
+		void *o = node_pop(t, (unsigned)ND_NODE_LOCAL, true, c);
 		if (nd_likely(o != NULL))
 			return o;
 	}
@@ -573,8 +609,10 @@ static __attribute__((noinline)) void *onnodex_slow(size_t size, int node, unsig
 
 /* A miss of onnodex: a valid heap's empty list is refilled (node_refill),
  * anything else takes the slow path. */
-static __attribute__((noinline)) void *onnodex_miss(size_t size, int node, unsigned flags)
+static __attribute__((noinline)) void *onnodex_miss(size_t size, uint64_t nr, uint64_t fr)
 {
+	int node = (int)nr;
+	unsigned flags = (unsigned)fr;
 	void *o;
 	if (node_refill(size, node, true, flags, &o))
 		return o ? x_done(o, size, flags) : NULL;
@@ -587,28 +625,29 @@ static __attribute__((noinline)) void *onnodex_miss(size_t size, int node, unsig
  * calls, 1.09x the malloc pair); else theirs on the aligned size (the
  * node first: node calls with flags are the common ones), then the
  * zeroing. */
-static inline __attribute__((always_inline)) void *onnodex(size_t size, int node, unsigned flags)
+static inline __attribute__((always_inline)) void *onnodex(size_t size, uint64_t nr, uint64_t fr)
 {
 	_nd_thread_t *t = _nd_tls;
 	unsigned c;
-	if (nd_likely(flags == 0)) {
+	if (nd_likely((unsigned)fr == 0)) {
 		if (nd_likely(fast_cls(t, size, NULL, &c))) {
-			void *o = node_pop_lf(t, node, c);
+			void *o = node_pop_lf(t, nr, c);
 			if (nd_likely(o != NULL))
 				return o;
 		}
 	} else {
-		return x_pop(t, size, flags, NULL, true, NULL, node, NULL);
+		return x_pop(t, size, fr, NULL, true, NULL, nr, NULL);
 	}
-	return onnodex_miss(size, node, flags);
+	return onnodex_miss(size, nr, 0);
 }
 
 /* The public x calls are interposable: calling each other would go
  * through the PLT, so each inlines the body. */
-void *nd_mallocx_onnode(size_t size, int node, unsigned flags)
+static void *mallocx_onnode_r(size_t size, uint64_t nr, uint64_t fr)
 {
-	return onnodex(size, node, flags);
+	return onnodex(size, nr, fr);
 }
+ARGREG_ALIAS(void *nd_mallocx_onnode(size_t size, int node, unsigned flags), mallocx_onnode_r)
 
 void *nd_calloc_onnode(size_t n, size_t size, int node)
 {
@@ -617,7 +656,7 @@ void *nd_calloc_onnode(size_t n, size_t size, int node)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return onnodex(total, node, ND_MALLOCX_ZERO);
+	return onnodex(total, (unsigned)node, ND_MALLOCX_ZERO);
 }
 
 /* The lg of a power-of-two alignment; -1 (errno EINVAL) for another. */
@@ -658,23 +697,24 @@ static __attribute__((noinline)) void *aligned_onnode_slow(size_t align, size_t 
 	_nd_thread_t *t = _nd_tls;
 	size_t a;
 	struct nd_heap *h;
-	if (aligned_direct(align, size, &a) && (h = node_heap(t, node, true)))
+	if (aligned_direct(align, size, &a) && (h = node_heap(t, (unsigned)node, true)))
 		return _nd_heap_refill_of(h, t->scls[a + 1], &_nd_policy_local, node);
 	int lg = lg_of(align);
-	return lg < 0 ? NULL : onnodex(size, node, ND_MALLOCX_LG_ALIGN(lg));
+	return lg < 0 ? NULL : onnodex(size, (unsigned)node, ND_MALLOCX_LG_ALIGN(lg));
 }
 
-void *nd_aligned_alloc_onnode(size_t align, size_t size, int node)
+static void *aligned_alloc_onnode_r(size_t align, size_t size, uint64_t nr)
 {
 	_nd_thread_t *t = _nd_tls;
 	size_t a;
 	if (nd_likely(aligned_direct(align, size, &a))) {
-		void *o = node_pop(t, node, true, t->scls[a + 1]);
+		void *o = node_pop(t, nr, true, t->scls[a + 1]);
 		if (nd_likely(o != NULL))
 			return o;
 	}
-	return aligned_onnode_slow(align, size, node);
+	return aligned_onnode_slow(align, size, (int)nr);
 }
+ARGREG_ALIAS(void *nd_aligned_alloc_onnode(size_t align, size_t size, int node), aligned_alloc_onnode_r)
 
 static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy_t *p, unsigned flags)
 {
@@ -698,8 +738,9 @@ static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy
 	return q ? x_done_slow(q, size, flags) : NULL;
 }
 
-static __attribute__((noinline)) void *policyx_miss(size_t size, const nd_policy_t *p, unsigned flags)
+static __attribute__((noinline)) void *policyx_miss(size_t size, const nd_policy_t *p, uint64_t fr)
 {
+	unsigned flags = (unsigned)fr;
 	_nd_thread_t *t = _nd_tls;
 	const uint32_t *max = &t->pc[0].max;
 	unsigned c = 0;
@@ -713,29 +754,30 @@ static __attribute__((noinline)) void *policyx_miss(size_t size, const nd_policy
 /* Fast path: nd_malloc_policy's, on the aligned size if flags ask for an
  * alignment, then the zeroing. Entry 0's test comes before the flags':
  * flags 0 then costs one test more than nd_malloc_policy. */
-static inline __attribute__((always_inline)) void *policyx(size_t size, const nd_policy_t *p, unsigned flags)
+static inline __attribute__((always_inline)) void *policyx(size_t size, const nd_policy_t *p, uint64_t fr)
 {
 	_nd_thread_t *t = _nd_tls;
 	const struct _nd_pcache *e = &t->pc[0];
 	unsigned c;
 	if (nd_likely(pc_serves(t, e, p))) {
-		if (nd_likely(flags == 0)) {
+		if (nd_likely((unsigned)fr == 0)) {
 			if (nd_likely(fast_cls(t, size, &e->max, &c))) {
 				void *o = heap_pop(e->heap, c);
 				if (nd_likely(o != NULL))
 					return o;
 			}
 		} else {
-			return x_pop(t, size, flags, &e->max, false, e->heap, -1, p);
+			return x_pop(t, size, fr, &e->max, false, e->heap, (unsigned)-1, p);
 		}
 	}
-	return policyx_miss(size, p, flags);
+	return policyx_miss(size, p, fr);
 }
 
-void *nd_mallocx_policy(size_t size, const nd_policy_t *p, unsigned flags)
+static void *mallocx_policy_r(size_t size, const nd_policy_t *p, uint64_t fr)
 {
-	return policyx(size, p, flags);
+	return policyx(size, p, fr);
 }
+ARGREG_ALIAS(void *nd_mallocx_policy(size_t size, const nd_policy_t *p, unsigned flags), mallocx_policy_r)
 
 void *nd_calloc_policy(size_t n, size_t size, const nd_policy_t *p)
 {

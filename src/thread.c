@@ -54,7 +54,8 @@ static void destructor(void *arg);
 static void reset(_nd_thread_t *t, bool fresh)
 {
 	struct nd_heap **heaps = t->heaps, *nheap[ND_NHEAP_IN];
-	int nheaps = t->nheaps, nfast = t->nfast, nbig = t->nbig;
+	int nheaps = t->nheaps, nbig = t->nbig;
+	int64_t nfast = t->nfast;
 	_nd_thread_t *all_next = t->all_next;
 	memcpy(nheap, t->nheap, sizeof nheap);
 	memcpy(t, &_nd_thread_boot, ND_THREAD_PAGE1); /* BOOT_INIT: no third copy in .data.rel.ro */

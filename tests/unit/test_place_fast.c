@@ -13,7 +13,9 @@
  *    refused (also lg 31 and 63, with and without ZERO); in a new and a
  *    reused thread record too (the record's mask table);
  *    nd_aligned_alloc_onnode's own fast path (the alignment as the mask)
- *    the same way;
+ *    the same way; the node calls called with stray upper halves in the
+ *    node's and the flags' registers (they compare whole registers)
+ *    place and align as without them;
  *  - a thread's heaps[] entry of a node it has no heap for yet (heap.c's
  *    empty heap) sends nd_malloc_onnode to its slow path, also in a thread
  *    whose record was reused after another thread exited;
@@ -256,6 +258,47 @@ int main(void)
 		CHECK(nd_mallocx_policy(48, &b0, badf[i]) == NULL && errno == EINVAL, "policy flags %#x: errno %d", badf[i],
 		      errno);
 	}
+
+	/* the node calls read the whole registers of the node and the flags
+	 * (place.c's ARGREG_ALIAS; the ABI leaves their upper halves
+	 * undefined): a caller's stray upper half changes nothing, warm or
+	 * not (each call twice) */
+	typedef void *(*onnode_r)(size_t, uint64_t);
+	typedef void *(*onnodex_r)(size_t, uint64_t, uint64_t);
+	typedef void *(*aligned_r)(size_t, size_t, uint64_t);
+	typedef void *(*policyx_r)(size_t, const nd_policy_t *, uint64_t);
+	onnode_r on_r = (onnode_r)(void (*)(void))nd_malloc_onnode;
+	onnodex_r onx_r = (onnodex_r)(void (*)(void))nd_mallocx_onnode;
+	aligned_r al_r = (aligned_r)(void (*)(void))nd_aligned_alloc_onnode;
+	policyx_r px_r = (policyx_r)(void (*)(void))nd_mallocx_policy;
+	const uint64_t hi = (uint64_t)0x5a5a << 32;
+	bad = 0;
+	for (int round = 0; round < 4; round++) {
+		size_t sz = 100 + (size_t)round * 40;
+		void *q1 = on_r(sz, hi | 1), *q2 = onx_r(sz, hi | 1, hi | 6), *q3 = onx_r(sz, hi | 1, hi);
+		void *q4 = onx_r(sz, hi | 0xffffffffu, hi | 6), *q5 = al_r(64, sz, hi | 1), *q6 = px_r(sz, pb1, hi | 6);
+		void *q7 = onx_r(sz, hi | 1, hi | ND_MALLOCX_ZERO | 6);
+		bad += !q1 || nd_node_of(q1) != 1 || nd_usable_size(q1) < sz;
+		bad += !q2 || nd_node_of(q2) != 1 || (uintptr_t)q2 % 64 || nd_usable_size(q2) < sz;
+		bad += !q3 || nd_node_of(q3) != 1 || nd_usable_size(q3) < sz;
+		bad += !q4 || nd_node_of(q4) != 0 || (uintptr_t)q4 % 64; /* ND_NODE_LOCAL on CPU 0 */
+		bad += !q5 || nd_node_of(q5) != 1 || (uintptr_t)q5 % 64;
+		bad += !q6 || nd_node_of(q6) != 1 || (uintptr_t)q6 % 64;
+		bad += !q7 || nd_node_of(q7) != 1 || (uintptr_t)q7 % 64;
+		for (size_t i = 0; q7 && i < sz; i++)
+			bad += ((unsigned char *)q7)[i] != 0;
+		void *q[] = { q1, q2, q3, q4, q5, q6, q7 };
+		for (int i = 0; i < 7; i++) {
+			if (q[i])
+				memset(q[i], 0xa5, sz); /* the next round's ZERO call gets dirty memory */
+			free(q[i]);
+		}
+	}
+	CHECK(bad == 0, "%d calls with a stray upper half wrong", bad);
+	errno = 0;
+	CHECK(on_r(48, hi | 2) == NULL && errno == EINVAL, "nd_malloc_onnode(48, 2 | upper): errno %d", errno);
+	errno = 0;
+	CHECK(onx_r(48, hi | 1, hi | 0x80) == NULL && errno == EINVAL, "nd_mallocx_onnode(48, 1, 0x80 | upper): errno %d", errno);
 
 	/* node -1 is ND_NODE_LOCAL for the x call only */
 	errno = 0;

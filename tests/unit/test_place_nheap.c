@@ -52,7 +52,7 @@ static void *body(void *arg)
 	}
 	_nd_thread_t *t = _nd_tls;
 	if (t->nfast != ND_NHEAP_IN || t->nbig != t->nheaps || t->nheaps < NODES) {
-		CHECK(0, "bounds: nfast %d, nbig %d, nheaps %d", t->nfast, t->nbig, t->nheaps);
+		CHECK(0, "bounds: nfast %d, nbig %d, nheaps %d", (int)t->nfast, t->nbig, t->nheaps);
 		(*bad)++;
 	}
 	for (int i = 0; i < t->nfast; i++)
