@@ -152,7 +152,7 @@ int main(void)
 	CHECK_EQ(_nd_slab_xfer_count(0), 0);
 	_nd_meta_hdr_each(check_hdr, NULL);
 	CHECK(leaked_slabs == 0, "%lu slabs count %lu objects out that no list holds", leaked_slabs, leaked_objs);
-	CHECK(kept > 0, "the exits kept objects in the exchange");
+	CHECK(kept > 0 || getenv("NODALLOC_CHECK"), "the exits kept objects in the exchange"); /* check mode borrows none */
 	CHECK_EQ(bad_stamp, 0);
 	return CHECK_DONE();
 }
