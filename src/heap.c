@@ -1047,6 +1047,12 @@ static void pc_key_store(_nd_thread_t *t, struct _nd_pcache *e, const nd_policy_
 	}
 }
 
+/* A new entry's lane until pc_key_store sets one (never, in check mode
+ * or when heap_for fails): place.c's pc_hit reads the lane of every
+ * entry whose user matches, and this word never equals the key then
+ * (ND_KEY_NONE), so the call takes its slow path. */
+static const uint64_t lane_none = 0;
+
 void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 {
 	_nd_thread_t *t = _nd_thread_self();
@@ -1072,7 +1078,7 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 		e->user = ip != p && pc_cacheable(p) ? p : ND_PC_NOUSER;
 		e->pol = ip;
 		e->heap = NULL;
-		e->lane = NULL;
+		e->lane = &lane_none;
 		__atomic_store_n(&e->key, ND_KEY_NONE, __ATOMIC_RELAXED);
 	}
 	pc_fill(e, p); /* a found entry too: the padding may have changed */
