@@ -181,9 +181,9 @@ static void heap_set_tp(heap_t *h, uintptr_t tp)
 {
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
 		for (slab_t *s = h->cur[c]; s && s != &_nd_slab_empty; s = s->next)
-			_nd_slab_set_tp(s, tp);
+			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
 		for (slab_t *s = h->fullh[c]; s; s = s->next)
-			_nd_slab_set_tp(s, tp);
+			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
 	}
 }
 
@@ -204,7 +204,7 @@ static void heap_absorb(heap_t *h, heap_t *p)
 		while ((s = p->fullh[c]) != NULL) {
 			_nd_slab_full_unlink(p, s);
 			__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE); /* nd_slab.h, heap */
-			_nd_slab_set_tp(s, tp);
+			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
 			if (s->free || (__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR))
 				_nd_slab_part_insert(h, s);
 			else
@@ -213,7 +213,7 @@ static void heap_absorb(heap_t *h, heap_t *p)
 		while ((s = p->cur[c]) != &_nd_slab_empty) {
 			_nd_slab_part_unlink(p, s);
 			__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE); /* nd_slab.h, heap */
-			_nd_slab_set_tp(s, tp);
+			__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
 			_nd_slab_part_insert(h, s);
 		}
 	}
@@ -317,7 +317,7 @@ static bool steal(heap_t *h, unsigned c)
 		s = p->cur[c];
 		_nd_slab_part_unlink(p, s);
 		__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE); /* nd_slab.h, heap */
-		_nd_slab_set_tp(s, my_tp());
+		__atomic_store_n(&s->tp, my_tp(), __ATOMIC_RELAXED);
 	}
 	if (!s)
 		__atomic_store_n(cls, *cls & ~bit, __ATOMIC_RELAXED);

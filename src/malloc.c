@@ -258,10 +258,9 @@ static __attribute__((noinline)) void free_slow(void *p)
  * check (its slabs have lim 0): every free of it takes the slow path. */
 static inline __attribute__((always_inline)) bool free_fast(void *p)
 {
-	uint64_t r;
-	uintptr_t tp;
-	_nd_slab_hot_t *s = _nd_slab_of_r(p, &r, &tp);
-	switch (_nd_slab_free_classify(s, r, p)) {
+	uint64_t mul;
+	_nd_slab_hot_t *s = _nd_slab_of_mul(p, &mul);
+	switch (_nd_slab_free_classify(s, mul, p)) {
 	case 0:
 		return false;
 	case 1:
@@ -270,7 +269,7 @@ static inline __attribute__((always_inline)) bool free_fast(void *p)
 		break;
 	}
 	ND_ASSERT(!sized_check, "check mode's frees take the slow path");
-	_nd_slab_free_push(s, p, tp);
+	_nd_slab_free_push(s, p);
 	return true;
 }
 

@@ -111,21 +111,20 @@ void _nd_meta_hdr_each(void (*fn)(const _nd_slab_t *s, void *arg), void *arg)
 			fn(s, arg);
 }
 
-/* Until the map exists every lookup decodes to its `none` (lim 0) and
- * entry 0 (all zero: fails free's check): frees take malloc.c's slow
- * path, which finds slabs by page descriptor. Laid out as _nd_slab_map_t
- * with one entry; mask 0. */
+/* Until the map exists every lookup decodes to its `none` (lim 0): frees
+ * take malloc.c's slow path, which finds slabs by page descriptor. Laid
+ * out as _nd_slab_map_t with one entry (its pair: offset 0, mul 0); mask 0. */
 static _Alignas(ND_CACHE_LINE) struct {
 	_nd_slab_hot_t none;
-	intptr_t ent0[ND_ENT_WORDS];
-} boot_map = { .none.chk = 0xffff }; /* _nd_slab_chk(NULL, 0, 0) */
+	intptr_t ent0, mul0;
+} boot_map = { .none.chk = ND_SLAB_CHK_B << ND_SLAB_ROT };
 _Static_assert(offsetof(_nd_slab_map_t, ent) == offsetof(__typeof__(boot_map), ent0), "the boot map is a map of one entry");
 _Alignas(16) _nd_slab_mapv_t _nd_slab_map = { (_nd_slab_map_t *)&boot_map, 0 };
 static int map_tried; /* written under node 0's lock */
 
 /* The map: virtual (MAP_NORESERVE), committed a page of entries at a
  * time. Made at the slab init for the largest reservation the page level
- * can have (16 TiB: 2^30 units, 32 GiB of entries), so that no mapping
+ * can have (16 TiB: 2^30 units, 16 GiB of entry pairs), so that no mapping
  * appears later in the program's life; if that is refused, made at the
  * first slab for the reservation as it is (slot 0 to the mixed slot).
  * Failure leaves the boot map (slower frees, same results). */
@@ -133,7 +132,7 @@ static int map_tried; /* written under node 0's lock */
 
 static bool map_make(uintptr_t n, bool quiet)
 {
-	size_t bytes = ND_ALIGN_UP(sizeof(_nd_slab_map_t) + ND_ENT_WORDS * n * sizeof(intptr_t), ND_PAGE_SIZE);
+	size_t bytes = ND_ALIGN_UP(sizeof(_nd_slab_map_t) + 2 * n * sizeof(intptr_t), ND_PAGE_SIZE);
 	int err;
 	_nd_slab_map_t *m = _nd_os_mmap(bytes, true, &err);
 	if (!m) {
@@ -146,7 +145,7 @@ static bool map_make(uintptr_t n, bool quiet)
 	m->none.chk = _nd_slab_chk(NULL, 0, 0); /* lim 0: every check fails */
 	/* base, then mask (nd_slab.h: a lookup loads them the other way) */
 	__atomic_store_n(&_nd_slab_map.base, m, __ATOMIC_RELEASE);
-	__atomic_store_n(&_nd_slab_map.mask, (n - 1) * ND_ENT_WORDS, __ATOMIC_RELEASE);
+	__atomic_store_n(&_nd_slab_map.mask, (n - 1) << 1, __ATOMIC_RELEASE);
 	return true;
 }
 
@@ -184,47 +183,21 @@ void _nd_meta_map_init(void)
 		__atomic_store_n(&map_tried, 1, __ATOMIC_RELEASE);
 }
 
-intptr_t *_nd_meta_map_ent(const void *p)
-{
-	_nd_slab_map_t *m = _nd_slab_map.base;
-	if (m == (_nd_slab_map_t *)&boot_map)
-		return NULL;
-	uintptr_t i = ((uintptr_t)p >> ND_SLAB_MAP_SHIFT) & _nd_slab_map.mask;
-	/* entry 0 stays zero: a lookup may pair an old mask 0 with this map (nd_slab.h) */
-	return i ? &m->ent[i] : NULL;
-}
-
-void _nd_meta_map_copy(const char *start, uint32_t npages, uint64_t gone, unsigned w, uintptr_t v)
-{
-	_nd_slab_map_t *m = _nd_slab_map.base;
-	if (m == (_nd_slab_map_t *)&boot_map)
-		return;
-	/* a slab's units are an aligned block of at most 16: their entries
-	 * are consecutive (the map has 2^13 or more, a power of two) */
-	uintptr_t i = ((uintptr_t)start >> ND_SLAB_MAP_SHIFT) & _nd_slab_map.mask;
-	for (uint32_t p = 0; p < npages; p += 1u << (ND_SLAB_UNIT_SHIFT - ND_PAGE_SHIFT), i += ND_ENT_WORDS)
-		if (i && !(gone >> p & 1)) /* entry 0 stays zero (_nd_meta_map_ent) */
-			__atomic_store_n(&m->ent[i + w], (intptr_t)v, __ATOMIC_RELAXED);
-}
-
 void _nd_meta_map_set(const void *unit, const _nd_slab_t *s)
 {
+	_nd_slab_map_t *m = _nd_slab_map.base;
+	if (m == (_nd_slab_map_t *)&boot_map)
+		return;
 	ND_ASSERT(!((uintptr_t)unit & (((uintptr_t)1 << ND_SLAB_UNIT_SHIFT) - 1)), "a map unit starts 16 KiB-aligned");
-	intptr_t *e = _nd_meta_map_ent(unit);
-	if (!e)
-		return;
-	/* chk 0 first (from there every check fails), then the offset; a
-	 * new entry's chk last: free loads chk before the offset (x86 keeps
-	 * loads, and stores, in program order), so a new chk comes with its
-	 * offset. (A unit is set or cleared with no object of it out: only
-	 * an invalid or double free races with that, as with the header's
-	 * words before.) */
-	__atomic_store_n(&e[ND_ENT_CHK], 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&e[ND_ENT_OFF], 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&e[ND_ENT_MUL], s ? (intptr_t)s->mul : 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&e[ND_ENT_TP], s ? (intptr_t)__atomic_load_n(&s->tp, __ATOMIC_RELAXED) : 0, __ATOMIC_RELAXED);
-	if (!s)
-		return;
-	__atomic_store_n(&e[ND_ENT_OFF], (intptr_t)s - (intptr_t)_nd_slab_map.base, __ATOMIC_RELEASE);
-	__atomic_store_n(&e[ND_ENT_CHK], (intptr_t)__atomic_load_n(&s->chk, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
+	uintptr_t i = ((uintptr_t)unit >> (ND_SLAB_UNIT_SHIFT - 1)) & _nd_slab_map.mask;
+	if (i == 0)
+		return; /* pair 0 stays none: a lookup may pair an old mask 0 with this map (nd_slab.h) */
+	/* mul before the offset, the offset cleared first (nd_slab.h) */
+	if (s) {
+		__atomic_store_n(&m->ent[i + 1], (intptr_t)s->mul, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->ent[i], (intptr_t)s - (intptr_t)m, __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&m->ent[i], 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&m->ent[i + 1], 0, __ATOMIC_RELAXED);
+	}
 }

@@ -43,23 +43,20 @@ _Static_assert(ND_SLAB_CLASSES <= 64, "class masks (rf_mask, a heap's notify) ar
 
 /* slab.c's hot slab fields (nd_slab.h describes them): the fast paths'
  * part of a slab header, and of the record's borrowed lists (bwl[]). Two
- * lines: the first is read by the slow paths of any thread (free's fast
- * path reads the copies of chk and tp in the slab map) and written only
- * rarely (carving, flagging, parking); the second, free and used, is
- * written by every malloc and free of the owner. Apart, a remote free
- * does not pull in a line the owner keeps dirty (wl_xfree). _nd_slab_t repeats the
+ * lines: the first is read by every free, from any thread, and written
+ * only rarely (carving, parking); the second, free and used, is written
+ * by every malloc and free of the owner. Apart, a remote free does not
+ * pull in a line the owner keeps dirty (wl_xfree). _nd_slab_t repeats the
  * first six fields and keeps its own read-mostly fields in the rest of
  * the first line. */
 typedef struct _nd_slab_hot {
 	char *start;     /* first object (page-aligned run) */
 	uint64_t mul;    /* (size's odd part)^-1 << (16 - tz) mod 2^64: see nd_slab.h */
 	uint64_t chk;    /* atomic: start and lim (objects carved; 0 in check mode:
-			  * frees validate) folded for free's check, _nd_slab_live;
-			  * a slab's is copied in its map entries (nd_slab.h) */
-	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0), | ND_TP_MIX and
-			  * the class and node once an object was borrowed
-			  * (nd_slab.h); 0 while parked; copied in the map too */
-	uint8_t cls;     /* size class (slabs only: the slow paths' list) */
+			  * frees validate) folded for free's check, _nd_slab_live */
+	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0), | ND_TP_MIX once
+			  * an object was borrowed (nd_slab.h); 0 while parked */
+	uint8_t cls;     /* size class (slabs only: a free picks the list by it) */
 	uint16_t node1;  /* node + 1 (slabs only: the borrowing rule's) */
 	/* padding, not _Alignas: a borrowed list (bwl[]) is an
 	 * _nd_slab_hot_t at a 16-byte boundary */

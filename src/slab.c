@@ -192,21 +192,6 @@ static void set_map(const slab_t *s, uint32_t from, uint32_t to, const slab_t *s
 		_nd_meta_map_set(s->start + ((size_t)i << ND_PAGE_SHIFT), slab);
 }
 
-/* Every store of the header's chk and tp is copied into the map entries
- * of s's units (those not given back: nd_slab.h), by the owner (or the
- * pool lock's holder). */
-void _nd_slab_set_tp(slab_t *s, uintptr_t tp)
-{
-	__atomic_store_n(&s->tp, tp, __ATOMIC_RELAXED);
-	_nd_meta_map_copy(s->start, s->npages, s->gone, ND_ENT_TP, tp);
-}
-
-static void set_chk(slab_t *s, uint64_t chk)
-{
-	__atomic_store_n(&s->chk, chk, __ATOMIC_RELAXED);
-	_nd_meta_map_copy(s->start, s->npages, s->gone, ND_ENT_CHK, chk);
-}
-
 /* Pages [from, to) of s: descriptors and slab map entries name s (use
  * ND_USE_SLAB) or nothing. */
 static inline void set_slab_pages(slab_t *s, uint32_t from, uint32_t to, uint8_t use)
@@ -281,7 +266,7 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	s->node1 = got >= 0 && got < ND_MAX_NODES ? (uint16_t)(got + 1) : ND_SLAB_NODE1_NONE;
 	__atomic_store_n(&s->npages, cls_pages[c], __ATOMIC_RELAXED); /* statistics read it */
 	__atomic_store_n(&s->tp, my_tp(), __ATOMIC_RELAXED); /* heap_alloc runs on h's owner */
-	set_slab_pages(s, 0, s->npages, ND_USE_SLAB); /* the map gets chk and tp too */
+	set_slab_pages(s, 0, s->npages, ND_USE_SLAB);
 	return s;
 }
 
@@ -366,7 +351,7 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 		h->emask &= ~((uint64_t)1 << k);
 	s->next = NULL;
 	h->epages -= s->npages;
-	_nd_slab_set_tp(s, my_tp()); /* nothing out: no borrowed one (ND_TP_MIX) */
+	__atomic_store_n(&s->tp, my_tp(), __ATOMIC_RELAXED); /* nothing out: no borrowed one (ND_TP_MIX) */
 	ND_ASSERT(s->used == 0 && s->npages == cls_pages[c] && !(__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR),
 		  "a kept slab has nothing out and the pages of c");
 	s->pfree = 0; /* slab_purge.c: its frees since a pass count from 0 */
@@ -375,10 +360,10 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 		/* nothing of class k is out: carving starts again (objects
 		 * of k left in the pages are not reachable: never carved) */
 		set_class(s, c);
+		set_map(s, 0, s->npages, s); /* the map's mul is the new class's */
 		s->free = NULL;
 		__atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
 		__atomic_store_n(&s->chk, _nd_slab_chk(s->start, s->mul, 0), __ATOMIC_RELAXED);
-		set_map(s, 0, s->npages, s); /* the map's mul and chk are the new class's */
 		s->purged = 0;
 		s->pstr = 0;
 	}
@@ -422,7 +407,7 @@ void _nd_slab_carve(slab_t *s)
 	s->free = first;
 	uint16_t carved = (uint16_t)(s->carved + n);
 	__atomic_store_n(&s->carved, carved, __ATOMIC_RELAXED);
-	set_chk(s, _nd_slab_chk(s->start, s->mul, _nd_slab_check ? 0 : carved));
+	__atomic_store_n(&s->chk, _nd_slab_chk(s->start, s->mul, _nd_slab_check ? 0 : carved), __ATOMIC_RELAXED);
 }
 
 /* Takes the remote frees into the private list (called when that one is
@@ -825,7 +810,7 @@ static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 	if (o[1] == marker(s) || on_free_lists(s, o, owner))
 		double_free(o, s);
 	o[1] = marker(s);
-	_nd_slab_free_push((_nd_slab_hot_t *)s, o, __atomic_load_n(&s->tp, __ATOMIC_RELAXED));
+	_nd_slab_free_push((_nd_slab_hot_t *)s, o);
 }
 
 static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedesc_t *d)
@@ -840,7 +825,7 @@ static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedes
 		return;
 	}
 	o[1] = marker(s);
-	_nd_slab_free_push((_nd_slab_hot_t *)s, o, __atomic_load_n(&s->tp, __ATOMIC_RELAXED));
+	_nd_slab_free_push((_nd_slab_hot_t *)s, o);
 }
 
 void _nd_slab_free(void *p, _nd_pagedesc_t *d)
@@ -854,39 +839,24 @@ void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s)
 	double_free(p, (const slab_t *)s);
 }
 
-/* The free of p by a thread that borrows it (_nd_slab_bw_ok: tp is s's
- * stamp). Out of line: free_home's path (prodcons's every free) stays
- * a leaf without a frame (10 instructions a free with this inlined). */
-static __attribute__((noinline)) void free_borrow(_nd_thread_t *t, slab_t *s, void *p, uintptr_t tp)
-{
-	/* borrowed: from now on every free of s picks its list without a
-	 * branch (its owner's own frees come mixed with borrowed ones).
-	 * The header, then the copy in the entry of p's unit (p is out: the
-	 * unit stays s's); the other units' copies when their frees come
-	 * here (a CAS: an owner's new stamp is never flagged) */
-	uintptr_t mix = tp | _nd_slab_tp_mix((_nd_slab_hot_t *)s), own = tp & ND_TP_PTR;
-	if (!(tp & ND_TP_MIX))
-		__atomic_compare_exchange_n(&s->tp, &tp, mix, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
-	intptr_t *e = _nd_meta_map_ent(p);
-	if (e)
-		__atomic_compare_exchange_n((uintptr_t *)&e[ND_ENT_TP], &own, mix, false, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED);
-	_nd_slab_hot_t *b = _nd_thread_bw(t, s->cls);
-	uint64_t *nrem = &t->cls_remote[s->cls]; /* statistics (a snapshot reads it) */
-	__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);
-	if (nd_unlikely(_nd_slab_push(b, p)))
-		bw_pushed(t, s);
-}
-
 void _nd_slab_free_other(void *p, _nd_slab_hot_t *s)
 {
 	_nd_thread_t *t = _nd_tls;
+	slab_t *sl = (slab_t *)s;
 	uintptr_t tp = __atomic_load_n(&s->tp, __ATOMIC_RELAXED);
 	if (!_nd_slab_bw_ok(t, s, tp)) {
-		free_home(t, (slab_t *)s, p);
+		free_home(t, sl, p);
 		return;
 	}
-	free_borrow(t, (slab_t *)s, p, tp);
+	/* borrowed: from now on every free of s picks its list without a
+	 * branch (its owner's own frees come mixed with borrowed ones) */
+	if (!(tp & ND_TP_MIX))
+		__atomic_compare_exchange_n(&s->tp, &tp, tp | ND_TP_MIX, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	_nd_slab_hot_t *b = _nd_thread_bw(t, sl->cls);
+	uint64_t *nrem = &t->cls_remote[sl->cls]; /* statistics (a snapshot reads it) */
+	__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);
+	if (nd_unlikely(_nd_slab_push(b, p)))
+		bw_pushed(t, sl);
 }
 
 void _nd_slab_free_pushed(_nd_slab_hot_t *l, _nd_slab_hot_t *s)

@@ -205,10 +205,9 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 		 * mispredicted the owner branch (wl_larson with 1 thread and 512
 		 * slots, cachegrind: 0.97 mispredicts per pair) and switched
 		 * dir[] to the list and back at every dry spell */
-		uintptr_t tp;
 		if (s != &_nd_slab_empty && s->cls == c && (int32_t)s->node1 == t->bw_node1 &&
-		    !((tp = __atomic_load_n(&s->tp, __ATOMIC_RELAXED)) & ND_TP_MIX))
-			_nd_slab_set_tp(s, tp | _nd_slab_tp_mix((_nd_slab_hot_t *)s));
+		    !(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & ND_TP_MIX))
+			__atomic_fetch_or(&s->tp, ND_TP_MIX, __ATOMIC_RELAXED);
 		_nd_slab_dir_class(t, c, s);
 	}
 	return NULL;
@@ -363,7 +362,7 @@ static void split_live(void **o, uintptr_t me, uint32_t cap, void ***keep, uint3
 {
 	for (void **nx; o; o = nx) {
 		nx = o[0];
-		uintptr_t tp = __atomic_load_n(&((slab_t *)o[1])->tp, __ATOMIC_RELAXED) & ND_TP_PTR;
+		uintptr_t tp = __atomic_load_n(&((slab_t *)o[1])->tp, __ATOMIC_RELAXED) & ~ND_TP_MIX;
 		void ***to = tp && tp != me && *nk < cap ? keep : home;
 		*nk += to == keep;
 		o[0] = *to;

@@ -14,7 +14,7 @@ if(NOT NODALLOC_OVERRIDE)
   file(GLOB ND_TSAN_OWN CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/tsan/tsan_*.c)
   set(ND_TSAN_SOURCES ${ND_TSAN_OWN})
   foreach(t test_slab_stress test_page_threads test_heap_churn test_heap_exit_trim test_slab_idle_owner test_api_heap test_heap_sweep_take
-      test_slab_remote_norecord test_slab_units_remote test_slab_map_copies test_slab_exit_churn)
+      test_slab_remote_norecord test_slab_units_remote test_slab_exit_churn)
     if(EXISTS ${PROJECT_SOURCE_DIR}/tests/unit/${t}.c)
       list(APPEND ND_TSAN_SOURCES ${PROJECT_SOURCE_DIR}/tests/unit/${t}.c)
     endif()

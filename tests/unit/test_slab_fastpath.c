@@ -8,7 +8,7 @@
  *    slab's map unit;
  *  - the slab map finds the slab of each object, with its mul (free's
  *    check multiplies by the map's), and nothing for addresses that are
- *    not slab memory; its entry 0 never names a slab;
+ *    not slab memory; its pair 0 never names a slab;
  *  - on the real topology, the one-compare CPU/policy check keeps malloc on
  *    the fast path, and a thread or process policy change sends the next
  *    malloc to the slow path (so the policy is honoured) and back.
@@ -39,13 +39,10 @@ static void index_check(void)
 			free(p);
 			continue;
 		}
-		/* the map's entry: the same header, its mul, and copies of the
-		 * header's chk and tp, which free's fast path reads instead */
-		uint64_t mul, chk;
-		uintptr_t tp;
-		CHECK(_nd_slab_of_ent(p, &mul, &chk, &tp) == s && mul == s->mul, "class %zu: map mul %llx, slab's %llx",
-		      size, (unsigned long long)mul, (unsigned long long)s->mul);
-		CHECK(chk == s->chk && tp == s->tp, "class %zu: the map's chk and tp are the header's", size);
+		/* the map's pair: the same header, and its mul for free's check */
+		uint64_t mul;
+		CHECK(_nd_slab_of_mul(p, &mul) == s && mul == s->mul, "class %zu: map mul %llx, slab's %llx", size,
+		      (unsigned long long)mul, (unsigned long long)s->mul);
 		uintptr_t off0 = (uintptr_t)p - (uintptr_t)s->start;
 		CHECK(off0 % size == 0 && _nd_slab_index(s, p) == off0 / size, "class %zu", size);
 		int bad = 0;
@@ -70,11 +67,6 @@ static void index_check(void)
 					bad++;
 		}
 		CHECK(bad == 0, "class %zu: free's check misjudged %d addresses", size, bad);
-		/* all-zero words (an entry never written, or cleared) fail */
-		bad = 0;
-		for (uintptr_t off = 0; off < ((uintptr_t)64 << ND_PAGE_SHIFT) + size; off += 16)
-			bad += _nd_slab_live_chk(0, 0, s->start + off);
-		CHECK(bad == 0, "class %zu: an all-zero entry passed %d addresses", size, bad);
 		/* below the start, and far away: never an index a slab can have
 		 * (at most 64 pages of 16-byte objects) */
 		const uint64_t most = ((uint64_t)64 << ND_PAGE_SHIFT) / 16;
@@ -95,10 +87,9 @@ static void map_check(void)
 	for (unsigned i = 0; i < sizeof foreign / sizeof foreign[0]; i++) {
 		_nd_slab_hot_t *s = _nd_slab_of(foreign[i]);
 		CHECK(!_nd_slab_live(s, foreign[i]), "%p taken for a slab object", foreign[i]);
-		uint64_t mul, chk;
-		uintptr_t tp;
-		s = _nd_slab_of_ent(foreign[i], &mul, &chk, &tp);
-		CHECK(!_nd_slab_live_chk(mul, chk, foreign[i]), "%p taken for a slab object (map's entry)", foreign[i]);
+		uint64_t mul;
+		s = _nd_slab_of_mul(foreign[i], &mul);
+		CHECK(!_nd_slab_live_mul(s, mul, foreign[i]), "%p taken for a slab object (map's mul)", foreign[i]);
 	}
 	/* `none` fails every address, NULL too */
 	CHECK(!_nd_slab_live(&_nd_slab_map.base->none, NULL) && !_nd_slab_live(_nd_slab_of(NULL), NULL));
@@ -112,15 +103,15 @@ static void map_check(void)
 	CHECK(_nd_slab_of(a) == _nd_slab_of(b) || _nd_slab_of(a)->start != _nd_slab_of(b)->start);
 	CHECK(_nd_slab_of(a) != _nd_slab_of(c));
 	CHECK(_nd_slab_of(a)->tp == (uintptr_t)__builtin_thread_pointer());
-	/* entry 0 is never a slab's (nd_slab.h: a lookup that meets the boot
+	/* pair 0 is never a slab's (nd_slab.h: a lookup that meets the boot
 	 * map's mask 0 with the map reads it): the unit that aliases onto it
 	 * is left to the slow path */
 	uintptr_t mask = __atomic_load_n(&_nd_slab_map.mask, __ATOMIC_ACQUIRE);
 	if (mask) {
-		const void *u0 = (const void *)((mask / ND_ENT_WORDS + 1) << ND_SLAB_UNIT_SHIFT);
+		const void *u0 = (const void *)(((mask >> 1) + 1) << ND_SLAB_UNIT_SHIFT);
 		_nd_meta_map_set(u0, (const _nd_slab_t *)(void *)_nd_slab_of(a));
 		CHECK(_nd_slab_of(u0) == &_nd_slab_map.base->none && _nd_slab_of(NULL) == &_nd_slab_map.base->none,
-		      "entry 0 names a slab");
+		      "pair 0 names a slab");
 		_nd_meta_map_set(u0, NULL);
 	}
 	free(a);
