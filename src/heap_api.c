@@ -164,6 +164,18 @@ static inline uintptr_t my_tp(void)
 	return (uintptr_t)__builtin_thread_pointer();
 }
 
+/* The caller is h's creator: its thread pointer and its record. In a
+ * fork's child a thread can get a dead parent thread's thread pointer
+ * (glibc reuses its stack), never its record (a thread the child does not
+ * have never releases it): such a thread's frees of the dead creator's
+ * chunks go onto the remote stack, which no one takes (the child leaves
+ * dead threads' heaps alone, as slab.c's free_local_slow), instead of
+ * editing the chunk list. */
+static inline bool is_owner(const nd_heap_t *h)
+{
+	return h->owner == my_tp() && __atomic_load_n(&h->sh.owner, __ATOMIC_RELAXED) == _nd_tls;
+}
+
 /* A run of np pages (aligned to ap) placed as h says, every page marked. */
 static hchunk_t *chunk_new(nd_heap_t *h, size_t np, size_t ap)
 {
@@ -379,7 +391,7 @@ void _nd_uheap_free(void *p, const _nd_pagedesc_t *d)
 	nd_heap_t *h = k->heap;
 	if (__atomic_exchange_n(&k->freed, 1, __ATOMIC_RELAXED))
 		_nd_msg_fatal("free(): double free of %p (heap object)", p);
-	if (h->owner == my_tp()) {
+	if (is_owner(h)) {
 		chunk_free(h, k);
 		return;
 	}
@@ -413,7 +425,7 @@ nd_heap_t *_nd_uheap_of(const _nd_pagedesc_t *d)
 
 void *_nd_uheap_realloc_alloc(nd_heap_t *h, const _nd_pagedesc_t *d, size_t size)
 {
-	if (h->owner == my_tp())
+	if (is_owner(h))
 		return heap_alloc(h, size, 0);
 	int node = d->use == ND_USE_SLAB ? _nd_slab_node(d) : _nd_page_node_of(((const hchunk_t *)d->user)->start);
 	return node >= 0 ? nd_malloc_onnode(size, node) : nd_malloc(size);

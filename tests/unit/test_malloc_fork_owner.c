@@ -15,7 +15,11 @@
  *           (checked) frees the first set before it ever allocates, a second
  *           one (the same thread pointer again) allocates, then frees the
  *           other set: the dead thread's heap keeps its lists as they were
- *           at the fork;
+ *           at the fork; the first also frees a large object (a chunk) of a
+ *           public heap (nd_heap_new) the dead thread made: the chunk is not
+ *           unlinked and its pages stay the heap's (heap_api.c; before, the
+ *           child thread passed the creator test and gave them back, an edit
+ *           of the dead creator's chunk list);
  *  - stress: threads that allocate, trade and exit while the main thread
  *           forks; each child makes threads that free what the parent's
  *           threads left in the boxes, allocate and exit. */
@@ -40,6 +44,9 @@ static _nd_heap_t *dead_heap;
 static _nd_slab_t *dead_cur, *dead_full;
 static unsigned cls;
 static uintptr_t owner_tp;
+/* a public heap of the parent's thread and a chunk of it (> ND_SLAB_MAX) */
+static nd_heap_t *dead_uheap;
+static void *dead_chunk;
 
 static void *owner(void *arg)
 {
@@ -48,6 +55,8 @@ static void *owner(void *arg)
 		set_a[i] = malloc(SIZE);
 		set_b[i] = malloc(SIZE);
 	}
+	dead_uheap = nd_heap_new(0);
+	dead_chunk = dead_uheap ? nd_heap_malloc(dead_uheap, 4 * ND_SLAB_MAX) : NULL;
 	owner_tp = (uintptr_t)__builtin_thread_pointer();
 	dead_heap = _nd_tls->heap;
 	dead_cur = dead_heap->cur[cls];
@@ -58,16 +67,21 @@ static void *owner(void *arg)
 		free(set_a[i]);
 		free(set_b[i]);
 	}
+	free(dead_chunk);
+	nd_heap_destroy(dead_uheap);
 	return NULL;
 }
 
-/* bit 0: not the owner's thread pointer; bit 1: a malloc failed */
+/* bit 0: not the owner's thread pointer; bit 1: a malloc failed; bit 7:
+ * the dead thread's chunk was given back */
 static void *child_free_first(void *arg)
 {
 	(void)arg;
 	int r = (uintptr_t)__builtin_thread_pointer() != owner_tp;
 	for (int i = 0; i < N; i++)
 		free(set_a[i]);
+	free(dead_chunk);
+	r |= _nd_page_desc(dead_chunk)->use != ND_USE_HEAP ? 128 : 0;
 	void *v[N];
 	for (int i = 0; i < N; i++)
 		r |= (v[i] = malloc(SIZE)) == NULL ? 2 : 0;
@@ -107,6 +121,7 @@ static void same_tp_case(void)
 	CHECK(pthread_create(&o, NULL, owner, NULL) == 0);
 	pthread_barrier_wait(&bar);
 	CHECK(dead_full != NULL, "the owner's heap has full slabs of the class");
+	CHECK(dead_chunk != NULL, "the owner's public heap has a chunk");
 	pid_t pid = fork();
 	if (pid == 0) {
 		alarm(60);
@@ -124,6 +139,7 @@ static void same_tp_case(void)
 	CHECK(!(r & (2 | 16)), "the child threads' mallocs succeeded (%#x)", r);
 	CHECK(!(r & (4 | 32)), "the child threads ran (%#x)", r);
 	CHECK(!(r & 64), "the dead thread's heap kept its lists in the child");
+	CHECK(!(r & 128), "the dead thread's public heap kept its chunk in the child");
 	pthread_barrier_wait(&bar);
 	pthread_join(o, NULL);
 }
