@@ -105,11 +105,11 @@ extern uint8_t _nd_slab_cls_tab[ND_SLAB_MAX / 16 + 1] __attribute__((visibility(
  * Measured and left (wl_small, CPU time, 31-41 runs, Zen 5): chk and tp
  * copied into 32-byte entries, so free reads no header line 1, was no
  * faster (+0.6%; wl_larson's D1 misses 2.56M -> 2.27M but no faster,
- * wl_xfree 2 4-5% slower: reverted, 2239f7a); the owner folded into chk (one branch and load less)
- * no faster; frees onto a second list that malloc takes when its own
- * runs dry (mimalloc's local_free) 13% slower (D1 misses 0.87 -> 1.46
- * per pair: reuse no longer LIFO); a prefetch of the next free object
- * in the pop 1.4% slower. */
+ * wl_xfree 2 4-5% slower: reverted, 2239f7a); the owner folded into chk
+ * (one branch and load less) no faster; frees onto a second list that
+ * malloc takes when its own runs dry (mimalloc's local_free) 13% slower
+ * (D1 misses 0.87 -> 1.46 per pair: reuse no longer LIFO); a prefetch of
+ * the next free object in the pop 1.4% slower. */
 #define ND_SLAB_UNIT_SHIFT 14
 typedef struct _nd_slab_map {
 	_nd_slab_hot_t none;
