@@ -647,6 +647,7 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 		for (int i = 0; i < ND_PCACHE; i++)
 			if (t->pc[i].heap == (struct nd_heap *)old) {
 				t->pc[i].user = ND_PC_NOUSER;
+				t->pc[i].fix = ND_PC_NOUSER;
 				__atomic_store_n(&t->pc[i].key, ND_KEY_NONE, __ATOMIC_RELAXED);
 			}
 		for (int i = v; i + 1 < t->nph; i++)
@@ -1028,6 +1029,47 @@ static bool pc_valid(const struct _nd_pcache *e)
 	return __atomic_load_n(&e->key, __ATOMIC_RELAXED) == v;
 }
 
+/* Every CPU of the topology (frozen from the first allocation on) is on
+ * one node and takes one memory node: cached, -1 before the first look. */
+static int one_cpu_node = -1;
+
+static bool topo_one_cpu_node(void)
+{
+	int v = __atomic_load_n(&one_cpu_node, __ATOMIC_RELAXED);
+	if (v < 0) {
+		const _nd_topo_t *tp = _nd_topo();
+		int node = -1, mem = -1;
+		v = 1;
+		for (int c = 0; c < tp->cpu_limit && v; c++) {
+			if (tp->cpu_node[c] < 0)
+				continue;
+			if (node < 0)
+				node = tp->cpu_node[c], mem = tp->cpu_mem_node[c];
+			v = tp->cpu_node[c] == node && tp->cpu_mem_node[c] == mem;
+		}
+		__atomic_store_n(&one_cpu_node, v, __ATOMIC_RELAXED);
+	}
+	return v != 0;
+}
+
+/* An interned policy resolves to the same heap on every CPU (heap_for):
+ * interleave and weighted (a policy heap), preferred (its first node),
+ * bind to one node; any policy when every CPU is on one node. Its cache
+ * entries need no CPU key (place.c compares their fix instead). */
+static bool pc_cpu_free(const nd_policy_t *p)
+{
+	switch (p->mode) {
+	case ND_POLICY_INTERLEAVE:
+	case ND_POLICY_WEIGHTED:
+	case ND_POLICY_PREFERRED:
+		return true;
+	case ND_POLICY_BIND:
+		return nd_nodemask_count(&p->nodes) == 1 || topo_one_cpu_node();
+	default:
+		return topo_one_cpu_node();
+	}
+}
+
 /* The lane of an entry just resolved (heap set): a weighted policy's
  * heap is the same on every CPU (each slab chooses its node), so a plain
  * object's entry compares its weights there instead of the CPU (place.c
@@ -1038,6 +1080,7 @@ static void pc_key_store(_nd_thread_t *t, struct _nd_pcache *e, const nd_policy_
 {
 	if (_nd_slab_check || (e->user != p && e->pol != p))
 		return;
+	e->fix = e->pol == p && pc_cpu_free(p) ? p : ND_PC_NOUSER;
 	if (p->mode == ND_POLICY_WEIGHTED && e->pol != p) {
 		e->lane = (const uint64_t *)(const void *)p->weights;
 		__atomic_store_n(&e->key, e->w0, __ATOMIC_RELAXED);
@@ -1078,6 +1121,7 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 		e->user = ip != p && pc_cacheable(p) ? p : ND_PC_NOUSER;
 		e->pol = ip;
 		e->heap = NULL;
+		e->fix = ND_PC_NOUSER;
 		e->lane = &lane_none;
 		__atomic_store_n(&e->key, ND_KEY_NONE, __ATOMIC_RELAXED);
 	}

@@ -134,6 +134,11 @@ typedef struct _nd_thread {
 		uint32_t max;            /* largest size served from the heap */
 		struct nd_heap *heap;
 		const nd_policy_t *pol;  /* interned copy (refills) */
+		/* pol while heap is the one pol resolves to on every CPU
+		 * (heap.c, pc_cpu_free): the fast paths skip key;
+		 * ND_PC_NOUSER: none (never NULL, as user: a NULL policy
+		 * argument matches no entry) */
+		const nd_policy_t *fix;
 	} pc[ND_PCACHE];
 	/* xmask[lg] = 2^lg - 1, lg <= ND_XLG_FAST (ND_XMASK_INIT, constant):
 	 * the rounding mask of an x call's alignment, here for the same

@@ -23,7 +23,7 @@ static const uint64_t zero64;
 
 #define BOOT_INIT                                                              \
 	{ .cpu64 = &zero64, .key = ND_KEY_NONE, .lkey = ND_KEY_NONE, .il_node = -1, \
-	  .cpu_override = -1, .pc = { [0 ... ND_PCACHE - 1] = { .key = ND_KEY_NONE, .user = ND_PC_NOUSER } },     \
+	  .cpu_override = -1, .pc = { [0 ... ND_PCACHE - 1] = { .key = ND_KEY_NONE, .user = ND_PC_NOUSER, .fix = ND_PC_NOUSER } },     \
 	  .xmask = ND_XMASK_INIT, .scls = ND_SCLS_INIT }
 
 const _nd_thread_t _nd_thread_boot = BOOT_INIT;

@@ -81,15 +81,16 @@ static void zero_reuse(int node, const nd_policy_t *p)
 	}
 }
 
-/* Random alloc/free of 16-256 B with 1024 live blocks, each written over
- * when allocated, as bench/policy.sh's loop: the classes an alignment of
- * 64 rounds to refill often (their slabs run dry and swap with full ones
+/* Random alloc/free of 16-256 B with 4096 live blocks (bench/policy.sh's
+ * loop has 1024: the classes of 64-aligned requests, 256 objects a slab,
+ * then refill too seldom), each written over when allocated: the classes
+ * an alignment of 64 rounds to refill often (their slabs run dry and swap with full ones
  * holding the blocks freed with old contents), and every block, popped
  * or refilled, must come back aligned, zeroed when asked and on its node
  * (want; -1: node 0 or 1). */
 static void x_churn(int node, const nd_policy_t *p, unsigned fl, int want)
 {
-	enum { SLOTS = 1024, N = 60000 };
+	enum { SLOTS = 4096, N = 60000 };
 	static unsigned char *slot[SLOTS];
 	static size_t len[SLOTS];
 	uint64_t rng = 0x9E3779B97F4A7C15ULL, slow = _nd_slab_slow_count();

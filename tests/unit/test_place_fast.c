@@ -28,7 +28,10 @@
  *    a granularity the mode ignores changes nothing (nd_policy_check
  *    ignores it too); a weighted object's weights alone (its node set
  *    comes from them); a plain object whose heap depends on the CPU
- *    (bind:0-1) follows a migration at the next call;
+ *    (bind:0-1) follows a migration at the next call; so does a prepared
+ *    one (bind:0-1, preferred-many:0-1), and a prepared one whose heap
+ *    is the same on every CPU (bind:1, interleave:0-1) keeps its fast
+ *    path across a CPU change;
  *  - nd_malloc_policy(size, NULL) is malloc also when the thread's cache
  *    entry 0 lost its object (its heap was parked to make room for
  *    another policy heap: the entry once read the NULL object). */
@@ -176,6 +179,46 @@ static void *evict_body(void *arg)
 		free(p);
 	}
 	return NULL;
+}
+
+/* Prepared policies across a CPU change (nd_emulate_cpu: the record's
+ * keys invalidated, as a migration makes them stale): one whose heap is
+ * the same on every CPU (bind:1, interleave:0-1) keeps its fast path, no
+ * slow path (heap.c's pc_cpu_free: its entry's fix); one whose heap
+ * depends on the CPU (bind:0-1, preferred-many:0-1: the CPU's node) takes
+ * the new CPU's node at the next call, through both calls. */
+static void cpu_free_prepared(void)
+{
+	static const char *const spec[] = { "bind:1", "interleave:0-1", "bind:0-1", "preferred-many:0-1" };
+	for (int i = 0; i < 4; i++) {
+		nd_policy_t p = pol(spec[i]);
+		const nd_policy_t *pp = nd_policy_prepare(&p);
+		CHECK(pp != NULL, "%s", spec[i]);
+		bool dep = i >= 2;
+		for (int cpu = 0; cpu <= 2; cpu += 2) {
+			for (int x = 0; x < 2; x++) {
+				/* warm on CPU 0: 48 B objects listed in the heap's slab */
+				nd_emulate_cpu(0);
+				void *w[8];
+				for (int k = 0; k < 8; k++)
+					w[k] = x ? nd_mallocx_policy(48, pp, 6) : nd_malloc_policy(48, pp);
+				for (int k = 0; k < 8; k++)
+					free(w[k]);
+				nd_emulate_cpu(cpu);
+				uint64_t before = _nd_slab_slow_count();
+				void *q = x ? nd_mallocx_policy(48, pp, 6) : nd_malloc_policy(48, pp);
+				uint64_t slow = _nd_slab_slow_count() - before;
+				int want = i == 0 ? 1 : i == 1 ? -1 : cpu / 2;
+				CHECK(q && (want < 0 || nd_node_of(q) == want) && !((uintptr_t)q % 64 && x),
+				      "%s, %s, CPU %d: %p on node %d", spec[i], x ? "mallocx ALIGN(64)" : "malloc", cpu, q,
+				      q ? nd_node_of(q) : -1);
+				CHECK(dep || slow == 0, "%s, %s, CPU 0 -> %d: %llu slow paths", spec[i],
+				      x ? "mallocx ALIGN(64)" : "malloc", cpu, (unsigned long long)slow);
+				free(q);
+			}
+		}
+	}
+	nd_emulate_cpu(0);
 }
 
 int main(void)
@@ -407,6 +450,7 @@ int main(void)
 	CHECK_EQ(on_node(&bb, 1, N, NULL), N);
 	nd_emulate_cpu(0);
 	CHECK_EQ(on_node(&bb, 0, N, NULL), N);
+	cpu_free_prepared();
 	{
 		int ebad = 0;
 		pthread_t th;

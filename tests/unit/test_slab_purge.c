@@ -492,14 +492,14 @@ static void straddling(void)
 	free(obj[0]);
 }
 
-/* 192-byte objects (21.3 a page): the scan leaves a page at its first
- * object out for the object that holds the next page's first byte, which
- * may start in the page it leaves (21: bytes 4032-4223) and be the only
- * one out there. Out: 5 and `keep`; the pages that go are `gone`. */
+/* 160-byte objects (25.6 a page; 192, 21.3 a page, has 16-page slabs):
+ * the scan leaves a page at its first object out for the object that
+ * holds the next page's first byte, which may start in the page it
+ * leaves (25: bytes 4000-4159) and be the only one out there. Out: 5 and `keep`; the pages that go are `gone`. */
 static void skip_scan(unsigned keep, uint64_t gone)
 {
 	void *obj[128], *extra[300];
-	_nd_slab_t *s = stamped_slab(180, 192, obj, extra, 300);
+	_nd_slab_t *s = stamped_slab(150, 160, obj, extra, 300);
 	for (unsigned k = 0; k < s->cap; k++)
 		if (k != 5 && k != keep)
 			free(obj[k]);
@@ -508,7 +508,7 @@ static void skip_scan(unsigned keep, uint64_t gone)
 	      (unsigned long long)gone, keep);
 	for (unsigned pg = 0; pg < 4; pg++)
 		CHECK(resident(s->start + pg * 4096) == !(gone >> pg & 1), "page %u", pg);
-	CHECK(holds(obj[5], 192, 6) && holds(obj[keep], 192, (int)keep + 1), "live objects intact");
+	CHECK(holds(obj[5], 160, 6) && holds(obj[keep], 160, (int)keep + 1), "live objects intact");
 	free(obj[5]);
 	free(obj[keep]);
 	for (int i = 0; i < 300; i++)
@@ -519,27 +519,28 @@ static void skip_scan(unsigned keep, uint64_t gone)
 /* Withheld objects wait while another partial slab of the class has
  * objects listed: a slab that runs dry with purged pages parks full
  * instead of faulting its pages in again, and comes back (before any new
- * slab) once its class has nothing else to give. 256-byte objects, 64 in
- * a 4-page slab: a, all out but object 0, gives pages 1-3 back and heads
- * the list; b and c, every other object out, keep pages with objects out
- * and objects listed. */
+ * slab) once its class has nothing else to give. 224-byte objects, 73 in
+ * a 4-page slab (class 256's slabs have 16 pages): a, all out but object
+ * 0, gives pages 1-3 back and heads the list (objects 1-17 listed, 18,
+ * across pages 0 and 1, withheld); b and c, every other object out, keep
+ * pages with objects out and objects listed. */
 static void withheld_last(void)
 {
-	enum { N = 64 * 8 };
+	enum { SZ = 224, CAP = 16384 / SZ, N = CAP * 8 };
 	static void *o[N];
 	for (int i = 0; i < N; i++)
-		o[i] = malloc(256);
+		o[i] = malloc(SZ);
 	_nd_slab_t *sl[3] = { NULL, NULL, NULL };
 	int n = 0;
-	for (int i = 0; i + 64 <= N && n < 3; i++)
-		if ((char *)o[i] == slab_of(o[i])->start && slab_of(o[i + 63]) == slab_of(o[i]))
+	for (int i = 0; i + CAP <= N && n < 3; i++)
+		if ((char *)o[i] == slab_of(o[i])->start && slab_of(o[i + CAP - 1]) == slab_of(o[i]))
 			sl[n++] = slab_of(o[i]);
-	CHECK(n == 3, "%d whole slabs of 256 B", n);
+	CHECK(n == 3 && sl[0]->cap == CAP, "%d whole slabs of %d B", n, SZ);
 	_nd_slab_t *a = sl[0];
 	unsigned c = a->cls;
 	for (int i = 0; i < N; i++) {
 		_nd_slab_t *s = slab_of(o[i]);
-		unsigned k = (unsigned)(((char *)o[i] - s->start) / 256);
+		unsigned k = (unsigned)(((char *)o[i] - s->start) / SZ);
 		if ((s == a && k != 0) || ((s == sl[1] || s == sl[2]) && k % 2 == 1)) {
 			free(o[i]);
 			o[i] = NULL;
@@ -554,14 +555,14 @@ static void withheld_last(void)
 	for (_nd_slab_t *s = h->cur[c]; s != &_nd_slab_empty && s; s = s->next)
 		for (void **x = s->free; x; x = x[0])
 			listed++;
-	CHECK(listed >= 15 + 64, "%u objects listed", listed);
+	CHECK(listed >= 17 + 2 * (CAP / 2), "%u objects listed", listed);
 	static void *again[N];
 	for (unsigned i = 0; i < listed; i++)
-		again[i] = malloc(256);
+		again[i] = malloc(SZ);
 	CHECK(a->purged == 0xe, "a's pages after %u mallocs: %#llx", listed, (unsigned long long)a->purged);
 	for (unsigned pg = 1; pg < 4; pg++)
 		CHECK(!resident(a->start + pg * 4096), "a's page %u resident", pg);
-	void *next = malloc(256);
+	void *next = malloc(SZ);
 	CHECK(slab_of(next) == a, "the next object from a (withheld), not from %p", (void *)slab_of(next));
 	free(next);
 	for (unsigned i = 0; i < listed; i++)
@@ -685,8 +686,8 @@ int main(void)
 	emptied_units(false);
 	lost_start();
 	straddling();
-	skip_scan(21, 0xc); /* 21 keeps pages 0 and 1 */
-	skip_scan(42, 0x8); /* 42 (8064-8255) keeps pages 1 and 2 */
+	skip_scan(25, 0xc); /* 25 keeps pages 0 and 1 */
+	skip_scan(51, 0x8); /* 51 (8160-8319) keeps pages 1 and 2 */
 	refused();
 	withheld_last();
 	rss_drop(false);
