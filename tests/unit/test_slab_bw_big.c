@@ -18,28 +18,16 @@
 enum { N = 32, SIZE = 4096, SMALL = 1024 };
 
 static void *theirs[N];
-static void *volatile sink;
 static pthread_barrier_t bo;
-static unsigned f_pending, f_xfer, s_cap, b_cap;
-static uint64_t f_sent;
+static struct borrow_freed fr;
 static int f_got;
 
 static void *freer(void *arg)
 {
 	(void)arg;
-	nd_emulate_cpu(1);
-	sink = malloc(SIZE);
-	free(sink);
-	uint64_t sent = _nd_slab_remote_sent();
-	for (int i = 0; i < N; i++)
-		free(theirs[i]);
-	f_pending = _nd_slab_remote_pending();
-	f_xfer = _nd_slab_xfer_count(0);
-	f_sent = _nd_slab_remote_sent() - sent;
+	fr = borrow_free_all(theirs, N, SIZE);
 	void *got[N];
-	for (int i = 0; i < N; i++)
-		got[i] = malloc(SIZE);
-	f_got = count_in(got, N, theirs, N);
+	f_got = borrow_take(got, N, SIZE, theirs, N);
 	for (int i = 0; i < N; i++)
 		free(got[i]);
 	return NULL;
@@ -49,21 +37,19 @@ int main(void)
 {
 	if (borrow_emulate() != 0)
 		return 1;
-	s_cap = _nd_slab_bw_cap(_nd_slab_class_of(SMALL));
-	b_cap = _nd_slab_bw_cap(_nd_slab_class_of(SIZE));
-	CHECK_EQ(s_cap, 16);
-	CHECK_EQ(b_cap, N);
+	CHECK_EQ(_nd_slab_bw_cap(_nd_slab_class_of(SMALL)), 16);
+	CHECK_EQ(_nd_slab_bw_cap(_nd_slab_class_of(SIZE)), N);
 	pthread_barrier_init(&bo, NULL, 2);
-	pthread_t o, f;
 	struct borrow_owner ow = { theirs, N, SIZE, &bo };
+	pthread_t o, f;
 	CHECK(pthread_create(&o, NULL, borrow_owner, &ow) == 0);
-	pthread_barrier_wait(&bo);
+	pthread_barrier_wait(&bo); /* theirs made */
 	CHECK(pthread_create(&f, NULL, freer, NULL) == 0);
 	pthread_join(f, NULL);
-	CHECK_EQ(f_pending, N);   /* all on the freer's borrowed list */
-	CHECK_EQ(f_xfer, 0);      /* none passed to the exchange */
-	CHECK_EQ(f_sent, 0);      /* none sent home */
-	CHECK_EQ(f_got, N);       /* its next mallocs reuse them */
+	CHECK_EQ(fr.pending, N); /* all on the freer's borrowed list */
+	CHECK_EQ(fr.xfer, 0);    /* none passed to the exchange */
+	CHECK_EQ(fr.sent, 0);    /* none sent home */
+	CHECK_EQ(f_got, N);      /* its next mallocs reuse them */
 	pthread_barrier_wait(&bo);
 	pthread_join(o, NULL);
 	return CHECK_DONE();
