@@ -4,6 +4,7 @@
 #ifndef ND_BORROW_FIXTURE_H
 #define ND_BORROW_FIXTURE_H
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -41,6 +42,27 @@ static inline void *borrow_owner(void *arg)
 	return NULL;
 }
 
+/* What borrow_free_all saw after its frees. */
+struct borrow_freed {
+	unsigned pending; /* the caller's buffered and borrowed objects */
+	unsigned xfer;    /* objects in node 0's exchange */
+	uint64_t sent;    /* splices home during the frees */
+};
+
+/* On CPU 1 (node 0; one malloc and free first: a heap of its own), frees
+ * v[0 .. n) (another thread's objects of size). */
+static inline struct borrow_freed borrow_free_all(void **v, int n, size_t size)
+{
+	nd_emulate_cpu(1);
+	void *volatile first = malloc(size); /* volatile: not elided */
+	free(first);
+	uint64_t sent = _nd_slab_remote_sent();
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	struct borrow_freed r = { _nd_slab_remote_pending(), _nd_slab_xfer_count(0), _nd_slab_remote_sent() - sent };
+	return r;
+}
+
 /* How many of v[0 .. n) are in set[0 .. ns). */
 static inline int count_in(void **v, int n, void **set, int ns)
 {
@@ -52,5 +74,13 @@ static inline int count_in(void **v, int n, void **set, int ns)
 				break;
 			}
 	return c;
+}
+
+/* got[0 .. m) = m mallocs of size: how many are in set[0 .. ns). */
+static inline int borrow_take(void **got, int m, size_t size, void **set, int ns)
+{
+	for (int i = 0; i < m; i++)
+		got[i] = malloc(size);
+	return count_in(got, m, set, ns);
 }
 #endif

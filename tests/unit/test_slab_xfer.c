@@ -28,7 +28,6 @@
 enum { N = 64, SIZE = 512, M = 16 };
 
 static void *theirs[N];
-static void *volatile sink;
 static pthread_barrier_t bo, bf, bt;
 static unsigned f_pending, f_xfer, t_xfer;
 static uint64_t f_sent;
@@ -38,15 +37,10 @@ static int t_got, u_got;
 static void *freer(void *arg)
 {
 	(void)arg;
-	nd_emulate_cpu(1);
-	sink = malloc(SIZE);
-	free(sink);
-	uint64_t sent = _nd_slab_remote_sent();
-	for (int i = 0; i < N; i++)
-		free(theirs[i]);
-	f_pending = _nd_slab_remote_pending();
-	f_xfer = _nd_slab_xfer_count(0);
-	f_sent = _nd_slab_remote_sent() - sent;
+	struct borrow_freed r = borrow_free_all(theirs, N, SIZE);
+	f_pending = r.pending;
+	f_xfer = r.xfer;
+	f_sent = r.sent;
 	pthread_barrier_wait(&bf);
 	pthread_barrier_wait(&bf);
 	return NULL;
@@ -57,9 +51,7 @@ static int take(int cpu)
 {
 	nd_emulate_cpu(cpu);
 	void *got[M];
-	for (int i = 0; i < M; i++)
-		got[i] = malloc(SIZE);
-	return count_in(got, M, theirs, N);
+	return borrow_take(got, M, SIZE, theirs, N);
 }
 
 static void *taker(void *arg)

@@ -53,9 +53,7 @@ static void *child_taker(void *arg)
 	(void)arg;
 	nd_emulate_cpu(0);
 	void *got[M];
-	for (int i = 0; i < M; i++)
-		got[i] = malloc(SIZE);
-	child_got = count_in(got, M, theirs, N);
+	child_got = borrow_take(got, M, SIZE, theirs, N);
 	for (int i = 0; i < M; i++)
 		free(got[i]);
 	return NULL;
