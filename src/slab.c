@@ -935,8 +935,9 @@ int _nd_slab_init(void)
 		for (int i = 0; i < 6; i++) /* Newton: each step doubles the correct bits */
 			x *= 2 - d * x;
 		cls_mul[c] = x << (ND_SLAB_ROT - __builtin_ctz(cls_size[c])); /* internal.h: _nd_slab_index */
-		/* borrowed: up to 64 objects and 16 KiB, at least 2 */
-		uint32_t nb = 16384 / cls_size[c];
+		/* borrowed: up to 64 objects and 32 KiB (16 KiB above 1 KiB),
+		 * at least 2 */
+		uint32_t nb = (cls_size[c] <= SLAB_BIG_MAX ? 32768 : 16384) / cls_size[c];
 		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;
 		unsigned lo = c ? cls_size[c - 1] / 16 + 1 : 0, hi = cls_size[c] / 16;
 		cls_dlo[c] = (uint8_t)(cls_size[c] <= ND_SLAB_DIR_MAX ? lo : 0);

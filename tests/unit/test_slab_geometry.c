@@ -4,7 +4,10 @@
  * objects (at most 32 KiB), so that a free's read of its slab header
  * touches few headers (wl_larson: 16 KiB slabs of 640..1024 B put 8 MiB
  * live under ~600 headers). Read per class from _nd_slab_class_stats
- * after one allocation of each class. */
+ * after one allocation of each class. A borrowed list keeps up to 64
+ * objects and 32 KiB of a class up to 1 KiB (16 KiB above), at least 2:
+ * wl_larson's lists of 576..1024 B (16-28 objects at 16 KiB) went to the
+ * node's exchange every 8-14 frees. */
 #include <stdlib.h>
 
 #include "check.h"
@@ -29,6 +32,8 @@ int main(void)
 		      (unsigned long long)size, (unsigned long long)bytes);
 		CHECK_EQ(cap, bytes / size);
 		CHECK(cap >= 8, "class %llu: %llu objects", (unsigned long long)size, (unsigned long long)cap);
+		uint64_t nb = (size <= 1024 ? 32768 : 16384) / size;
+		CHECK_EQ(_nd_slab_bw_cap(c), nb > 64 ? 64 : nb < 2 ? 2 : nb);
 		if (size <= 1024) {
 			/* 32 objects or more, and no more pages than that needs */
 			CHECK(cap >= 32 && bytes <= 32768, "class %llu: %llu objects in %llu bytes",
