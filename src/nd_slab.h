@@ -313,6 +313,7 @@ static inline __attribute__((always_inline)) _nd_slab_hot_t *_nd_slab_free_list(
 {
 	unsigned c = s->cls;
 	uint64_t *nrem = &t->cls_remote[c];
+	ND_ASSERT(tp & ND_TP_MIX, "only a flagged slab's frees go on a borrowed list this way");
 #ifdef ND_TSAN
 	__atomic_store_n(nrem, *nrem + !_nd_slab_owns(tp), __ATOMIC_RELAXED);
 #else
