@@ -209,10 +209,14 @@ _Static_assert(offsetof(_nd_thread_t, all_next) + sizeof(void *) <= ND_THREAD_PA
 _Static_assert(offsetof(_nd_slab_hot_t, free) == ND_CACHE_LINE &&
 		       offsetof(_nd_slab_hot_t, used) == ND_CACHE_LINE + offsetof(struct _nd_bw_line, used),
 	       "free and used start the second line, a borrowed list's those of the fourth list after it");
-/* t's borrowed list of class c. */
+/* t's borrowed list of class c: bwl + 16 c, written as bytes so that gcc
+ * makes one shift and one lea of it (it added the array's index first:
+ * one instruction more on every flagged free; wl_larson 2 8 100000
+ * 175.6M -> 173.3M instructions). */
+_Static_assert(sizeof(struct _nd_bw_line) == 16, "a borrowed list is 16 bytes (c << 4)");
 static inline _nd_slab_hot_t *_nd_thread_bw(_nd_thread_t *t, unsigned c)
 {
-	return (_nd_slab_hot_t *)(void *)&t->bwl[c];
+	return (_nd_slab_hot_t *)(void *)((char *)t->bwl + ((size_t)c << 4));
 }
 
 /* The shared read-only records of a thread without one of its own: boot

@@ -947,14 +947,15 @@ int _nd_slab_init(void)
 		for (int i = 0; i < 6; i++) /* Newton: each step doubles the correct bits */
 			x *= 2 - d * x;
 		cls_mul[c] = x << (ND_SLAB_ROT - __builtin_ctz(cls_size[c])); /* internal.h: _nd_slab_index */
-		/* borrowed: up to 64 objects and 16 KiB (128 KiB above 1 KiB),
-		 * at least 2. Above 1 KiB 16 KiB was 2-12 objects: a thread
-		 * freeing another's mid-size objects passed most of them on
-		 * (exchange, home) and its own mallocs took cold ones (a
-		 * held-out mixed-size threaded benchmark, 8..16000 B: 1.23x
-		 * tcmalloc's time, now about 1.0x; 256 KiB raised its peak
+		/* borrowed: up to 64 objects and 32 KiB (128 KiB above 1 KiB),
+		 * at least 2. At 16 KiB wl_larson's lists of 576..1024 B went
+		 * to the exchange every 8-14 frees; above 1 KiB 16 KiB was 2-12
+		 * objects: a thread freeing another's mid-size objects passed
+		 * most of them on (exchange, home) and its own mallocs took cold
+		 * ones (a held-out mixed-size threaded benchmark, 8..16000 B:
+		 * 1.23x tcmalloc's time, now about 1.0x; 256 KiB raised its peak
 		 * RSS by 15%) */
-		uint32_t nb = (cls_size[c] > 1024 ? 131072u : 16384u) / cls_size[c];
+		uint32_t nb = (cls_size[c] <= SLAB_BIG_MAX ? 32768u : 131072u) / cls_size[c];
 		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;
 		unsigned lo = c ? cls_size[c - 1] / 16 + 1 : 0, hi = cls_size[c] / 16;
 		cls_dlo[c] = (uint8_t)(cls_size[c] <= ND_SLAB_DIR_MAX ? lo : 0);

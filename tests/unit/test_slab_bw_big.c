@@ -5,7 +5,7 @@
  * or home, and its next mallocs of the class get those (its cache's
  * lines), as a tcmalloc thread cache would. A held-out mixed-size threaded benchmark
  * (sizes 8..16000 B, cross-thread frees): 1.23x tcmalloc's time -> about
- * 1.0x. Classes up to 1 KiB keep 16 KiB (1 KiB: 16 objects).
+ * 1.0x. Classes up to 1 KiB keep 32 KiB (1 KiB: 32 objects).
  * Two emulated nodes; the owner and the freer on node 0. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -37,7 +37,7 @@ int main(void)
 {
 	if (borrow_emulate() != 0)
 		return 1;
-	CHECK_EQ(_nd_slab_bw_cap(_nd_slab_class_of(SMALL)), 16);
+	CHECK_EQ(_nd_slab_bw_cap(_nd_slab_class_of(SMALL)), 32);
 	CHECK_EQ(_nd_slab_bw_cap(_nd_slab_class_of(SIZE)), N);
 	pthread_barrier_init(&bo, NULL, 2);
 	struct borrow_owner ow = { theirs, N, SIZE, &bo };

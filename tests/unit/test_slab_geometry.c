@@ -5,7 +5,10 @@
  * touches few headers (wl_larson: 16 KiB slabs of 640..1024 B put 8 MiB
  * live under ~600 headers); the multiples of 64 up to 256 B (where
  * 64-aligned requests gather) 256 (at most 64 KiB). Read per class from
- * _nd_slab_class_stats after one allocation of each class. */
+ * _nd_slab_class_stats after one allocation of each class. A borrowed
+ * list keeps up to 64 objects and 32 KiB of a class up to 1 KiB (128 KiB
+ * above), at least 2: wl_larson's lists of 576..1024 B (16-28 objects at
+ * 16 KiB) went to the node's exchange every 8-14 frees. */
 #include <stdlib.h>
 
 #include "check.h"
@@ -30,6 +33,8 @@ int main(void)
 		      (unsigned long long)size, (unsigned long long)bytes);
 		CHECK_EQ(cap, bytes / size);
 		CHECK(cap >= 8, "class %llu: %llu objects", (unsigned long long)size, (unsigned long long)cap);
+		uint64_t nb = (size <= 1024 ? 32768 : 131072) / size;
+		CHECK_EQ(_nd_slab_bw_cap(c), nb > 64 ? 64 : nb < 2 ? 2 : nb);
 		if (size <= 1024) {
 			/* 32 objects or more (256 for the multiples of 64 up to
 			 * 256 B), and no more pages than that needs */

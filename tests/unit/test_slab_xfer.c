@@ -4,11 +4,11 @@
  * the node whose list of the class runs dry takes it before carving its
  * own slab. Before, every free past the cap went home, where it waited
  * until its owner's own lists ran dry, while the other threads carved new
- * memory. Two emulated nodes; 512-byte objects (borrowed lists keep 32):
+ * memory. Two emulated nodes; 1024-byte objects (borrowed lists keep 32):
  *  - put:   64 frees of another thread's objects leave 32 on the freeing
  *           thread's list and 32 in node 0's exchange (two halves of 16),
  *           none sent home;
- *  - take:  a third thread of node 0 whose first slab page (8 objects)
+ *  - take:  a third thread of node 0 whose first slab page (4 objects)
  *           runs dry gets the freed objects, not a new page;
  *  - node:  a thread of node 1 never gets them (placement stays exact);
  *  - exit:  node 1's exit leaves node 0's exchange alone; a node 0
@@ -25,7 +25,7 @@
 #include "borrow_fixture.h"
 #include "check.h"
 
-enum { N = 64, SIZE = 512, M = 16 };
+enum { N = 64, SIZE = 1024, M = 16 };
 
 static void *theirs[N];
 static pthread_barrier_t bo, bf, bt;

@@ -27,7 +27,7 @@
 #include "check.h"
 #include "trade_fixture.h"
 
-enum { N = 64, SIZE = 512, M = 16 };
+enum { N = 64, SIZE = 1024, M = 16 };
 
 static void *theirs[N];
 static pthread_barrier_t bo;
