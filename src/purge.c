@@ -10,7 +10,8 @@
  *    use back to their recent peak, within bounds that a thread's exit
  *    raises to the pages in use before it): the oldest first,
  *    down to 3/4 of the limit (while the pages in use come back to the
- *    peak: the excess and one purge block), not all of them;
+ *    peak: past the limit by a quarter of its floor, down to the
+ *    limit), not all of them;
  *  - all of them when the oldest have been free for
  *    NODALLOC_PURGE_DECAY_MS (the decay, like jemalloc's dirty_decay_ms):
  *    memory a program stopped using goes back even under the limit. The
@@ -167,11 +168,14 @@ uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp)
  * an exit that stay free go at the next exits (heap.c's exit_trim) or
  * with the decay. The peaks and exit floors are written under the slot
  * lock and read without it by _nd_purge_over (relaxed: a hint).
- * *back: the peak bounds the limit (not the cap or the floor): the pages
- * in use are on their way back to it, and the dirty pages will serve
- * them, so a pass takes the excess and one purge block only (down to 3/4
- * of it, the refill of bench footprint purged 20 MiB for an excess of
- * 0.4 MiB and faulted every page in again before its end).
+ * *back: the peak or the floor bounds the limit (not the cap): the pages
+ * in use are on their way back to the peak, and the dirty pages will
+ * serve them, so a pass comes only past the limit by a quarter of the
+ * floor, and takes the excess only (down to 3/4 of it, the refill of
+ * bench footprint purged 20 MiB for an excess of 0.4 MiB and faulted
+ * every page in again before its end; the excess and one purge block, a
+ * held-out stress of short-lived threads, whose exits give back a few
+ * pages past the peak each, faulted 28k pages in again, 10x glibc's).
  */
 static uint64_t dirty_keep(const _nd_arena_t *a, uint64_t used, uint64_t peak, bool *back)
 {
@@ -185,7 +189,7 @@ static uint64_t dirty_keep(const _nd_arena_t *a, uint64_t used, uint64_t peak, b
 	cap = cap > used ? cap : used;
 	cap = cap > ec ? cap : ec;
 	cap = cap > ep ? cap : ep;
-	*back = keep > g.dirty_limit && keep <= cap;
+	*back = keep <= cap;
 	if (keep > cap)
 		keep = cap;
 	return keep < g.dirty_limit ? g.dirty_limit : keep;
@@ -212,8 +216,8 @@ void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed)
 		__atomic_store_n(&a->peak_cur, used + freed, __ATOMIC_RELAXED);
 	bool back;
 	uint64_t keep = dirty_keep(a, used, 0, &back);
-	if (df > keep) {
-		purge_oldest(a, keep - (back ? g.dirty_limit / 4 : keep / 4), UINT64_MAX);
+	if (df > keep + (back ? g.dirty_limit / 4 : 0)) { /* the slack: a pass every so many pages */
+		purge_oldest(a, back ? keep : keep - keep / 4, UINT64_MAX);
 	} else if (df && g.decay_ns && !__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&a->dirty_since, _nd_os_now_ns() | 1, __ATOMIC_RELAXED);
 	}
