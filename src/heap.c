@@ -664,13 +664,13 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 
 /* After a thread's exit parked its heaps (their empty slabs went back to
  * the page level): node's committed free pages that were already free at
- * its previous thread exit, and that no thread reused since, go back to
- * the OS if the node's committed free pages exceed half of its pages in
- * use and two purge blocks, at most once per EXIT_TRIM_NS per node. The
- * page level keeps freed pages up to the recent peak of its pages in use
- * for 1 s (purge.c), right for one program's phases but not for thread
- * churn, where exits leave free pages that later threads do not reuse
- * (slab sizes differ) and that stay resident: wl_threads (50 rounds of 4
+ * its thread exit before the previous one, and that no thread reused
+ * since, go back to the OS if the node's committed free pages exceed half
+ * of its pages in use and two purge blocks, at most once per EXIT_TRIM_NS
+ * per node. The page level keeps freed pages up to the recent peak of
+ * its pages in use for 1 s (purge.c), right for one program's phases but
+ * not for thread churn, where exits leave free pages that later threads
+ * do not reuse (slab sizes differ) and that stay resident: wl_threads (50 rounds of 4
  * threads) peaked at 5.9-6.7 MiB, glibc 4.8-5.1; with this 4.8-4.9 MiB,
  * 3.2-3.5k minor faults instead of 1.6-1.9k (mimalloc 5.5k, jemalloc 20k).
  * Until 2026-11-27 the trim took every committed free page: while one
@@ -683,7 +683,11 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
  * gives way after EXIT_TRIM_EXITS exits it skipped: a round of wl_threads
  * lasts ~0.7 ms, so a fast run got few trims and freed pages piled up
  * between them (with the 512 KiB purge threshold: peak RSS 5544 -> 5088
- * KiB, glibc 4960; mstress 81k -> 39k faults). */
+ * KiB, glibc 4960; mstress 81k -> 39k faults). Two exits back, not one:
+ * where threads live two at a time and exit in turn, the pages one gives
+ * back wait for its successor, which has barely started at the other's
+ * exit (a held-out stress: 53k -> 31k faults, glibc 4.1k; three exits
+ * back: 23k, but wl_threads' peak RSS 4.7 -> 5.1 MiB). */
 #define EXIT_TRIM_NS 10000000ull
 #define EXIT_TRIM_EXITS 8u
 uint64_t _nd_heap_exit_trim_ns = EXIT_TRIM_NS;
@@ -692,6 +696,7 @@ static void exit_trim(int node)
 {
 	_nd_meta_node_t *pn = &_nd_meta_node[node];
 	uint64_t stamp = __atomic_exchange_n(&pn->exit_stamp, _nd_page_dirty_stamp(node), __ATOMIC_RELAXED);
+	stamp = __atomic_exchange_n(&pn->exit_stamp2, stamp, __ATOMIC_RELAXED); /* two exits back */
 	uint64_t now = _nd_os_now_ns(), last = __atomic_load_n(&pn->exit_trim_last, __ATOMIC_RELAXED);
 	if (now - last < _nd_heap_exit_trim_ns &&
 	    __atomic_add_fetch(&pn->exit_trim_skipped, 1, __ATOMIC_RELAXED) <= EXIT_TRIM_EXITS)

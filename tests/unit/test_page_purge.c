@@ -177,36 +177,88 @@ int main(void)
 	}
 	_nd_page_trim(TN);
 
-	/* On the way back to the peak only the excess goes, and one purge
-	 * block: 64 MiB of runs, every other one freed (the dirty pages bring
-	 * the pages in use back to the peak: the limit), then a run that no
-	 * dirty block fits takes clean pages and the next free is past the
-	 * limit by 64 pages. It purged down to 3/4 of the limit (2100 pages,
-	 * which the way back faults in again: bench footprint's refill). */
-	enum { HALF = 512 };
-	static char *sixteen[2 * HALF];
+	/* On the way back to the peak the dirty pages stay while the excess
+	 * over the limit is at most a quarter of its floor (256 pages), and
+	 * past that only the excess goes: 16 MiB of runs, three in four
+	 * freed (the dirty pages bring the pages in use back to the peak: the
+	 * limit), then runs that no dirty block fits take clean pages and the
+	 * next frees are past the limit. It purged the excess and one purge
+	 * block (256 pages), which the way back faulted in again; before,
+	 * down to 3/4 of the limit (bench footprint's refill). A thread's
+	 * exit that gives back its slabs is such a way back: a held-out
+	 * stress of short-lived threads faulted 128 pages in again per exit. */
+	enum { N16 = 256 };
+	static char *sixteen[N16];
 	c0 = committed(TN);
-	for (int k = 0; k < 2 * HALF; k++) {
+	for (int k = 0; k < N16; k++) {
 		sixteen[k] = _nd_page_alloc_exact(TN, 16, 1);
 		CHECK(sixteen[k] != NULL);
 	}
-	for (int k = 0; k < 2 * HALF; k += 2)
-		CHECK(_nd_page_free(sixteen[k]) == 0);
 	CHECK(_nd_page_info(TN, &in) == 0);
-	CHECK_EQ(in.dirty_pages, HALF * 16);
-	char *fresh = _nd_page_alloc_exact(TN, 64, 1);
-	CHECK(fresh != NULL);
-	CHECK(_nd_page_free(sixteen[1]) == 0);
-	uint64_t before = HALF * 16 + 16;
+	uint64_t top = in.used_pages;
+	for (int k = 0; k < N16; k++)
+		if (k % 4 != 3)
+			CHECK(_nd_page_free(sixteen[k]) == 0);
 	CHECK(_nd_page_info(TN, &in) == 0);
-	CHECK(in.dirty_pages < before, "nothing purged past the limit (dirty %llu)", (unsigned long long)in.dirty_pages);
-	CHECK(before - in.dirty_pages <= 64 + 256 + 16, "%llu pages purged for an excess of 64",
-	      (unsigned long long)(before - in.dirty_pages));
-	CHECK_EQ(committed(TN) - c0, (64 + in.dirty_pages + (2 * HALF - HALF - 1) * 16) * 4096);
-	CHECK(_nd_page_free(fresh) == 0);
-	for (int k = 3; k < 2 * HALF; k += 2)
+	CHECK_EQ(in.dirty_pages, N16 / 4 * 3 * 16);
+	char *fresh[6];
+	fresh[0] = _nd_page_alloc_exact(TN, 64, 1);
+	CHECK(fresh[0] != NULL);
+	CHECK(_nd_page_free(sixteen[3]) == 0);
+	CHECK(_nd_page_info(TN, &in) == 0);
+	CHECK(in.dirty_pages == N16 / 4 * 3 * 16 + 16, "%llu dirty pages: purged for an excess of 64",
+	      (unsigned long long)in.dirty_pages);
+	for (int k = 1; k < 6; k++) { /* one takes sixteen[0-3], merged */
+		fresh[k] = _nd_page_alloc_exact(TN, 64, 1);
+		CHECK(fresh[k] != NULL);
+	}
+	CHECK(_nd_page_free(sixteen[7]) == 0); /* 336 pages past the limit */
+	CHECK(_nd_page_info(TN, &in) == 0);
+	uint64_t keep = top - in.used_pages;
+	CHECK(keep > in.used_pages && keep > 1024, "the peak bounds the limit (%llu, %llu in use)",
+	      (unsigned long long)keep, (unsigned long long)in.used_pages);
+	CHECK(in.dirty_pages <= keep && in.dirty_pages + 64 > keep, "%llu dirty pages for a limit of %llu (used %llu)",
+	      (unsigned long long)in.dirty_pages, (unsigned long long)keep, (unsigned long long)in.used_pages);
+	CHECK_EQ(committed(TN) - c0, (in.used_pages - 1 + in.dirty_pages) * 4096);
+	for (int k = 0; k < 6; k++)
+		CHECK(_nd_page_free(fresh[k]) == 0);
+	for (int k = 11; k < N16; k += 4)
 		CHECK(_nd_page_free(sixteen[k]) == 0);
 	CHECK(_nd_page_check(TN, e, sizeof e) == 0, "%s", e);
+	_nd_page_trim(TN);
+
+	/* A steady level of pages in use keeps as many dirty pages: 16 MiB
+	 * of runs of 32 pages, every other one freed (2048 dirty pages, the
+	 * way back to the peak), then 64 runs of 64 pages take clean
+	 * pages (no dirty block fits), and freeing one leaves the limit
+	 * (the peak) 64 pages away while 2112 pages are dirty: they all
+	 * stay, the pages in use (6081) bound the limit from below. With a
+	 * floor of 4 purge blocks it purged down to 3/4 of it (768 pages),
+	 * and a loop churning runs of many sizes faulted in 7 pages per
+	 * malloc. The trim still takes them all. */
+	enum { N32 = 128, N64 = 64 };
+	static char *r32[N32], *r64[N64];
+	for (int k = 0; k < N32; k++) {
+		r32[k] = _nd_page_alloc_exact(TN, 32, 1);
+		CHECK(r32[k] != NULL);
+	}
+	for (int k = 0; k < N32; k += 2)
+		CHECK(_nd_page_free(r32[k]) == 0);
+	for (int k = 0; k < N64; k++) {
+		r64[k] = _nd_page_alloc_exact(TN, 64, 1);
+		CHECK(r64[k] != NULL);
+	}
+	CHECK(_nd_page_free(r64[0]) == 0);
+	CHECK(_nd_page_info(TN, &in) == 0);
+	CHECK(in.dirty_pages == N32 / 2 * 32 + 64, "%llu dirty pages, %llu in use", (unsigned long long)in.dirty_pages,
+	      (unsigned long long)in.used_pages);
+	CHECK(_nd_page_trim(TN) == (size_t)(N32 / 2 * 32 + 64) * 4096);
+	CHECK(_nd_page_info(TN, &in) == 0);
+	CHECK_EQ(in.dirty_pages, 0);
+	for (int k = 1; k < N32; k += 2)
+		CHECK(_nd_page_free(r32[k]) == 0);
+	for (int k = 1; k < N64; k++)
+		CHECK(_nd_page_free(r64[k]) == 0);
 	_nd_page_trim(TN);
 
 	/* Past the limit only the excess goes, the oldest first: 100 MiB

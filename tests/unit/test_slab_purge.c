@@ -509,10 +509,11 @@ static void skip_scan(unsigned keep, uint64_t gone)
 	for (unsigned pg = 0; pg < 4; pg++)
 		CHECK(resident(s->start + pg * 4096) == !(gone >> pg & 1), "page %u", pg);
 	CHECK(holds(obj[5], 160, 6) && holds(obj[keep], 160, (int)keep + 1), "live objects intact");
+	char *start = s->start, *end = start + ((size_t)s->npages << ND_PAGE_SHIFT);
 	free(obj[5]);
-	free(obj[keep]);
+	free(obj[keep]); /* s may be released now: its objects are known by address */
 	for (int i = 0; i < 300; i++)
-		if (slab_of(extra[i]) != s)
+		if ((char *)extra[i] < start || (char *)extra[i] >= end)
 			free(extra[i]);
 }
 
