@@ -56,6 +56,8 @@ static uint64_t cls_mul[ND_SLAB_CLASSES];   /* inverse of the odd part << (15 - 
 static uint32_t cls_bw[ND_SLAB_CLASSES];    /* objects a borrowed list keeps (bw_pushed) */
 static uint8_t cls_dlo[ND_SLAB_CLASSES];    /* first dir[] entry of the class (_nd_slab_dir_class) */
 static uint8_t cls_dn[ND_SLAB_CLASSES];     /* its dir[] entries: 0 (above ND_SLAB_DIR_MAX), 1, 2, 4, 8 */
+uint8_t _nd_slab_cls_lend[ND_SLAB_CLASSES];
+#define cls_lend _nd_slab_cls_lend
 
 /* Classes up to SLAB_BIG_MAX bytes get slabs of SLAB_BIG_OBJS objects
  * (_nd_slab_init). */
@@ -938,6 +940,10 @@ int _nd_slab_init(void)
 		/* borrowed: up to 64 objects and 16 KiB, at least 2 */
 		uint32_t nb = 16384 / cls_size[c];
 		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;
+		/* lenders: the next classes up to 5/4 of the size; none for a
+		 * power-of-two class (its objects keep their alignment) */
+		for (unsigned k = c + 1; k < ND_SLAB_CLASSES && cls_size[k] * 4 <= cls_size[c] * 5; k++)
+			cls_lend[c] += (cls_size[c] & (cls_size[c] - 1)) != 0;
 		unsigned lo = c ? cls_size[c - 1] / 16 + 1 : 0, hi = cls_size[c] / 16;
 		cls_dlo[c] = (uint8_t)(cls_size[c] <= ND_SLAB_DIR_MAX ? lo : 0);
 		cls_dn[c] = (uint8_t)(cls_size[c] <= ND_SLAB_DIR_MAX ? hi - lo + 1 : 0);
