@@ -679,7 +679,7 @@ void *_nd_slab_xfer_take(_nd_thread_t *t, unsigned c);
 /* Objects a borrowed list of class c keeps before its frees go home. */
 uint32_t _nd_slab_bw_cap(unsigned c);
 /* Per class c, how many classes after c may serve c's mallocs from the
- * thread's borrowed lists (heap.c, bw_lend): those up to 5/4 of c's size;
+ * thread's borrowed lists (heap.c, bw_lend): those up to 3/2 of c's size;
  * none for a power-of-two class (aligned to its size). */
 extern uint8_t _nd_slab_cls_lend[ND_SLAB_CLASSES] __attribute__((visibility("hidden")));
 /* The objects on borrowed list b of a class of cap cap (not idle: its used

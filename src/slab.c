@@ -940,9 +940,9 @@ int _nd_slab_init(void)
 		/* borrowed: up to 64 objects and 16 KiB, at least 2 */
 		uint32_t nb = 16384 / cls_size[c];
 		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;
-		/* lenders: the next classes up to 5/4 of the size; none for a
+		/* lenders: the next classes up to 3/2 of the size; none for a
 		 * power-of-two class (its objects keep their alignment) */
-		for (unsigned k = c + 1; k < ND_SLAB_CLASSES && cls_size[k] * 4 <= cls_size[c] * 5; k++)
+		for (unsigned k = c + 1; k < ND_SLAB_CLASSES && cls_size[k] * 2 <= cls_size[c] * 3; k++)
 			cls_lend[c] += (cls_size[c] & (cls_size[c] - 1)) != 0;
 		unsigned lo = c ? cls_size[c - 1] / 16 + 1 : 0, hi = cls_size[c] / 16;
 		cls_dlo[c] = (uint8_t)(cls_size[c] <= ND_SLAB_DIR_MAX ? lo : 0);

@@ -2,7 +2,7 @@
 /* Lending borrowed lists (issue 11, wl_xfree 2's peak RSS): when a malloc
  * of class c finds its borrowed list, the exchange and its heap dry but
  * for new memory, an object of the thread's borrowed list of a class up to
- * 5/4 of c's size serves it instead of a new page. Asserted, two threads
+ * 3/2 of c's size serves it instead of a new page. Asserted, two threads
  * of node 0 (emulated topology):
  *  - lend:  once this thread's page of 160 B objects is used up, its
  *           mallocs of 160 B get the 192 B objects it borrowed, not a
@@ -67,7 +67,7 @@ int main(void)
 		got[first_lent] = back;
 	}
 
-	/* aligned: this thread's list of SMALL (a lender of POW2: 160 <= 5/4
+	/* aligned: this thread's list of SMALL (a lender of POW2: 160 <= 3/2
 	 * 128) holds N objects; POW2's mallocs past its page get none */
 	CHECK(pthread_create(&tp, NULL, borrow_owner, &op) == 0);
 	pthread_barrier_wait(&bar2);
