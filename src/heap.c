@@ -957,8 +957,12 @@ static inline void *bw_lend(_nd_thread_t *t, unsigned c)
 {
 	for (unsigned k = c + 1, n = _nd_slab_cls_lend[c]; n; k++, n--) {
 		_nd_slab_hot_t *b = _nd_thread_bw(t, k);
-		if (b->free)
+		if (b->free) {
+			/* it serves c's fast path until it runs dry (bw_take),
+			 * or c's list gets objects (bw_pushed) */
+			_nd_slab_dir_class(t, c, b);
 			return _nd_slab_pop(b);
+		}
 	}
 	return NULL;
 }

@@ -93,8 +93,8 @@ bool _nd_slab_check;       /* NODALLOC_CHECK=1 */
 
 /* t->dir (sizes up to ND_SLAB_DIR_MAX) and t->cdir (every class) mirror
  * t->heap's current slab, or the class's borrowed list while it holds
- * objects: every write of a heap's cur[] goes through set_cur. Owner
- * only. */
+ * objects, or a bigger class's list that lends to it (heap.c, bw_lend):
+ * every write of a heap's cur[] goes through set_cur. Owner only. */
 void _nd_slab_dir_class(_nd_thread_t *t, unsigned c, void *s)
 {
 	_nd_slab_hot_t *v = (_nd_slab_hot_t *)s;

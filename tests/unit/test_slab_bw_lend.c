@@ -8,7 +8,8 @@
  *           mallocs of 160 B get the 192 B objects it borrowed, not a
  *           new page; each keeps its class (usable size 192) and its free
  *           goes back to the 192 B list (the next malloc of 192 B gets it);
- *           once that list is dry, new memory serves again;
+ *           that list serves the fast path (dir[]) until it is dry, then
+ *           new memory serves again;
  *  - own first: no object is lent while the heap has its own;
  *  - aligned: a power-of-two class is never lent to (its objects stay
  *           aligned to their size), with a lender class's list full. */
@@ -43,6 +44,7 @@ int main(void)
 	CHECK_EQ(_nd_slab_remote_pending(), N);
 
 	/* lend, own first */
+	unsigned small = _nd_slab_class_of(SMALL), big = _nd_slab_class_of(BIG);
 	void *got[MANY];
 	int lent = 0, first_lent = -1;
 	for (int i = 0; i < MANY; i++) {
@@ -53,6 +55,9 @@ int main(void)
 			if (first_lent < 0)
 				first_lent = i;
 			lent++;
+			/* the list of BIG serves SMALL's fast path meanwhile */
+			if (lent < N)
+				CHECK(_nd_tls->cdir[small] == _nd_thread_bw(_nd_tls, big), "dir[] on the lender's list");
 		} else {
 			CHECK(first_lent < 0 || i >= first_lent + N, "once lending starts, the list of BIG serves until it is dry");
 			CHECK_EQ(malloc_usable_size(got[i]), SMALL);
@@ -60,6 +65,8 @@ int main(void)
 	}
 	CHECK(first_lent >= (int)(4096 / SMALL) - 1, "the carved page of SMALL serves first (first lent: %d)", first_lent);
 	CHECK_EQ(lent, N);
+	CHECK(_nd_tls->cdir[small] == (_nd_slab_hot_t *)((_nd_heap_t *)_nd_tls->heap)->cur[small],
+	      "dry, dir[] is back on the heap's slab");
 	if (first_lent >= 0) {
 		free(got[first_lent]);
 		void *back = malloc(BIG);
