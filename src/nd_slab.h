@@ -701,6 +701,10 @@ bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap);
 void *_nd_slab_xfer_take(_nd_thread_t *t, unsigned c);
 /* Objects a borrowed list of class c keeps before its frees go home. */
 uint32_t _nd_slab_bw_cap(unsigned c);
+/* Per class c, how many classes after c may serve c's mallocs from the
+ * thread's borrowed lists (heap.c, bw_lend): those up to 3/2 of c's size;
+ * none for a power-of-two class (aligned to its size). */
+extern uint8_t _nd_slab_cls_lend[ND_SLAB_CLASSES] __attribute__((visibility("hidden")));
 /* The objects on borrowed list b of a class of cap cap (not idle: its used
  * is cap + 1 - them, nd_thread.h's bwl[]). */
 static inline uint32_t _nd_slab_bw_len(const _nd_slab_hot_t *b, uint32_t cap)

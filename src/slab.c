@@ -56,6 +56,8 @@ static uint64_t cls_mul[ND_SLAB_CLASSES];   /* inverse of the odd part << (15 - 
 static uint32_t cls_bw[ND_SLAB_CLASSES];    /* objects a borrowed list keeps (bw_pushed) */
 static uint8_t cls_dlo[ND_SLAB_CLASSES];    /* first dir[] entry of the class (_nd_slab_dir_class) */
 static uint8_t cls_dn[ND_SLAB_CLASSES];     /* its dir[] entries: 0 (above ND_SLAB_DIR_MAX), 1, 2, 4, 8 */
+uint8_t _nd_slab_cls_lend[ND_SLAB_CLASSES];
+#define cls_lend _nd_slab_cls_lend
 
 /* Classes up to SLAB_BIG_MAX bytes get slabs of SLAB_BIG_OBJS objects;
  * the multiples of 64 up to SLAB_A64_MAX, SLAB_A64_OBJS (_nd_slab_init). */
@@ -93,8 +95,8 @@ bool _nd_slab_check;       /* NODALLOC_CHECK=1 */
 
 /* t->dir (sizes up to ND_SLAB_DIR_MAX) and t->cdir (every class) mirror
  * t->heap's current slab, or the class's borrowed list while it holds
- * objects: every write of a heap's cur[] goes through set_cur. Owner
- * only. */
+ * objects, or a bigger class's list that lends to it (heap.c, bw_lend):
+ * every write of a heap's cur[] goes through set_cur. Owner only. */
 void _nd_slab_dir_class(_nd_thread_t *t, unsigned c, void *s)
 {
 	_nd_slab_hot_t *v = (_nd_slab_hot_t *)s;
@@ -957,6 +959,10 @@ int _nd_slab_init(void)
 		 * RSS by 15%) */
 		uint32_t nb = (cls_size[c] <= SLAB_BIG_MAX ? 32768u : 131072u) / cls_size[c];
 		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;
+		/* lenders: the next classes up to 3/2 of the size; none for a
+		 * power-of-two class (its objects keep their alignment) */
+		for (unsigned k = c + 1; k < ND_SLAB_CLASSES && cls_size[k] * 2 <= cls_size[c] * 3; k++)
+			cls_lend[c] += (cls_size[c] & (cls_size[c] - 1)) != 0;
 		unsigned lo = c ? cls_size[c - 1] / 16 + 1 : 0, hi = cls_size[c] / 16;
 		cls_dlo[c] = (uint8_t)(cls_size[c] <= ND_SLAB_DIR_MAX ? lo : 0);
 		cls_dn[c] = (uint8_t)(cls_size[c] <= ND_SLAB_DIR_MAX ? hi - lo + 1 : 0);

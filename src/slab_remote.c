@@ -209,6 +209,9 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 		    !(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & ND_TP_MIX))
 			__atomic_fetch_or(&s->tp, ND_TP_MIX, __ATOMIC_RELAXED);
 		_nd_slab_dir_class(t, c, s);
+	} else if (t->cdir[c] != (_nd_slab_hot_t *)((heap_t *)t->heap)->cur[c]) {
+		/* a lender's list served (heap.c, bw_lend) and ran dry */
+		_nd_slab_dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
 	}
 	return NULL;
 }
