@@ -34,7 +34,9 @@
  *    path across a CPU change;
  *  - nd_malloc_policy(size, NULL) is malloc also when the thread's cache
  *    entry 0 lost its object (its heap was parked to make room for
- *    another policy heap: the entry once read the NULL object). */
+ *    another policy heap: the entry once read the NULL object); an entry
+ *    that served a prepared policy by its address alone (fix) stops
+ *    serving it when its heap is parked. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -177,6 +179,46 @@ static void *evict_body(void *arg)
 		p = nd_malloc_policy(48, NULL);
 		*bad += !p || nd_node_of(p) != 0;
 		free(p);
+	}
+	return NULL;
+}
+
+/* A fresh thread: cache entry 0 serves a prepared policy by its address
+ * alone (its heap the same on every CPU: heap.c's fix), then thread
+ * policies take the thread's 8 policy heaps and park the entry's: the
+ * entry must stop serving it (pheap_get clears fix with key and user),
+ * and the next calls take a heap this thread owns, on the policy's node.
+ * Without the clearing they popped from the parked heap (a crash). */
+static void *evict_fix_body(void *arg)
+{
+	int *bad = arg;
+	static const char *specs[] = { "bind:0", "bind:0-1", "interleave:0-1", "interleave:0-1@64K", "interleave:0-1@2M",
+				       "weighted:0=1,1=2", "weighted:0=2,1=1", "weighted:0=3,1=1" };
+	static const char *prep[] = { "bind:1", "interleave:0-1@128K", "weighted:0=1,1=5" };
+	nd_emulate_cpu(0);
+	for (int k = 0; k < 3; k++) {
+		nd_policy_t p = pol(prep[k]);
+		const nd_policy_t *pp = nd_policy_prepare(&p);
+		void *o = pp ? nd_malloc_policy(48, pp) : NULL;
+		*bad += !o || _nd_tls->pc[0].fix != pp;
+		free(o);
+		for (int i = 0; i < 8; i++) {
+			nd_policy_t q = pol(specs[i]);
+			*bad += nd_set_policy(&q) != 0;
+			free(malloc(48));
+		}
+		*bad += nd_set_policy(NULL) != 0;
+		*bad += _nd_tls->pc[0].fix == pp; /* its heap parked: no longer served by fix */
+		for (int i = 0; i < 64; i++) {
+			void *v[2] = { nd_malloc_policy(48, pp), nd_mallocx_policy(48, pp, 6) };
+			for (int j = 0; j < 2; j++) {
+				_nd_slab_t *s = v[j] ? (_nd_slab_t *)_nd_slab_of(v[j]) : NULL;
+				struct nd_heap *h = s ? __atomic_load_n(&s->heap, __ATOMIC_RELAXED) : NULL;
+				*bad += !h || __atomic_load_n(&h->owner, __ATOMIC_RELAXED) != _nd_tls ||
+					(k == 0 && nd_node_of(v[j]) != 1);
+				free(v[j]);
+			}
+		}
 	}
 	return NULL;
 }
@@ -457,6 +499,10 @@ int main(void)
 		CHECK(pthread_create(&th, NULL, evict_body, &ebad) == 0);
 		pthread_join(th, NULL);
 		CHECK(ebad == 0, "parked entry, NULL policy: %d wrong", ebad);
+		ebad = 0;
+		CHECK(pthread_create(&th, NULL, evict_fix_body, &ebad) == 0);
+		pthread_join(th, NULL);
+		CHECK(ebad == 0, "parked entry of a prepared policy served by fix: %d wrong", ebad);
 	}
 	p = pol("weighted:0=1,1=1");
 	on_node(&p, 0, N, NULL);
