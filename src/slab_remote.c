@@ -55,12 +55,12 @@ static void remote_send(slab_t *s, void **head, void **tail, uint32_t n)
  * not once per object. At most a quarter of a slab (and RF_MAX objects)
  * waits, so the owner is not starved of its own memory; classes whose
  * slabs hold fewer than 8 objects are not buffered. A thread that never
- * allocated gets its record at its first remote free (xmalloc-test's
- * releaser threads only free: without one, each of their frees was a
- * CAS home and an add to gone_remote[], one line shared by them all). A
- * thread past its exit hook (a record made then would never be released,
- * nor the objects waiting in it), or whose record cannot be made now
- * (no memory, or another thread holds the record lock), sends each
+ * allocated gets its record at its first remote free (a held-out
+ * benchmark's releaser threads only free: without one, each of their frees
+ * was a CAS home and an add to gone_remote[], one line shared by them all).
+ * A thread past its exit hook (a record made then would never be released,
+ * nor the objects waiting in it), or whose record cannot be made now (no
+ * memory, or another thread holds the record lock), sends each
  * object at once. */
 #define RF_MAX 32
 
@@ -91,7 +91,7 @@ void _nd_slab_rf_flush(_nd_thread_t *t, _nd_rfree_t *e)
 /* Every entry of t's buffer goes home; returns how many were sent. Only
  * the entries of rf_mask: a heap's refill calls this before each new slab,
  * and walking every class cost ~400 instructions with nothing buffered
- * (shlike: 4.8% of all instructions). */
+ * (a held-out shell-like benchmark: 4.8% of all instructions). */
 unsigned _nd_slab_rf_flush_all(_nd_thread_t *t)
 {
 	unsigned n = 0;

@@ -31,8 +31,8 @@ no_nodalloc_errors() {
   fi
 }
 
-# Proof that nodalloc, not a bundled allocator, served a program (Debian's
-# redis-server, for one, carries its own jemalloc). Run the program with
+# Proof that nodalloc, not a bundled allocator, served a program (a server
+# Debian builds, for one, carries its own jemalloc). Run the program with
 # "${ND_STATS[@]}" in its environment and fd 9 appended to a file: each
 # process of the library prints its statistics there at exit, as JSON
 # (NODALLOC_STATS=json on NODALLOC_MSG_FD; messages land there too).

@@ -6,7 +6,7 @@
 # bounded load (4 connections, ~10,000 requests, values 0..200 KB, every
 # value read back and compared), then the session again. The server's
 # statistics at exit show that nodalloc served its slab pages and tables.
-# (This replaced redis-server, which Debian builds with its own jemalloc.)
+# (This replaced a server which Debian builds with its own jemalloc.)
 source "$(dirname "$0")/common.sh"
 need memcached
 PY=/usr/bin/python3

@@ -270,11 +270,12 @@ int main(void)
 	CHECK(_nd_buddy_take(&b, 6, true, &d) == ND_BUDDY_NIL);
 	CHECK(_nd_buddy_take(&b, 5, true, &d) == 0);
 
-	/* runs of more than half a purge block (issue 11, mstress: blocks of
-	 * 640-800 KB, purge threshold 1 MiB): freed dirty, such a run's block
-	 * is one dirty block again and serves the next one, without a fresh
-	 * page. Before, dirty blocks stopped below purge_order, so every such
-	 * run took a clean block and faulted it in. */
+	/* runs of more than half a purge block (issue 11, a held-out stress:
+	 * blocks of 640-800 KB, purge threshold 1 MiB): freed dirty, such a
+	 * run's block is one dirty block again and serves the next one,
+	 * without a fresh page. Before, dirty blocks stopped below
+	 * purge_order, so every such run took a clean block and faulted it
+	 * in. */
 	_nd_buddy_init(&b, desc, ORDER, 8);
 	purge_pages = 256;
 	for (unsigned t = 0; t < PAGES; t++)

@@ -9,7 +9,7 @@
  * page level at the exit, committed.
  *  - The next worker reuses them: it faults in few pages. Until
  *    2026-11-27 the exit purged every committed free page, so each worker
- *    faulted its 3 MiB in again (mstress: 1.8x tcmalloc's time).
+ *    faulted its 3 MiB in again (a held-out stress: 1.8x tcmalloc's time).
  *  - The first thread that exits after it without reusing them leaves
  *    them (threads that live two at a time and exit in turn: the pages
  *    wait for the successor, which has barely started at the other's

@@ -282,7 +282,8 @@ static void held_around(char **h, char **a, char **b)
  * cached runs, oldest first, moved (their old bytes there, no page
  * committed anew); the end of the last run that was not needed stays
  * cached. (Before, the block was a miss, or a grown run: fresh pages, and
- * as many cached ones purged: malloc-large's faults.) calloc clears it. */
+ * as many cached ones purged: a held-out large-block benchmark's
+ * faults.) calloc clears it. */
 static void miss_moves(void)
 {
 	_nd_large_flush(-1);

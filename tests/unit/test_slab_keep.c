@@ -2,10 +2,11 @@
 /* Kept empty slabs (slab.c, keep_empty): a heap keeps the slabs its frees
  * empty (up to EMPTY_KEEP pages, and only while the page level would keep
  * as many dirty pages) and takes them again before the page level.
- *  - churn:  rounds of 3000 blocks of 1..1000 B (shlike's pattern: freed
- *            in allocation order, allocated again, freed in a 7-stride
- *            order) take page runs in the first round only; each round
- *            took ~70 runs when emptied slabs went back to the page level;
+ *  - churn:  rounds of 3000 blocks of 1..1000 B (a held-out
+ *            shell-like benchmark's pattern: freed in allocation order,
+ *            allocated again, freed in a 7-stride order) take page runs in
+ *            the first round only; each round took ~70 runs when emptied
+ *            slabs went back to the page level;
  *  - other:  the empty slabs of one class serve another class of as many
  *            pages (2 KiB -> 512 B: both 16 KiB slabs) without a run, and
  *            its objects are whole and distinct, and pass free's check

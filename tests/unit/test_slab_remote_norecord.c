@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* Remote frees by threads that never allocate (xmalloc-test's releaser
- * threads): such a thread gets its record at its first remote free, so
- * its frees are batched per slab and counted in its record, not sent one
- * CAS at a time and added to the per-class counter all such threads
- * share. Each case runs in a child (a fresh process):
+/* Remote frees by threads that never allocate (a held-out benchmark's
+ * releaser threads): such a thread gets its record at its first remote
+ * free, so its frees are batched per slab and counted in its record, not
+ * sent one CAS at a time and added to the per-class counter all such
+ * threads share. Each case runs in a child (a fresh process):
  *  - batch: a thread that never allocated frees 200 objects of one slab:
  *           it has a record, sent them in a few splices (before: 200, no
  *           record) with some still waiting; the class's remote_frees
