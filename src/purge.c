@@ -10,8 +10,8 @@
  *    use back to their recent peak, within bounds that a thread's exit
  *    raises to the pages in use before it): the oldest first,
  *    down to 3/4 of the limit (while the pages in use come back to the
- *    peak: past the limit by a quarter of its floor, down to the
- *    limit), not all of them;
+ *    peak: past the limit by one purge block, down to the limit), not
+ *    all of them;
  *  - all of them when the oldest have been free for
  *    NODALLOC_PURGE_DECAY_MS (the decay, like jemalloc's dirty_decay_ms):
  *    memory a program stopped using goes back even under the limit. The
@@ -179,8 +179,9 @@ uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp)
  * lock and read without it by _nd_purge_over (relaxed: a hint).
  * *back: the peak or the floor bounds the limit (not the cap): the pages
  * in use are on their way back to the peak, and the dirty pages will
- * serve them, so a pass comes only past the limit by a quarter of the
- * floor, and takes the excess only (down to 3/4 of it, the refill of
+ * serve them, so a pass comes only past the limit by one purge block
+ * (g.dirty_limit / 4: a quarter of the floor's minimum, whatever the
+ * pages in use), and takes the excess only (down to 3/4 of it, the refill of
  * bench footprint purged 20 MiB for an excess of 0.4 MiB and faulted
  * every page in again before its end; the excess and one purge block, a
  * held-out stress of short-lived threads, whose exits give back a few

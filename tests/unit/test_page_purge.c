@@ -178,7 +178,7 @@ int main(void)
 	_nd_page_trim(TN);
 
 	/* On the way back to the peak the dirty pages stay while the excess
-	 * over the limit is at most a quarter of its floor (256 pages), and
+	 * over the limit is at most one purge block (256 pages), and
 	 * past that only the excess goes: 16 MiB of runs, three in four
 	 * freed (the dirty pages bring the pages in use back to the peak: the
 	 * limit), then runs that no dirty block fits take clean pages and the
