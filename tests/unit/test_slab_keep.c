@@ -8,7 +8,7 @@
  *            the first round only; each round took ~70 runs when emptied
  *            slabs went back to the page level; the same with 10000
  *            blocks (~6 MiB of slabs: past 4 MiB kept, ~75 runs a round
- *            went back and came again, 38 -> 24 ms wall on 150 rounds);
+ *            went back and came again: 38 -> 25 ms wall on 150 rounds);
  *  - other:  the empty slabs of one class serve another class of as many
  *            pages (2 KiB -> 512 B: both 16 KiB slabs) without a run, and
  *            its objects are whole and distinct, and pass free's check
