@@ -221,19 +221,22 @@ static int child(char **argv)
 				      tag, pol, os, node, k);
 		} else {
 			/* the node was full at the start (pages of the last fill
-			 * still on the CPUs' lists): the fill may begin on the
-			 * next node; still only the fallback list's first nodes */
+			 * still on the CPUs' lists, or a boosted zone): the fill
+			 * may begin on the next node, and stay there if the node
+			 * never gets room (a CI run: all of it on node 0 under
+			 * preferred:1); still only the fallback list's first
+			 * nodes, one more than it used */
 			for (int k = 0; k < no; k++) {
 				bool in = false;
-				for (int j = 0; j < no && j < nfb; j++)
+				for (int j = 0; j <= no && j < nfb; j++)
 					in |= order[k] == fb[j];
 				CHECK(in, "%s %s: node %d used, not among the first %d of %d's fallback list", tag, pol,
-				      order[k], no, node);
+				      order[k], no + 1, node);
 			}
 		}
 		CHECK(no <= nfb, "%s %s: nodes used %s", tag, pol, os);
-		CHECK(no >= 2, "%s %s: %llu MiB past the node's room and nothing fell back", tag, pol,
-		      (unsigned long long)(got >> 20));
+		CHECK(no >= (room0 >= 16 * VM_MIB ? 2 : 1), "%s %s: %llu MiB past the node's room and nothing fell back",
+		      tag, pol, (unsigned long long)(got >> 20));
 	}
 	return CHECK_DONE();
 }
