@@ -75,6 +75,13 @@ static heap_t **pool_of(const nd_policy_t *pol, int node, _nd_lock_t **lk)
 static inline uintptr_t my_tp(void) { return (uintptr_t)__builtin_thread_pointer(); }
 static inline unsigned class_of(size_t size) { return _nd_slab_cls_tab[(size + 15) >> 4]; }
 
+/* A full slab of class c of h got a remote free (its NOTIFY bit: unpark
+ * moves such slabs back to the partial list). */
+static inline bool notified(const heap_t *h, unsigned c)
+{
+	return (__atomic_load_n(&h->notify, __ATOMIC_RELAXED) & ((uint64_t)1 << c)) != 0;
+}
+
 /* The full slab of class c with the most room (owner frees came back,
  * fewer than FULL_BACK) among the n most recently parked; NULL if none
  * has room. Every slab of c has c's cap: the most room is the fewest
@@ -136,7 +143,7 @@ static inline __attribute__((always_inline)) void park_full(heap_t *h, slab_t *s
  * current one of an empty class, _nd_slab_empty, fails on used). */
 static inline __attribute__((always_inline)) slab_t *swap_pick(heap_t *h, slab_t *s, unsigned c)
 {
-	if (s->next || s->cls != c || !s->used || (__atomic_load_n(&h->notify, __ATOMIC_RELAXED) & ((uint64_t)1 << c)))
+	if (s->next || s->cls != c || !s->used || notified(h, c))
 		return NULL;
 	return full_best(h, c, 15);
 }
@@ -155,10 +162,9 @@ static bool swap_dry(heap_t *h, slab_t *s, unsigned c)
 /* Full slabs of class c that got remote frees go back to the partial list. */
 static bool unpark(heap_t *h, unsigned c)
 {
-	uint64_t bit = (uint64_t)1 << c;
-	if (!(__atomic_load_n(&h->notify, __ATOMIC_RELAXED) & bit))
+	if (!notified(h, c))
 		return false;
-	__atomic_fetch_and(&h->notify, ~bit, __ATOMIC_ACQ_REL);
+	__atomic_fetch_and(&h->notify, ~((uint64_t)1 << c), __ATOMIC_ACQ_REL);
 	bool any = false;
 	slab_t *s = h->fullh[c];
 	while (s) {
@@ -348,6 +354,13 @@ static inline bool has_remote(const slab_t *s)
 	return (__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR) != 0;
 }
 
+/* s has nothing to give without the refill's work: nothing listed, no
+ * remote frees, no objects withheld (slab_purge.c). */
+static inline bool dry(const slab_t *s)
+{
+	return !s->free && !has_remote(s) && !s->purged;
+}
+
 /* Pops an object of class c from heap h (owner), refilling as needed:
  * heap_refill's loop (it counted the refill). NULL: errno ENOMEM. */
 static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
@@ -443,9 +456,9 @@ static inline __attribute__((always_inline)) void *heap_refill(heap_t *h, unsign
 	uint64_t *nref = &h->owner->cls_refill[c]; /* statistics (the snapshot reads it) */
 	__atomic_store_n(nref, *nref + 1, __ATOMIC_RELAXED);
 	slab_t *s = h->cur[c], *b;
-	if (!s->free && !has_remote(s) && !s->purged) {
+	if (dry(s)) {
 		if (s->carved < s->cap) {
-			if (!s->next && !(__atomic_load_n(&h->notify, __ATOMIC_RELAXED) & ((uint64_t)1 << c)))
+			if (!s->next && !notified(h, c))
 				return _nd_slab_carve_pop(s);
 		} else if (!s->used) {
 			/* the empty slab, or a lent one's rest withheld: the loop's */
@@ -949,8 +962,7 @@ void *_nd_heap_malloc(size_t size)
 static inline bool only_new(const heap_t *h, unsigned c)
 {
 	const slab_t *s = h->cur[c];
-	return !s->free && !has_remote(s) && !s->purged && !s->next &&
-	       !(__atomic_load_n(&h->notify, __ATOMIC_RELAXED) & ((uint64_t)1 << c));
+	return dry(s) && !s->next && !notified(h, c);
 }
 
 /* Lending (docs/malloc.md, issue 11): objects carved while another

@@ -241,7 +241,7 @@ static inline __attribute__((always_inline)) void *x_refill(struct nd_heap *h, u
 	if (!(flags & ND_MALLOCX_ZERO))
 		return _nd_heap_refill_of(h, c, pol, node);
 	void *o = _nd_heap_refill_of(h, c, pol, node);
-	return o ? memset(o, 0, size) : NULL;
+	return o ? x_done(o, size, flags) : NULL;
 }
 
 /* The class of the list s (h's cur[] entry) that x_lg_pop found empty:

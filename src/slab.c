@@ -965,8 +965,10 @@ int _nd_slab_init(void)
 		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;
 		/* lenders: the next classes up to 3/2 of the size; none for a
 		 * power-of-two class (its objects keep their alignment) */
-		for (unsigned k = c + 1; k < ND_SLAB_CLASSES && cls_size[k] * 2 <= cls_size[c] * 3; k++)
-			cls_lend[c] += (cls_size[c] & (cls_size[c] - 1)) != 0;
+		for (unsigned k = c + 1; (cls_size[c] & (cls_size[c] - 1)) && k < ND_SLAB_CLASSES &&
+					  cls_size[k] * 2 <= cls_size[c] * 3;
+		     k++)
+			cls_lend[c]++;
 		unsigned lo = c ? cls_size[c - 1] / 16 + 1 : 0, hi = cls_size[c] / 16;
 		cls_dlo[c] = (uint8_t)(cls_size[c] <= ND_SLAB_DIR_MAX ? lo : 0);
 		cls_dn[c] = (uint8_t)(cls_size[c] <= ND_SLAB_DIR_MAX ? hi - lo + 1 : 0);
