@@ -202,11 +202,19 @@ static inline uint64_t _nd_slab_chk(const char *start, uint64_t mul, uint64_t li
 	return ((ND_SLAB_CHK_B - lim) << ND_SLAB_ROT) - (uint64_t)(uintptr_t)start * mul;
 }
 /* p is an object start of s and among its first lim objects (the ones
- * carved): one multiply, one add, one rotate, one compare with a constant;
- * mul (s's, from the map on free's fast path) and s's chk the only loads. */
+ * carved): one multiply, one add, one test with a constant; mul (s's,
+ * from the map on free's fast path) and s's chk the only loads. The
+ * rotation is below B = 2^11 exactly when its bits 11-63, x's bits 0-15
+ * and 27-63, are 0: one test with ~(0x7ff << 16), a sign-extended imm32
+ * (a rotate and a compare before). */
+#define ND_SLAB_CHK_FAIL (~((ND_SLAB_CHK_B - 1) << ND_SLAB_ROT))
+_Static_assert(ND_SLAB_CHK_FAIL == (uint64_t)(int64_t)(int32_t)ND_SLAB_CHK_FAIL, "the test's mask is an imm32");
 static inline bool _nd_slab_live_mul(const _nd_slab_hot_t *s, uint64_t mul, const void *p)
 {
-	return _nd_slab_rotr((uintptr_t)p * mul + ND_LOAD_RELAXED(s->chk)) < ND_SLAB_CHK_B;
+	/* the product in mul's register: gcc copied mul to multiply in
+	 * another (one mov more per free) */
+	__asm__("imul %1, %0" : "+r"(mul) : "r"(p));
+	return !((mul + ND_LOAD_RELAXED(s->chk)) & ND_SLAB_CHK_FAIL);
 }
 static inline bool _nd_slab_live(const _nd_slab_hot_t *s, const void *p)
 {
