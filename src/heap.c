@@ -139,13 +139,17 @@ static inline __attribute__((always_inline)) void park_full(heap_t *h, slab_t *s
  * unpark_local do (s would head the full list with no room: 15 more are
  * looked at), with one list update instead of four calls and two loop
  * rounds (bench/policy.sh, 16-256 B rounded to 64: 2% of the calls
- * refill). swap_pick: that slab, NULL if the case does not hold (the
- * current one of an empty class, _nd_slab_empty, fails on used). */
+ * refill). swap_ok: the case holds but for that slab (the current one
+ * of an empty class, _nd_slab_empty, fails on used); swap_pick: that
+ * slab, NULL if the case does not hold. */
+static inline __attribute__((always_inline)) bool swap_ok(const heap_t *h, const slab_t *s, unsigned c)
+{
+	return !s->next && s->cls == c && s->used && !notified(h, c);
+}
+
 static inline __attribute__((always_inline)) slab_t *swap_pick(heap_t *h, slab_t *s, unsigned c)
 {
-	if (s->next || s->cls != c || !s->used || notified(h, c))
-		return NULL;
-	return full_best(h, c, 15);
+	return swap_ok(h, s, c) ? full_best(h, c, 15) : NULL;
 }
 
 /* swap_dry: false if nothing was done (the general path runs). */
@@ -362,8 +366,14 @@ static inline bool dry(const slab_t *s)
 }
 
 /* Pops an object of class c from heap h (owner), refilling as needed:
- * heap_refill's loop (it counted the refill). NULL: errno ENOMEM. */
-static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol)
+ * heap_refill's loop (it counted the refill). roomless: heap_refill's
+ * full_best found no full slab of c with room, so swap_dry and the first
+ * unpark_local would find none either (16 slabs: the current one, parked
+ * with nothing listed, then the 15 it looked at); it holds until a step
+ * can give a full slab room: a purged slab parked (its withheld objects),
+ * or past unpark_local (flushes, sweeps: frees into h's slabs). NULL:
+ * errno ENOMEM. */
+static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol, bool roomless)
 {
 	ND_ASSERT(h->owner == _nd_tls, "heap_alloc runs on h's owner");
 	bool swept = false, flushed = false;
@@ -377,6 +387,7 @@ static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const n
 				 * parks as it would below) */
 				if (s->purged && s->next) {
 					park_full(h, s);
+					roomless = false;
 					continue;
 				}
 				if (!(s->purged && _nd_slab_unpurge(s)) && s->carved < s->cap) {
@@ -393,12 +404,13 @@ static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const n
 				_nd_slab_check_link(s, o, "malloc");
 				return _nd_slab_pop((_nd_slab_hot_t *)s);
 			}
-			if (!swap_dry(h, s, c))
+			if (roomless || !swap_dry(h, s, c))
 				park_full(h, s); /* or, if remote frees came in, collect them */
 			continue;
 		}
-		if (unpark(h, c) || unpark_local(h, c))
+		if (unpark(h, c) || (!roomless && unpark_local(h, c)))
 			continue;
+		roomless = false;
 		if (!h->user && __atomic_load_n(_nd_meta_pool_dirty(h), __ATOMIC_RELAXED)) {
 			sweep_pool(h, false);
 			continue;
@@ -465,11 +477,14 @@ static inline __attribute__((always_inline)) void *heap_refill(heap_t *h, unsign
 		} else if (s->next) {
 			if (s->next->free && _nd_slab_park_notify(s))
 				return _nd_slab_park_pop(h, s);
-		} else if ((b = swap_pick(h, s, c)) && b->free && _nd_slab_park_notify(s)) {
-			return _nd_slab_swap_pop(h, s, b);
+		} else if (swap_ok(h, s, c)) {
+			if (!(b = full_best(h, c, 15)))
+				return heap_alloc(h, c, pol, true);
+			if (b->free && _nd_slab_park_notify(s))
+				return _nd_slab_swap_pop(h, s, b);
 		}
 	}
-	return heap_alloc(h, c, pol);
+	return heap_alloc(h, c, pol, false);
 }
 
 

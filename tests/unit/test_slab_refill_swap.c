@@ -12,7 +12,11 @@
  * heap_refill, one step: _nd_slab_park_pop): with S2 carved to its end,
  * FULL_BACK (half) of S0's objects are freed, so S0 goes back to the
  * partial list behind S2; draining S2 takes S0's freed objects (one
- * refill, S2 parks full), then (no room left) a new slab. */
+ * refill, S2 parks full), then (no room left) a new slab.
+ * Then a refill that finds no full slab with room (heap.c's roomless: the
+ * loop skips the walks it would repeat) takes a new slab S3, and that
+ * finding does not outlive the refill: owner frees into a full slab give
+ * it room, and draining S3 takes that slab, not a fifth one. */
 #include <stdlib.h>
 
 #include "check.h"
@@ -119,6 +123,23 @@ static void next_partial(void)
 	free_all();
 }
 
+static void roomless(void)
+{
+	_nd_slab_t *s[3] = { NULL, NULL, NULL };
+	if (!three_slabs(s))
+		return;
+	void *p;
+	while (slab_of(p = take()) == s[2])
+		;
+	_nd_slab_t *s3 = slab_of(p);
+	CHECK(s3 != s[0] && s3 != s[1], "no full slab had room: a new slab");
+	give_back(s[1], 3);
+	while (slab_of(p = take()) == s3)
+		;
+	CHECK(slab_of(p) == s[1], "the full slab given room serves after the new one");
+	free_all();
+}
+
 int main(void)
 {
 	_nd_slab_t *s[3] = { NULL, NULL, NULL };
@@ -141,5 +162,6 @@ int main(void)
 	CHECK(slab_of(p) != s[0] && slab_of(p) != s[1] && slab_of(p) != s[2], "then a new slab");
 	free_all();
 	next_partial();
+	roomless();
 	return CHECK_DONE();
 }
