@@ -708,8 +708,7 @@ uint64_t _nd_heap_exit_trim_ns = EXIT_TRIM_NS;
 static void exit_trim(int node)
 {
 	_nd_meta_node_t *pn = &_nd_meta_node[node];
-	uint64_t stamp = __atomic_exchange_n(&pn->exit_stamp, _nd_page_dirty_stamp(node), __ATOMIC_RELAXED);
-	stamp = __atomic_exchange_n(&pn->exit_stamp2, stamp, __ATOMIC_RELAXED); /* two exits back */
+	uint64_t stamp = _nd_page_exit_stamp(node); /* two exits back */
 	uint64_t now = _nd_os_now_ns(), last = __atomic_load_n(&pn->exit_trim_last, __ATOMIC_RELAXED);
 	if (now - last < _nd_heap_exit_trim_ns &&
 	    __atomic_add_fetch(&pn->exit_trim_skipped, 1, __ATOMIC_RELAXED) <= EXIT_TRIM_EXITS)
