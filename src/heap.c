@@ -715,7 +715,16 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
  * threads live two at a time and exit in turn, the pages one gives back
  * wait for its successor, which has barely started at the other's exit (a
  * held-out stress: 53k -> 31k faults, glibc 4.1k; three exits back: 23k,
- * but wl_threads' peak RSS 4.7 -> 5.1 MiB). */
+ * but wl_threads' peak RSS 4.7 -> 5.1 MiB). Measured and left
+ * (2026-11-27): at wl_threads' peak (mincore, medians of 15 runs) the
+ * node's resident pages are mostly slabs' (645, 276 of them in parked
+ * heaps, 253 in classes above 2 KiB; 174 free), and the free objects of
+ * parked heaps are what their adopters reuse: purging them at park took
+ * 270 KiB off the peak (41 runs) but raised wl_threads' faults 2.2k ->
+ * 3.4k and that stress's 20k -> 37k. One exit back (that stress 13.5k
+ * -> 23.5k faults), a trim at every exit, or no half-the-pages-in-use
+ * condition (it blocks most trims there): peaks within the +-200 KiB by
+ * which one library's medians of 31-101 runs differ between runs. */
 #define EXIT_TRIM_NS 10000000ull
 #define EXIT_TRIM_EXITS 8u
 uint64_t _nd_heap_exit_trim_ns = EXIT_TRIM_NS;
@@ -723,8 +732,7 @@ uint64_t _nd_heap_exit_trim_ns = EXIT_TRIM_NS;
 static void exit_trim(int node)
 {
 	_nd_meta_node_t *pn = &_nd_meta_node[node];
-	uint64_t stamp = __atomic_exchange_n(&pn->exit_stamp, _nd_page_dirty_stamp(node), __ATOMIC_RELAXED);
-	stamp = __atomic_exchange_n(&pn->exit_stamp2, stamp, __ATOMIC_RELAXED); /* two exits back */
+	uint64_t stamp = _nd_page_exit_stamp(node); /* two exits back */
 	uint64_t now = _nd_os_now_ns(), last = __atomic_load_n(&pn->exit_trim_last, __ATOMIC_RELAXED);
 	if (now - last < _nd_heap_exit_trim_ns &&
 	    __atomic_add_fetch(&pn->exit_trim_skipped, 1, __ATOMIC_RELAXED) <= EXIT_TRIM_EXITS)

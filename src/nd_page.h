@@ -137,6 +137,9 @@ typedef struct _nd_arena {
 	/* The dirty limit's floor (same locking): the pages in use when a
 	 * thread exited, this decay period and the last (_nd_purge_exit). */
 	uint64_t exit_cur, exit_prev;
+	/* The next dirty block's number at the last thread exit and the one
+	 * before (_nd_page_exit_stamp; under the slot lock). */
+	uint64_t exit_stamp[2];
 } __attribute__((aligned(ND_CACHE_LINE))) _nd_arena_t;
 
 typedef struct _nd_page_global {
@@ -226,7 +229,7 @@ bool _nd_purge_range(const _nd_arena_t *a, void *p, size_t len, int advice);
  * then merged. Slot lock held. Returns pages purged. */
 uint64_t _nd_purge_slot(_nd_arena_t *a);
 /* The same for the dirty blocks numbered below stamp (freed, or merged,
- * before the slot's push count was stamp: _nd_page_dirty_stamp). */
+ * before the slot's push count was stamp: _nd_page_exit_stamp). */
 uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp);
 /* After a free put `freed` pages back (slot lock held, `used` already
  * lowered): the dirty limit, and the decay clock started. */
@@ -302,9 +305,11 @@ int _nd_page_node_of(const void *p);
 /* Return committed free pages of node's slot (-1: every slot) to the OS
  * now (malloc_trim). Returns bytes purged. */
 size_t _nd_page_trim(int node);
-/* Number of the next dirty block node's slot will hold (0: no such
- * slot): blocks freed or merged from now on are numbered at least this. */
-uint64_t _nd_page_dirty_stamp(int node);
+/* A thread's exit on node (heap.c exit_trim): records the number of the
+ * next dirty block node's slot will hold (blocks freed or merged from now
+ * on are numbered at least this) and returns the one recorded two calls
+ * before (0: none, or no such slot). */
+uint64_t _nd_page_exit_stamp(int node);
 /* _nd_page_trim of node's dirty free blocks numbered below stamp: those
  * free since then and not reused (nor merged) in between. */
 size_t _nd_page_trim_older(int node, uint64_t stamp);

@@ -560,8 +560,6 @@ typedef struct _nd_meta_node {
 	uint32_t exit_trim_skipped; /* atomic: exits the rate bound skipped since the last trim */
 	uint64_t pcls;              /* pool_cls: classes a parked heap may hold partial slabs of */
 	uint64_t exit_trim_last;    /* atomic: ns of the node's last exit trim */
-	uint64_t exit_stamp;        /* atomic: the node's dirty stamp at its last exit */
-	uint64_t exit_stamp2;       /* atomic: and at the exit before */
 	/* slab_remote.c's exchange: per class, half borrowed lists that went
 	 * past their cap (count << 48 | head, as tfree; 0: none), which any
 	 * thread of the node takes when its own runs dry (atomic); xmask:

@@ -693,16 +693,18 @@ size_t _nd_page_trim_older(int node, uint64_t stamp)
 	return node >= 0 ? trim(node, stamp) : 0;
 }
 
-uint64_t _nd_page_dirty_stamp(int node)
+uint64_t _nd_page_exit_stamp(int node)
 {
 	if (!__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE) || node < 0 || node >= g.node_limit ||
 	    !g.arenas[node].usable)
 		return 0;
 	_nd_arena_t *a = &g.arenas[node];
-	_nd_lock(&a->lock);
-	uint64_t s = a->bd.seq + 1;
+	_nd_lock(&a->lock); /* one step: overlapping exits each get a stamp two exits back */
+	uint64_t back = a->exit_stamp[1];
+	a->exit_stamp[1] = a->exit_stamp[0];
+	a->exit_stamp[0] = a->bd.seq + 1;
 	_nd_unlock(&a->lock);
-	return s;
+	return back;
 }
 
 static _nd_arena_t *arena_by_node(int node)
