@@ -109,6 +109,16 @@ static inline __attribute__((always_inline)) bool rounded_cls(const _nd_thread_t
 	return a < ND_SLAB_MAX && fast_cls(t, a + 1, max, c);
 }
 
+/* The class of size <= ND_SLAB_DIRECT rounded up to 2^lg, lg <=
+ * ND_XLG_ROW (size 0: 2^lg), from the record's row (a constant lg up to
+ * 4: scls itself, without the row's load). */
+static inline __attribute__((always_inline)) uint8_t row_cls(const _nd_thread_t *t, uint64_t lg, size_t size)
+{
+	if (__builtin_constant_p(lg) && lg <= 4)
+		return t->scls[size];
+	return t->xrow[lg][size];
+}
+
 /* The class of size rounded to the alignment flags ask (x_fast's sizes,
  * with fast_cls's *max); false: the slow path (size 0, too big, other
  * flags). The misses' (their flags as they came). */
@@ -117,6 +127,11 @@ static inline __attribute__((always_inline)) bool x_cls(const _nd_thread_t *t, s
 {
 	if (nd_unlikely(flags > (LG_MASK | ND_MALLOCX_ZERO)))
 		return false;
+	unsigned lg = flags & LG_MASK;
+	if (lg <= ND_XLG_ROW && size <= ND_SLAB_DIRECT) { /* x_lg_pop's row (size 0 too) */
+		*c = row_cls(t, lg, size);
+		return true;
+	}
 	return rounded_cls(t, (size - 1) | x_mask[flags], max, c);
 }
 
@@ -297,8 +312,15 @@ static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, siz
 							     const nd_policy_t *p, uint64_t fr)
 {
 	unsigned c;
-	size_t m = __builtin_constant_p(lg) ? x_mask[lg] : t->xmask[lg];
-	if (nd_likely(rounded_cls(t, (size - 1) | m, max, &c)) && (!by_node || (h = node_heap(t, nr, true)))) {
+	bool found;
+	if (lg <= ND_XLG_ROW && nd_likely(size <= ND_SLAB_DIRECT)) {
+		c = row_cls(t, lg, size);
+		found = true;
+	} else {
+		size_t m = __builtin_constant_p(lg) ? x_mask[lg] : t->xmask[lg];
+		found = rounded_cls(t, (size - 1) | m, max, &c);
+	}
+	if (nd_likely(found) && (!by_node || (h = node_heap(t, nr, true)))) {
 		_nd_slab_hot_t *s = ((_nd_heap_hot_t *)(void *)h)->cur[c];
 		void *o = _nd_slab_pop(s);
 		if (nd_likely(o != NULL))
@@ -318,6 +340,10 @@ static inline __attribute__((always_inline)) void *x_pop(_nd_thread_t *t, size_t
 							  bool by_node, struct nd_heap *h, uint64_t nr, const nd_policy_t *p)
 {
 	/* fr, nr: the flags' and the node's registers (ARGREG_ALIAS) */
+	if (fr <= ND_XLG_ROW)
+		return x_lg_pop(t, size, fr, false, max, by_node, h, nr, p, fr);
+	if (fr - ND_MALLOCX_ZERO <= ND_XLG_ROW)
+		return x_lg_pop(t, size, fr - ND_MALLOCX_ZERO, true, max, by_node, h, nr, p, fr);
 	if (fr <= ND_XLG_FAST)
 		return x_lg_pop(t, size, fr, false, max, by_node, h, nr, p, fr);
 	if (fr - ND_MALLOCX_ZERO <= ND_XLG_FAST)

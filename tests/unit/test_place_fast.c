@@ -311,6 +311,34 @@ int main(void)
 		}
 	}
 	CHECK(bad == 0, "%d x allocations wrong", bad);
+	/* the record's rows (xrow, lg up to 8): every size up to 256 gets
+	 * malloc's class of the size rounded up to the alignment, through the
+	 * node call and the policy call, with and without zeroing; size 0
+	 * gets the class of the alignment, warm on the fast path (each call
+	 * took the slow path before the rows: size - 1 wrapped) */
+	bad = 0;
+	for (int round = 0; round < 2; round++) {
+		uint64_t before = _nd_slab_slow_count();
+		for (unsigned lg = 0; lg <= 8; lg++)
+			for (size_t sz = 0; sz <= 256; sz++)
+				for (int k = 0; k < 4; k++) {
+					unsigned f = lg | (k & 1 ? ND_MALLOCX_ZERO : 0);
+					size_t a = (size_t)1 << lg, r = sz ? (sz + a - 1) & ~(a - 1) : a;
+					void *p = k < 2 ? nd_mallocx_onnode(sz, 1, f) : nd_mallocx_policy(sz, pb1, f);
+					void *m = malloc(r);
+					bool ok = p && m && ((uintptr_t)p & (a - 1)) == 0 && nd_node_of(p) == 1 &&
+						  nd_usable_size(p) == nd_usable_size(m);
+					if (!ok && bad++ < 5)
+						CHECK(0, "mallocx(%zu, lg %u, %s): usable %zu, malloc(%zu)'s %zu", sz, lg,
+						      k & 1 ? "zero" : "-", p ? nd_usable_size(p) : 0, r, m ? nd_usable_size(m) : 0);
+					free(p);
+					free(m);
+				}
+		uint64_t slow = _nd_slab_slow_count() - before;
+		if (round == 1)
+			CHECK(slow <= 4, "x rows warm: %llu slow paths", (unsigned long long)slow);
+	}
+	CHECK(bad == 0, "%d x allocations of the rows wrong", bad);
 	/* nd_aligned_alloc_onnode's fast path, 4 blocks held at a time (a
 	 * block freed and taken again would be the same one each time) */
 	bad = 0;
