@@ -29,6 +29,9 @@ struct nd_heap;
  * path (a page), and the record's table of their rounding masks. */
 #define ND_XLG_FAST 12
 #define ND_XMASK_INIT { 0, 1, 3, 7, 15, 31, 63, 127, 255, 511, 1023, 2047, 4095 }
+/* The largest lg whose x calls take the class of a size up to
+ * ND_SLAB_DIRECT from a row (the record's xrow; thread.c's rows): 256. */
+#define ND_XLG_ROW 8
 /* malloc sizes 0..ND_SLAB_DIR_MAX index dir[] by (size + 15) >> 4 (every
  * class up to there is a multiple of 16): 65 entries, 9 lines, and one
  * predictable test for programs whose sizes mix small and up to 1 KiB
@@ -144,6 +147,12 @@ typedef struct _nd_thread {
 	 * the rounding mask of an x call's alignment, here for the same
 	 * reason as scls (the x calls or it into the size - 1) */
 	uint64_t xmask[ND_XLG_FAST + 1];
+	/* xrow[lg][size]: the class of size (up to ND_SLAB_DIRECT; 0 as 2^lg)
+	 * rounded up to 2^lg, lg <= ND_XLG_ROW (constant rows of thread.c;
+	 * lg <= 4 is scls itself: every class is a multiple of 16): an x
+	 * call's class in one load from the row, not the mask's lea and or
+	 * and the rounded size's bound */
+	const uint8_t *xrow[ND_XLG_ROW + 1];
 	/* scls[size]: the class of sizes up to ND_SLAB_DIRECT (ND_SCLS_INIT,
 	 * constant): place.c's table, here so that a fast path indexes it
 	 * from the record it holds (one load; a static table needs its

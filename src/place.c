@@ -109,6 +109,16 @@ static inline __attribute__((always_inline)) bool rounded_cls(const _nd_thread_t
 	return a < ND_SLAB_MAX && fast_cls(t, a + 1, max, c);
 }
 
+/* The class of size <= ND_SLAB_DIRECT rounded up to 2^lg, lg <=
+ * ND_XLG_ROW (size 0: 2^lg), from the record's row (a constant lg up to
+ * 4: scls itself, without the row's load). */
+static inline __attribute__((always_inline)) uint8_t row_cls(const _nd_thread_t *t, uint64_t lg, size_t size)
+{
+	if (__builtin_constant_p(lg) && lg <= 4)
+		return t->scls[size];
+	return t->xrow[lg][size];
+}
+
 /* The class of size rounded to the alignment flags ask (x_fast's sizes,
  * with fast_cls's *max); false: the slow path (size 0, too big, other
  * flags). The misses' (their flags as they came). */
@@ -117,6 +127,11 @@ static inline __attribute__((always_inline)) bool x_cls(const _nd_thread_t *t, s
 {
 	if (nd_unlikely(flags > (LG_MASK | ND_MALLOCX_ZERO)))
 		return false;
+	unsigned lg = flags & LG_MASK;
+	if (lg <= ND_XLG_ROW && size <= ND_SLAB_DIRECT) { /* x_lg_pop's row (size 0 too) */
+		*c = row_cls(t, lg, size);
+		return true;
+	}
 	return rounded_cls(t, (size - 1) | x_mask[flags], max, c);
 }
 
@@ -208,16 +223,6 @@ static inline __attribute__((always_inline)) void *node_pop(_nd_thread_t *t, uin
 	return h ? heap_pop(h, c) : NULL;
 }
 
-/* node_pop for a runtime node that may be ND_NODE_LOCAL, tested first:
- * the local heap then needs its key test only, not the bound's too (a
- * node pays that test: 2 instructions each way). */
-static inline __attribute__((always_inline)) void *node_pop_lf(_nd_thread_t *t, uint64_t nr, unsigned c)
-{
-	if ((int)nr == ND_NODE_LOCAL)
-		return nd_likely(_nd_slab_key_ok(t, &t->lkey)) ? heap_pop(t->lheap, c) : NULL;
-	return node_pop(t, nr, false, c);
-}
-
 /* nr, fr: the registers of the fast path (ARGREG_ALIAS), passed on as
  * they are (a copy to zero-extend them cost the fast path a move). */
 static void *onnodex_miss(size_t size, uint64_t nr, uint64_t fr);
@@ -297,8 +302,15 @@ static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, siz
 							     const nd_policy_t *p, uint64_t fr)
 {
 	unsigned c;
-	size_t m = __builtin_constant_p(lg) ? x_mask[lg] : t->xmask[lg];
-	if (nd_likely(rounded_cls(t, (size - 1) | m, max, &c)) && (!by_node || (h = node_heap(t, nr, true)))) {
+	bool found;
+	if (lg <= ND_XLG_ROW && nd_likely(size <= ND_SLAB_DIRECT)) {
+		c = row_cls(t, lg, size);
+		found = true;
+	} else {
+		size_t m = __builtin_constant_p(lg) ? x_mask[lg] : t->xmask[lg];
+		found = rounded_cls(t, (size - 1) | m, max, &c);
+	}
+	if (nd_likely(found) && (!by_node || (h = node_heap(t, nr, true)))) {
 		_nd_slab_hot_t *s = ((_nd_heap_hot_t *)(void *)h)->cur[c];
 		void *o = _nd_slab_pop(s);
 		if (nd_likely(o != NULL))
@@ -318,6 +330,10 @@ static inline __attribute__((always_inline)) void *x_pop(_nd_thread_t *t, size_t
 							  bool by_node, struct nd_heap *h, uint64_t nr, const nd_policy_t *p)
 {
 	/* fr, nr: the flags' and the node's registers (ARGREG_ALIAS) */
+	if (fr <= ND_XLG_ROW)
+		return x_lg_pop(t, size, fr, false, max, by_node, h, nr, p, fr);
+	if (fr - ND_MALLOCX_ZERO <= ND_XLG_ROW)
+		return x_lg_pop(t, size, fr - ND_MALLOCX_ZERO, true, max, by_node, h, nr, p, fr);
 	if (fr <= ND_XLG_FAST)
 		return x_lg_pop(t, size, fr, false, max, by_node, h, nr, p, fr);
 	if (fr - ND_MALLOCX_ZERO <= ND_XLG_FAST)
@@ -626,25 +642,44 @@ static __attribute__((noinline)) void *onnodex_miss(size_t size, uint64_t nr, ui
 	return onnodex_slow(size, node, flags);
 }
 
-/* Fast path: flags 0 (the common node-only call) costs one test more
- * than nd_malloc_onnode or nd_malloc_local, and ND_NODE_LOCAL is tested
- * before the node's bound (node_pop_lf: both 2 instructions over those
- * calls, 1.09x the malloc pair); else theirs on the aligned size (the
- * node first: node calls with flags are the common ones), then the
- * zeroing. */
+/* The local heap's key holds (_nd_slab_key_ok's *cpu64 == lkey; lkey
+ * read once, an aligned 8-byte load: atomic on x86-64) and fr is 0, in
+ * one or (gcc kept both words in registers and copied one: two
+ * instructions more). */
+static inline __attribute__((always_inline)) bool local_key_ok(const _nd_thread_t *t, uint64_t fr)
+{
+	uint64_t k;
+	bool ok;
+	__asm__("mov %[cpu], %[k]\n\t"
+		"xor %[lkey], %[k]\n\t"
+		"or %[fr], %[k]"
+		: [k] "=&r"(k), "=@ccz"(ok)
+		: [cpu] "m"(*t->cpu64), [lkey] "m"(t->lkey), [fr] "r"(fr));
+	return ok;
+}
+
+/* Fast path: ND_NODE_LOCAL is tested first and its flags are or'ed into
+ * the local heap's key test (flags 0: one instruction, where a test of
+ * their own cost two); a node takes x_pop's row for flags 0 and an
+ * alignment up to 256 alike (xrow[0] is scls: one load of the row, no
+ * test of the flags for 0), then the bound of node (2 instructions over
+ * nd_malloc_onnode for flags 0, the local heap's 3 over nd_malloc_local).
+ * The local key comes before the class, so that other flags fail it
+ * first: their x path tests the key again (as before: 4 instructions). */
 static inline __attribute__((always_inline)) void *onnodex(size_t size, uint64_t nr, uint64_t fr)
 {
 	_nd_thread_t *t = _nd_tls;
 	unsigned c;
-	if (nd_likely((unsigned)fr == 0)) {
-		if (nd_likely(fast_cls(t, size, NULL, &c))) {
-			void *o = node_pop_lf(t, nr, c);
-			if (nd_likely(o != NULL))
-				return o;
-		}
-	} else {
+	if ((int)nr != ND_NODE_LOCAL)
 		return x_pop(t, size, fr, NULL, true, NULL, nr, NULL);
+	if (nd_likely(local_key_ok(t, fr)) && nd_likely(fast_cls(t, size, NULL, &c))) {
+		void *o = heap_pop(t->lheap, c);
+		if (nd_likely(o != NULL))
+			return o;
+		return onnodex_miss(size, nr, 0);
 	}
+	if (fr) /* the node a constant: x_pop tests the local heap's key alone */
+		return x_pop(t, size, fr, NULL, true, NULL, (unsigned)ND_NODE_LOCAL, NULL);
 	return onnodex_miss(size, nr, 0);
 }
 
@@ -663,7 +698,7 @@ void *nd_calloc_onnode(size_t n, size_t size, int node)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return onnodex(total, (unsigned)node, ND_MALLOCX_ZERO);
+	return x_pop(_nd_tls, total, ND_MALLOCX_ZERO, NULL, true, NULL, (unsigned)node, NULL); /* a node first */
 }
 
 /* The lg of a power-of-two alignment; -1 (errno EINVAL) for another. */

@@ -21,10 +21,24 @@
 
 static const uint64_t zero64;
 
+/* The record's xrow for lg 5..ND_XLG_ROW: xrows[lg - 5][s] is the class
+ * of s rounded up to 2^lg (s 0: 2^lg), sizes up to ND_SLAB_DIRECT
+ * (nd_thread.h's ND_SCLS; test_place_fast checks every size and lg). */
+#define XR(L, s) ND_SCLS((s) == 0 ? (1 << (L)) : ((((s) - 1) | ((1 << (L)) - 1)) + 1))
+#define XR4(L, s) XR(L, s), XR(L, (s) + 1), XR(L, (s) + 2), XR(L, (s) + 3)
+#define XR16(L, s) XR4(L, s), XR4(L, (s) + 4), XR4(L, (s) + 8), XR4(L, (s) + 12)
+#define XR64(L, s) XR16(L, s), XR16(L, (s) + 16), XR16(L, (s) + 32), XR16(L, (s) + 48)
+#define XROW(L) { XR64(L, 0), XR64(L, 64), XR64(L, 128), XR64(L, 192), XR(L, 256) }
+_Static_assert(ND_XLG_ROW == 8, "xrows holds the rows of lg 5 to 8");
+static const uint8_t xrows[ND_XLG_ROW - 4][ND_SLAB_DIRECT + 1] = { XROW(5), XROW(6), XROW(7), XROW(8) };
+#define XROW_INIT                                                                                                \
+	{ _nd_thread_boot.scls, _nd_thread_boot.scls, _nd_thread_boot.scls, _nd_thread_boot.scls,               \
+	  _nd_thread_boot.scls, xrows[0], xrows[1], xrows[2], xrows[3] }
+
 #define BOOT_INIT                                                              \
 	{ .cpu64 = &zero64, .key = ND_KEY_NONE, .lkey = ND_KEY_NONE, .il_node = -1, \
 	  .cpu_override = -1, .pc = { [0 ... ND_PCACHE - 1] = { .key = ND_KEY_NONE, .user = ND_PC_NOUSER, .fix = ND_PC_NOUSER } },     \
-	  .xmask = ND_XMASK_INIT, .scls = ND_SCLS_INIT }
+	  .xmask = ND_XMASK_INIT, .xrow = XROW_INIT, .scls = ND_SCLS_INIT }
 
 const _nd_thread_t _nd_thread_boot = BOOT_INIT;
 const _nd_thread_t _nd_thread_gone = BOOT_INIT;

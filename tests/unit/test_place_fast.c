@@ -311,6 +311,34 @@ int main(void)
 		}
 	}
 	CHECK(bad == 0, "%d x allocations wrong", bad);
+	/* the record's rows (xrow, lg up to 8): every size up to 256 gets
+	 * malloc's class of the size rounded up to the alignment, through the
+	 * node call and the policy call, with and without zeroing; size 0
+	 * gets the class of the alignment, warm on the fast path (each call
+	 * took the slow path before the rows: size - 1 wrapped) */
+	bad = 0;
+	for (int round = 0; round < 2; round++) {
+		uint64_t before = _nd_slab_slow_count();
+		for (unsigned lg = 0; lg <= 8; lg++)
+			for (size_t sz = 0; sz <= 256; sz++)
+				for (int k = 0; k < 4; k++) {
+					unsigned f = lg | (k & 1 ? ND_MALLOCX_ZERO : 0);
+					size_t a = (size_t)1 << lg, r = sz ? (sz + a - 1) & ~(a - 1) : a;
+					void *p = k < 2 ? nd_mallocx_onnode(sz, 1, f) : nd_mallocx_policy(sz, pb1, f);
+					void *m = malloc(r);
+					bool ok = p && m && ((uintptr_t)p & (a - 1)) == 0 && nd_node_of(p) == 1 &&
+						  nd_usable_size(p) == nd_usable_size(m);
+					if (!ok && bad++ < 5)
+						CHECK(0, "mallocx(%zu, lg %u, %s): usable %zu, malloc(%zu)'s %zu", sz, lg,
+						      k & 1 ? "zero" : "-", p ? nd_usable_size(p) : 0, r, m ? nd_usable_size(m) : 0);
+					free(p);
+					free(m);
+				}
+		uint64_t slow = _nd_slab_slow_count() - before;
+		if (round == 1)
+			CHECK(slow <= 4, "x rows warm: %llu slow paths", (unsigned long long)slow);
+	}
+	CHECK(bad == 0, "%d x allocations of the rows wrong", bad);
 	/* nd_aligned_alloc_onnode's fast path, 4 blocks held at a time (a
 	 * block freed and taken again would be the same one each time) */
 	bad = 0;
@@ -362,7 +390,7 @@ int main(void)
 		size_t sz = 100 + (size_t)round * 40;
 		void *q1 = on_r(sz, hi | 1), *q2 = onx_r(sz, hi | 1, hi | 6), *q3 = onx_r(sz, hi | 1, hi);
 		void *q4 = onx_r(sz, hi | 0xffffffffu, hi | 6), *q5 = al_r(64, sz, hi | 1), *q6 = px_r(sz, pb1, hi | 6);
-		void *q7 = onx_r(sz, hi | 1, hi | ND_MALLOCX_ZERO | 6);
+		void *q7 = onx_r(sz, hi | 1, hi | ND_MALLOCX_ZERO | 6), *q8 = onx_r(sz, hi | 0xffffffffu, hi);
 		bad += !q1 || nd_node_of(q1) != 1 || nd_usable_size(q1) < sz;
 		bad += !q2 || nd_node_of(q2) != 1 || (uintptr_t)q2 % 64 || nd_usable_size(q2) < sz;
 		bad += !q3 || nd_node_of(q3) != 1 || nd_usable_size(q3) < sz;
@@ -370,10 +398,11 @@ int main(void)
 		bad += !q5 || nd_node_of(q5) != 1 || (uintptr_t)q5 % 64;
 		bad += !q6 || nd_node_of(q6) != 1 || (uintptr_t)q6 % 64;
 		bad += !q7 || nd_node_of(q7) != 1 || (uintptr_t)q7 % 64;
+		bad += !q8 || nd_node_of(q8) != 0 || nd_usable_size(q8) < sz; /* LOCAL, flags 0 */
 		for (size_t i = 0; q7 && i < sz; i++)
 			bad += ((unsigned char *)q7)[i] != 0;
-		void *q[] = { q1, q2, q3, q4, q5, q6, q7 };
-		for (int i = 0; i < 7; i++) {
+		void *q[] = { q1, q2, q3, q4, q5, q6, q7, q8 };
+		for (int i = 0; i < 8; i++) {
 			if (q[i])
 				memset(q[i], 0xa5, sz); /* the next round's ZERO call gets dirty memory */
 			free(q[i]);
@@ -402,6 +431,16 @@ int main(void)
 				void *x = nd_mallocx_onnode(48 + (size_t)(i % 5) * 16, ND_NODE_LOCAL, 0);
 				off += !x || nd_node_of(x) != cpu / 2;
 				free(x);
+				/* flags fail the key test they are or'ed into: the
+				 * x path of ND_NODE_LOCAL, aligned, zeroed */
+				size_t sz = 40 + (size_t)(i % 7) * 24;
+				unsigned z = i & 1 ? ND_MALLOCX_ZERO : 0;
+				unsigned char *y = nd_mallocx_onnode(sz, ND_NODE_LOCAL, ND_MALLOCX_ALIGN(64) | z);
+				off += !y || nd_node_of(y) != cpu / 2 || (uintptr_t)y % 64 || nd_usable_size(y) < sz ||
+				       (z && (y[0] | y[sz - 1]));
+				if (y)
+					memset(y, 0xa5, sz);
+				free(y);
 			}
 			if (round == 1)
 				CHECK(_nd_slab_slow_count() - before <= 5, "x LOCAL on CPU %d, warm: %llu slow paths", cpu,
