@@ -312,7 +312,7 @@ static inline __attribute__((always_inline)) bool _nd_slab_bw_ok(const _nd_threa
 
 /* Does the caller own s (tp: its stamp)? The thread pointer is read
  * anew (an asm gcc does not merge with free's own read), so free's owner
- * test keeps comparing with %fs:0 in memory instead of holding it in a
+ * test keeps its xor with %fs:0 in memory instead of holding it in a
  * register for this slower path (one instruction per free, wl_small). */
 static inline __attribute__((always_inline)) bool _nd_slab_owns(uintptr_t tp)
 {
@@ -322,28 +322,29 @@ static inline __attribute__((always_inline)) bool _nd_slab_owns(uintptr_t tp)
 }
 
 /* The borrowed list a free object of a flagged slab s goes on (t: the
- * caller's record, _nd_slab_bw_ok holds); counts it if it is another
- * thread's (statistics). The caller pushes; the push's "used <= 0" sends
- * it to _nd_slab_free_pushed. */
+ * caller's record, _nd_slab_bw_ok holds; d: s's tp ^ the caller's thread
+ * pointer, 1 for the owner (ND_TP_MIX), more for any other thread);
+ * counts it if it is another thread's (statistics). The caller pushes;
+ * the push's "used <= 0" sends it to _nd_slab_free_pushed. */
 static inline __attribute__((always_inline)) _nd_slab_hot_t *_nd_slab_free_list(_nd_thread_t *t, _nd_slab_hot_t *s,
-										uintptr_t tp)
+										uintptr_t d)
 {
 	unsigned c = s->cls;
 	uint64_t *nrem = &t->cls_remote[c];
-	ND_ASSERT(tp & ND_TP_MIX, "only a flagged slab's frees go on a borrowed list this way");
+	ND_ASSERT(d & ND_TP_MIX, "only a flagged slab's frees go on a borrowed list this way");
 #ifdef ND_TSAN
-	__atomic_store_n(nrem, *nrem + !_nd_slab_owns(tp), __ATOMIC_RELAXED);
+	__atomic_store_n(nrem, *nrem + (d > 1), __ATOMIC_RELAXED);
 #else
-	/* tp ^ me is 1 (ND_TP_MIX: tp has it here) for the owner, more for
-	 * any other thread: the sbb adds 1 - (tp ^ me < 2), one aligned store
-	 * like the relaxed one above. gcc's code for that line took 7
-	 * instructions on every flagged free: wl_larson 2 8 100000 188.4M ->
-	 * 178.5M instructions, wl_xfree 2 -5.5% */
-	__asm__("xor %%fs:0, %[x]\n\t"
-		"cmp $2, %[x]\n\t"
+	/* the sbb adds 1 - (d < 2), one aligned store like the relaxed one
+	 * above. gcc's code for that line took 7 instructions on every
+	 * flagged free: wl_larson 2 8 100000 188.4M -> 178.5M instructions,
+	 * wl_xfree 2 -5.5%. d is the owner test's xor (free_push): a second
+	 * xor with %fs:0 here cost wl_xfree 2 5% of its time with its two
+	 * threads on two cores (per-batch medians), for one instruction */
+	__asm__("cmp $2, %[d]\n\t"
 		"sbbq $-1, %[n]"
-		: [x] "+r"(tp), [n] "+m"(*nrem)
-		:
+		: [n] "+m"(*nrem)
+		: [d] "r"(d)
 		: "cc");
 #endif
 	return _nd_thread_bw(t, c);
@@ -394,21 +395,24 @@ void _nd_slab_free_pushed(_nd_slab_hot_t *l, _nd_slab_hot_t *s);
  * frees alike. */
 static inline __attribute__((always_inline)) void _nd_slab_free_push(_nd_slab_hot_t *s, void *p)
 {
-	uintptr_t tp = ND_LOAD_RELAXED(s->tp);
-	if (nd_likely(tp == (uintptr_t)__builtin_thread_pointer())) {
+	uintptr_t d = ND_LOAD_RELAXED(s->tp);
+	bool own;
+	__asm__("xor %%fs:0, %[d]" : [d] "+r"(d), "=@ccz"(own)); /* d = tp ^ me, one instruction as a cmp */
+	if (nd_likely(own)) {
 		if (nd_unlikely(_nd_slab_push(s, p)))
 			_nd_slab_free_pushed(s, s);
 		return;
 	}
 	_nd_thread_t *t;
 	_nd_slab_hot_t *l = s;
-	if (!(tp & ND_TP_MIX) || nd_unlikely(!_nd_slab_bw_ok(t = _nd_tls, s, tp))) {
-		if (!_nd_slab_owns(tp)) {
+	/* _nd_slab_bw_ok: a flagged tp is not 0 */
+	if (!(d & ND_TP_MIX) || nd_unlikely((int32_t)s->node1 != (t = _nd_tls)->bw_node1)) {
+		if (d > 1) { /* not the owner (_nd_slab_owns) */
 			_nd_slab_free_other(p, s);
 			return;
 		}
 	} else {
-		l = _nd_slab_free_list(t, s, tp);
+		l = _nd_slab_free_list(t, s, d);
 	}
 	if (nd_unlikely(_nd_slab_push(l, p)))
 		_nd_slab_free_pushed(l, s);
@@ -700,7 +704,7 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o);
 /* The owner's push of its marked o of s, with the slow path's work
  * (empty, or s was full). */
 void _nd_slab_free_own(_nd_slab_t *s, void **o);
-/* t's borrowed list of c went past its cap: half of it goes into the
+/* t's borrowed list of c went past its cap: its oldest half goes into the
  * node's exchange if that is empty (true), else nothing is done. */
 bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap);
 /* t's borrowed list of c is empty (t's key valid) and

@@ -225,8 +225,11 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
  * whose borrowed list and heap of the class were dry carved new memory.
  * Per class, homes piled up where the owners had no need, and peak RSS
  * grew with the run (wl_xfree 4: 0.5-1.2 MiB waiting on remote lists, for
- * 0.3 MiB in flight). So a list past its cap gives its newest half to its
- * node's exchange slot of the class when that is empty (one CAS), and a
+ * 0.3 MiB in flight). So a list past its cap gives its oldest half to its
+ * node's exchange slot of the class when that is empty (one CAS; the
+ * newest objects, the lines its core wrote last, stay for its own
+ * mallocs, in their order: giving the newest half made its next mallocs
+ * take the older ones), and a
  * thread whose list of the class runs dry takes it (one CAS) before its
  * own heap: tcmalloc's transfer cache passes such batches between thread
  * caches. The objects stay out for their slabs all the while, as on a
@@ -275,18 +278,19 @@ bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap)
 		if (++i == ND_XFER_K)
 			return false;
 	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
-	uint32_t k = _nd_slab_bw_len(b, cap) / 2;
-	void **head = b->free, **last = head;
-	for (uint32_t j = 1; j < k; j++)
+	/* the newest len - k stay (the list is newest first), the oldest k go */
+	uint32_t len = _nd_slab_bw_len(b, cap), k = len / 2;
+	void **last = b->free;
+	for (uint32_t j = 1; j < len - k; j++)
 		last = last[0];
-	void **rest = last[0];
+	void **old = last[0];
+	ND_ASSERT(k >= 1 && old != NULL, "a list past its cap has an older half");
 	last[0] = NULL;
-	if (!__atomic_compare_exchange_n(x, &z, (uintptr_t)k << TF_CNT_SHIFT | (uintptr_t)head, false, __ATOMIC_SEQ_CST,
+	if (!__atomic_compare_exchange_n(x, &z, (uintptr_t)k << TF_CNT_SHIFT | (uintptr_t)old, false, __ATOMIC_SEQ_CST,
 					 __ATOMIC_RELAXED)) {
-		last[0] = rest;
+		last[0] = old;
 		return false;
 	}
-	b->free = rest;
 	b->used += k;
 	xfer_mark(t->bw_node1, c);
 	return true;

@@ -42,6 +42,21 @@ static inline void *borrow_owner(void *arg)
 	return NULL;
 }
 
+/* Starts borrow_owner with o (its barrier initialised for 2) in *owner
+ * and, once its objects are made, runs fn in a thread to its end; -1 if
+ * a thread could not start. The owner then waits at o->bar. */
+static inline int borrow_owner_then(struct borrow_owner *o, pthread_t *owner, void *(*fn)(void *))
+{
+	pthread_t f;
+	if (pthread_create(owner, NULL, borrow_owner, o) != 0)
+		return -1;
+	pthread_barrier_wait(o->bar);
+	if (pthread_create(&f, NULL, fn, NULL) != 0)
+		return -1;
+	pthread_join(f, NULL);
+	return 0;
+}
+
 /* What borrow_free_all saw after its frees. */
 struct borrow_freed {
 	unsigned pending; /* the caller's buffered and borrowed objects */

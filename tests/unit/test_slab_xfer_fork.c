@@ -62,12 +62,9 @@ static void *child_taker(void *arg)
 static void drain_case(void)
 {
 	pthread_barrier_init(&bo, NULL, 2);
-	pthread_t o, f;
+	pthread_t o;
 	struct borrow_owner ow = { theirs, N, SIZE, &bo };
-	CHECK(pthread_create(&o, NULL, borrow_owner, &ow) == 0);
-	pthread_barrier_wait(&bo);
-	CHECK(pthread_create(&f, NULL, freer, NULL) == 0);
-	pthread_join(f, NULL);
+	CHECK(borrow_owner_then(&ow, &o, freer) == 0);
 	CHECK_EQ(_nd_slab_xfer_count(0), N / 2);
 	nd_emulate_cpu(2); /* the forking thread's node: 1 */
 	free(malloc(SIZE));
