@@ -404,12 +404,15 @@ static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const n
 				_nd_slab_check_link(s, o, "malloc");
 				return _nd_slab_pop((_nd_slab_hot_t *)s);
 			}
+			/* roomless: what swap_dry would find (debug builds check) */
+			ND_ASSERT(!roomless || !swap_pick(h, s, c), "roomless: no full slab with room for swap_dry");
 			if (roomless || !swap_dry(h, s, c))
 				park_full(h, s); /* or, if remote frees came in, collect them */
 			continue;
 		}
 		if (unpark(h, c) || (!roomless && unpark_local(h, c)))
 			continue;
+		ND_ASSERT(!roomless || !full_best(h, c, 16), "roomless: no full slab with room for unpark_local");
 		roomless = false;
 		if (!h->user && __atomic_load_n(_nd_meta_pool_dirty(h), __ATOMIC_RELAXED)) {
 			sweep_pool(h, false);
