@@ -698,36 +698,16 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
  * its thread exit before the previous one, and that no thread reused
  * since, go back to the OS if the node's committed free pages exceed half
  * of its pages in use and two purge blocks, at most once per EXIT_TRIM_NS
- * per node. The page level keeps freed pages up to the recent peak of
- * its pages in use for 1 s (purge.c), right for one program's phases but
- * not for thread churn, where exits leave free pages that later threads
- * do not reuse (slab sizes differ) and that stay resident: wl_threads (50 rounds of 4
- * threads) peaked at 5.9-6.7 MiB, glibc 4.8-5.1; with this 4.8-4.9 MiB,
- * 3.2-3.5k minor faults instead of 1.6-1.9k (mimalloc 5.5k, jemalloc 20k).
- * Until 2026-11-27 the trim took every committed free page: while one
- * thread exited, the others' pages freed a moment before went too, and
- * a held-out stress (rounds of 2 threads churning blocks up to 5 MB)
- * faulted them in again, 1.8x tcmalloc's time. The floor and the rate bound
- * what a program pays whose threads do reuse the pages: 2000 threads each
- * allocating and freeing 1 MiB refaulted it every time (373k faults, 5x the
- * time) when every exit could trim everything. The rate bound also gives
- * way after EXIT_TRIM_EXITS exits it skipped: a round of wl_threads lasts
- * ~0.7 ms, so a fast run got few trims and freed pages piled up between
- * them (with the 512 KiB purge threshold: peak RSS 5544 -> 5088 KiB, glibc
- * 4960; that stress 81k -> 39k faults). Two exits back, not one: where
- * threads live two at a time and exit in turn, the pages one gives back
- * wait for its successor, which has barely started at the other's exit (a
- * held-out stress: 53k -> 31k faults, glibc 4.1k; three exits back: 23k,
- * but wl_threads' peak RSS 4.7 -> 5.1 MiB). Measured and left
- * (2026-11-27): at wl_threads' peak (mincore, medians of 15 runs) the
- * node's resident pages are mostly slabs' (645, 276 of them in parked
- * heaps, 253 in classes above 2 KiB; 174 free), and the free objects of
- * parked heaps are what their adopters reuse: purging them at park took
- * 270 KiB off the peak (41 runs) but raised wl_threads' faults 2.2k ->
- * 3.4k and that stress's 20k -> 37k. One exit back (that stress 13.5k
- * -> 23.5k faults), a trim at every exit, or no half-the-pages-in-use
- * condition (it blocks most trims there): peaks within the +-200 KiB by
- * which one library's medians of 31-101 runs differ between runs. */
+ * per node (or after EXIT_TRIM_EXITS skipped exits). Why: the page level
+ * keeps freed pages up to the recent peak of its pages in use (purge.c),
+ * right for one program's phases but not for thread churn, whose exits
+ * leave pages later threads do not reuse (wl_threads peaked at 5.9-6.7
+ * MiB, glibc 4.8-5.1; with this 4.8-4.9). Two exits back, not one: where
+ * threads exit in turn, the pages one gives back wait for its successor.
+ * The rate bound and the floor bound what a program pays whose threads do
+ * reuse the pages. Each rule's figures, and the rules measured and left
+ * (decays, low-water marks, purging parked heaps): docs/arenas.md,
+ * "Thread-exit trims". */
 #define EXIT_TRIM_NS 10000000ull
 #define EXIT_TRIM_EXITS 8u
 uint64_t _nd_heap_exit_trim_ns = EXIT_TRIM_NS;
