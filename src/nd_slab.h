@@ -298,6 +298,26 @@ static inline __attribute__((always_inline)) int _nd_slab_free_classify(_nd_slab
  * stamp clears it. Any other slab keeps the owner test as it was (no
  * cost: wl_small). */
 #define ND_TP_MIX ((uintptr_t)1)
+/* A flagged tp's low bits (thread pointers are 64-aligned: glibc's TCB)
+ * carry its slab's node + 1 too, up to 30 (31 for every node past), so
+ * that free's borrowing test (flagged, and on the node of the freeing
+ * thread's lists) is one xor of tp ^ me with the record's bw_key and a
+ * test of the low bits (_nd_slab_free_push): one load and one branch,
+ * where the flag's test and the node's compare took two of each (issue
+ * 11, xfree2: its frees are bound by their loads, about 1% of the free
+ * half each). ND_BW_KEY_NONE, the key of a thread without lists or on a
+ * node past 30 (their frees take _nd_slab_free_other, which borrows by
+ * _nd_slab_bw_ok), matches no tp: its low bits are 0 or odd. */
+#define ND_TP_BITS ((uintptr_t)63)
+#define ND_BW_KEY_NONE ((uintptr_t)2)
+static inline uintptr_t _nd_slab_tp_mix(int32_t node1)
+{
+	return ND_TP_MIX | (uintptr_t)(node1 < 31 ? node1 : 31) << 1;
+}
+static inline uintptr_t _nd_slab_bw_key(int32_t node1)
+{
+	return node1 > 0 && node1 < 31 ? _nd_slab_tp_mix(node1) : ND_BW_KEY_NONE;
+}
 
 /* May t keep a free object of s (tp: s's owner stamp) on its borrowed
  * list? Only an object on the node of t's node heap (a thread without one
@@ -318,12 +338,12 @@ static inline __attribute__((always_inline)) bool _nd_slab_owns(uintptr_t tp)
 {
 	uintptr_t me;
 	__asm__ volatile("mov %%fs:0, %0" : "=r"(me));
-	return (tp & ~ND_TP_MIX) == me;
+	return (tp & ~ND_TP_BITS) == me;
 }
 
 /* The borrowed list a free object of a flagged slab s goes on (t: the
  * caller's record, _nd_slab_bw_ok holds; d: s's tp ^ the caller's thread
- * pointer, 1 for the owner (ND_TP_MIX), more for any other thread);
+ * pointer, up to ND_TP_BITS for the owner, more for any other thread);
  * counts it if it is another thread's (statistics). The caller pushes;
  * the push's "used <= 0" sends it to _nd_slab_free_pushed. */
 static inline __attribute__((always_inline)) _nd_slab_hot_t *_nd_slab_free_list(_nd_thread_t *t, _nd_slab_hot_t *s,
@@ -331,20 +351,20 @@ static inline __attribute__((always_inline)) _nd_slab_hot_t *_nd_slab_free_list(
 {
 	unsigned c = s->cls;
 	uint64_t *nrem = &t->cls_remote[c];
-	ND_ASSERT(d & ND_TP_MIX, "only a flagged slab's frees go on a borrowed list this way");
+	ND_ASSERT(!(d & ND_TP_BITS), "only a flagged slab's frees of the list's node go on a borrowed list");
 #ifdef ND_TSAN
-	__atomic_store_n(nrem, *nrem + (d > 1), __ATOMIC_RELAXED);
+	__atomic_store_n(nrem, *nrem + (d > ND_TP_BITS), __ATOMIC_RELAXED);
 #else
-	/* the sbb adds 1 - (d < 2), one aligned store like the relaxed one
-	 * above. gcc's code for that line took 7 instructions on every
+	/* the sbb adds 1 - (d <= ND_TP_BITS), one aligned store like the
+	 * relaxed one above. gcc's code for that line took 7 instructions on every
 	 * flagged free: wl_larson 2 8 100000 188.4M -> 178.5M instructions,
 	 * wl_xfree 2 -5.5%. d is the owner test's xor (free_push): a second
 	 * xor with %fs:0 here cost wl_xfree 2 5% of its time with its two
 	 * threads on two cores (per-batch medians), for one instruction */
-	__asm__("cmp $2, %[d]\n\t"
+	__asm__("cmp %[b], %[d]\n\t"
 		"sbbq $-1, %[n]"
 		: [n] "+m"(*nrem)
-		: [d] "r"(d)
+		: [d] "r"(d), [b] "i"(ND_TP_BITS + 1)
 		: "cc");
 #endif
 	return _nd_thread_bw(t, c);
@@ -403,19 +423,23 @@ static inline __attribute__((always_inline)) void _nd_slab_free_push(_nd_slab_ho
 			_nd_slab_free_pushed(s, s);
 		return;
 	}
-	_nd_thread_t *t;
-	_nd_slab_hot_t *l = s;
-	/* _nd_slab_bw_ok: a flagged tp is not 0 */
-	if (!(d & ND_TP_MIX) || nd_unlikely((int32_t)s->node1 != (t = _nd_tls)->bw_node1)) {
-		if (d > 1) { /* not the owner (_nd_slab_owns) */
-			_nd_slab_free_other(p, s);
-			return;
-		}
-	} else {
-		l = _nd_slab_free_list(t, s, d);
+	_nd_thread_t *t = _nd_tls;
+	/* flagged, and _nd_slab_bw_ok (a flagged tp is not 0): the node in
+	 * the flag's bits is t's lists' (ND_TP_BITS) */
+	d ^= t->bw_key; /* high bits kept: d > ND_TP_BITS still means not the owner */
+	if (nd_likely(!(d & ND_TP_BITS))) {
+		/* its own push, not a jump back to a shared one */
+		_nd_slab_hot_t *l = _nd_slab_free_list(t, s, d);
+		if (nd_unlikely(_nd_slab_push(l, p)))
+			_nd_slab_free_pushed(l, s);
+		return;
 	}
-	if (nd_unlikely(_nd_slab_push(l, p)))
-		_nd_slab_free_pushed(l, s);
+	if (d > ND_TP_BITS) { /* not the owner (_nd_slab_owns) */
+		_nd_slab_free_other(p, s);
+		return;
+	}
+	if (nd_unlikely(_nd_slab_push(s, p)))
+		_nd_slab_free_pushed(s, s);
 }
 /* The node a small block's memory is on (its slab's run), for realloc. */
 int _nd_slab_node(const _nd_pagedesc_t *d);

@@ -57,8 +57,8 @@ typedef struct _nd_slab_hot {
 	uint64_t mul;    /* (size's odd part)^-1 << (16 - tz) mod 2^64: see nd_slab.h */
 	uint64_t chk;    /* atomic: start and lim (objects carved; 0 in check mode:
 			  * frees validate) folded for free's check, _nd_slab_live */
-	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0), | ND_TP_MIX once
-			  * an object was borrowed (nd_slab.h); 0 while parked */
+	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0), | _nd_slab_tp_mix(node1)
+			  * once an object was borrowed (nd_slab.h); 0 while parked */
 	uint8_t cls;     /* size class (slabs only: a free picks the list by it) */
 	uint16_t node1;  /* node + 1 (slabs only: the borrowing rule's) */
 	/* padding, not _Alignas: a borrowed list (bwl[]) is an
@@ -168,6 +168,7 @@ typedef struct _nd_thread {
 	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
 	uint64_t rf_mask;        /* bit c: rf[c] holds a chain (a flush walks only these) */
 	int32_t bw_node1;        /* node + 1 the borrowed lists hold; 0: none */
+	uintptr_t bw_key;        /* _nd_slab_bw_key(bw_node1), free's test (nd_slab.h) */
 	/* ---- policy.c ---- */
 	const nd_policy_t *pol_thr; /* NULL = inherit the process's */
 	const nd_policy_t *pol_eff; /* cached effective policy */

@@ -149,6 +149,8 @@ void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 	if (n1 != t->bw_node1) { /* borrowed objects of another node go home */
 		_nd_slab_bw_flush_all(t);
 		t->bw_node1 = n1;
+		t->bw_key = _nd_slab_bw_key(n1);
+		ND_ASSERT(!((uintptr_t)__builtin_thread_pointer() & ND_TP_BITS), "thread pointers are 64-aligned (nd_slab.h)");
 	}
 	t->heap = h;
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
@@ -859,7 +861,8 @@ void _nd_slab_free_other(void *p, _nd_slab_hot_t *s)
 	/* borrowed: from now on every free of s picks its list without a
 	 * branch (its owner's own frees come mixed with borrowed ones) */
 	if (!(tp & ND_TP_MIX))
-		__atomic_compare_exchange_n(&s->tp, &tp, tp | ND_TP_MIX, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		__atomic_compare_exchange_n(&s->tp, &tp, tp | _nd_slab_tp_mix((int32_t)s->node1), false, __ATOMIC_RELAXED,
+					    __ATOMIC_RELAXED);
 	_nd_slab_hot_t *b = _nd_thread_bw(t, sl->cls);
 	uint64_t *nrem = &t->cls_remote[sl->cls]; /* statistics (a snapshot reads it) */
 	__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);

@@ -207,7 +207,7 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 		 * dir[] to the list and back at every dry spell */
 		if (s != &_nd_slab_empty && s->cls == c && (int32_t)s->node1 == t->bw_node1 &&
 		    !(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & ND_TP_MIX))
-			__atomic_fetch_or(&s->tp, ND_TP_MIX, __ATOMIC_RELAXED);
+			__atomic_fetch_or(&s->tp, _nd_slab_tp_mix((int32_t)s->node1), __ATOMIC_RELAXED);
 		_nd_slab_dir_class(t, c, s);
 	} else if (t->cdir[c] != (_nd_slab_hot_t *)((heap_t *)t->heap)->cur[c]) {
 		/* a lender's list served (heap.c, bw_lend) and ran dry */
@@ -369,7 +369,7 @@ static void split_live(void **o, uintptr_t me, uint32_t cap, void ***keep, uint3
 {
 	for (void **nx; o; o = nx) {
 		nx = o[0];
-		uintptr_t tp = __atomic_load_n(&((slab_t *)o[1])->tp, __ATOMIC_RELAXED) & ~ND_TP_MIX;
+		uintptr_t tp = __atomic_load_n(&((slab_t *)o[1])->tp, __ATOMIC_RELAXED) & ~ND_TP_BITS;
 		void ***to = tp && tp != me && *nk < cap ? keep : home;
 		*nk += to == keep;
 		o[0] = *to;
@@ -428,6 +428,7 @@ void _nd_slab_thread_done(_nd_thread_t *t)
 	exit_keep(t);
 	_nd_slab_bw_flush_all(t);
 	t->bw_node1 = 0; /* frees until the record is gone send at once */
+	t->bw_key = ND_BW_KEY_NONE;
 	_nd_slab_rf_flush_all(t);
 	/* only the counters that moved: a thread that never freed into
 	 * another's slab leaves the record's second page untouched

@@ -37,6 +37,7 @@ static const uint8_t xrows[ND_XLG_ROW - 4][ND_SLAB_DIRECT + 1] = { XROW(5), XROW
 
 #define BOOT_INIT                                                              \
 	{ .cpu64 = &zero64, .key = ND_KEY_NONE, .lkey = ND_KEY_NONE, .il_node = -1, \
+	  .bw_key = ND_BW_KEY_NONE, \
 	  .cpu_override = -1, .pc = { [0 ... ND_PCACHE - 1] = { .key = ND_KEY_NONE, .user = ND_PC_NOUSER, .fix = ND_PC_NOUSER } },     \
 	  .xmask = ND_XMASK_INIT, .xrow = XROW_INIT, .scls = ND_SCLS_INIT }
 

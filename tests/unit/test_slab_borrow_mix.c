@@ -19,7 +19,11 @@
  *             and its next mallocs get them back;
  *  - interleaved: a thread that frees its own and borrowed objects
  *             alternately keeps every one for its own mallocs;
- *  - double free: still reported on the flagged path. */
+ *  - double free: still reported on the flagged path;
+ *  - node:    the flag carries the slab's node (ND_TP_BITS: free's
+ *             borrowing test is one compare with the freeing thread's
+ *             key), and a thread of node 1 does not keep a free of the
+ *             flagged node-0 slab: its next malloc is on node 1. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -94,7 +98,8 @@ int main(void)
 	for (int i = 0; i < N / 4; i++)
 		free(theirs[i]);
 	CHECK_EQ(_nd_slab_remote_pending(), N / 4);
-	CHECK_EQ(stamp_of(theirs[0]), their_tp | ND_TP_MIX);
+	CHECK_EQ(_nd_slab_tp_mix(1), 3); /* ND_TP_MIX, node 0 + 1 above it */
+	CHECK_EQ(stamp_of(theirs[0]), their_tp | _nd_slab_tp_mix(1));
 
 	/* owner */
 	pthread_barrier_wait(&bar);
@@ -117,12 +122,12 @@ int main(void)
 	void *own[N / 4];
 	for (int i = 0; i < N / 4; i++)
 		own[i] = malloc(SIZE);
-	CHECK_EQ(stamp_of(own[0]), (uintptr_t)__builtin_thread_pointer() | ND_TP_MIX);
+	CHECK_EQ(stamp_of(own[0]), (uintptr_t)__builtin_thread_pointer() | _nd_slab_tp_mix(1));
 	for (int i = 0; i < N / 4; i++) {
 		free(own[i]);
 		free(theirs[N / 2 + i]);
 	}
-	CHECK(stamp_of(theirs[N / 2]) == (their_tp | ND_TP_MIX), "the owner's slab stays flagged");
+	CHECK(stamp_of(theirs[N / 2]) == (their_tp | _nd_slab_tp_mix(1)), "the owner's slab stays flagged");
 	CHECK_EQ(_nd_slab_remote_pending(), N / 2); /* own and theirs on the list */
 	CHECK_EQ(class_remote(), rem0 + N / 2);
 	void *again[N / 2];
@@ -145,11 +150,22 @@ int main(void)
 	waitpid(pid, &st, 0);
 	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "double free on the flagged path: status %#x", st);
 
+	/* node: on node 1 now, a free of the flagged node-0 slab goes home */
+	nd_emulate_cpu(2);
+	free(malloc(SIZE)); /* this thread's node-1 heap */
+	void *x = theirs[N - 1];
+	CHECK_EQ(stamp_of(x), their_tp | _nd_slab_tp_mix(1));
+	free(x);
+	void *y = malloc(SIZE);
+	CHECK(y != x && nd_node_of(y) == 1, "node 1's malloc after a free of node 0's flagged slab: %p (node %d)", y,
+	      nd_node_of(y));
+	free(y);
+
 	for (int i = 0; i < N / 2; i++)
 		free(again[i]);
 	for (int i = 0; i < N / 4; i++)
 		free(mine[i]);
-	for (int i = 3 * N / 4; i < N; i++)
+	for (int i = 3 * N / 4; i < N - 1; i++)
 		free(theirs[i]);
 	for (int i = N / 4; i < N / 2; i++)
 		free(theirs[i]);
