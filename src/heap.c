@@ -72,7 +72,6 @@ static heap_t **pool_of(const nd_policy_t *pol, int node, _nd_lock_t **lk)
 }
 
 
-static inline uintptr_t my_tp(void) { return (uintptr_t)__builtin_thread_pointer(); }
 static inline unsigned class_of(size_t size) { return _nd_slab_cls_tab[(size + 15) >> 4]; }
 
 /* A full slab of class c of h got a remote free (its NOTIFY bit: unpark
@@ -208,7 +207,7 @@ static void heap_trim(heap_t *h);
 static void heap_absorb(heap_t *h, heap_t *p)
 {
 	ND_ASSERT(!p->owner && h->owner == _nd_tls, "a parked heap goes into the caller's running heap");
-	uintptr_t tp = my_tp();
+	uintptr_t tp = _nd_slab_my_tp();
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
 		slab_t *s;
 		while ((s = p->fullh[c]) != NULL) {
@@ -327,7 +326,7 @@ static bool steal(heap_t *h, unsigned c)
 		s = p->cur[c];
 		_nd_slab_part_unlink(p, s);
 		__atomic_store_n(&s->heap, h, __ATOMIC_RELEASE); /* nd_slab.h, heap */
-		__atomic_store_n(&s->tp, my_tp(), __ATOMIC_RELAXED);
+		__atomic_store_n(&s->tp, _nd_slab_my_tp(), __ATOMIC_RELAXED);
 	}
 	if (!s)
 		__atomic_store_n(cls, *cls & ~bit, __ATOMIC_RELAXED);
@@ -546,7 +545,7 @@ static heap_t *heap_take(_nd_thread_t *t, int node, const nd_policy_t *pol, int 
 		h->pol = pol;
 	}
 	h->pool_next = NULL;
-	heap_set_tp(h, my_tp());
+	heap_set_tp(h, _nd_slab_my_tp());
 	__atomic_store_n(&h->owner, t, __ATOMIC_RELEASE);
 	return h;
 }

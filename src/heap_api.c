@@ -159,11 +159,6 @@ struct nd_heap_api {
 	hchunk_t *chunks;           /* owner: every chunk */
 };
 
-static inline uintptr_t my_tp(void)
-{
-	return (uintptr_t)__builtin_thread_pointer();
-}
-
 /* The caller is h's creator: its thread pointer and its record. In a
  * fork's child a thread can get a dead parent thread's thread pointer
  * (glibc reuses its stack), never its record (a thread the child does not
@@ -173,7 +168,7 @@ static inline uintptr_t my_tp(void)
  * editing the chunk list. */
 static inline bool is_owner(const nd_heap_t *h)
 {
-	return h->owner == my_tp() && __atomic_load_n(&h->sh.owner, __ATOMIC_RELAXED) == _nd_tls;
+	return h->owner == _nd_slab_my_tp() && __atomic_load_n(&h->sh.owner, __ATOMIC_RELAXED) == _nd_tls;
 }
 
 /* A run of np pages (aligned to ap) placed as h says, every page marked. */
@@ -232,7 +227,7 @@ static nd_heap_t *heap_make(int node, const nd_policy_t *pol)
 	}
 	h->node = node;
 	h->pol = pol;
-	h->owner = my_tp();
+	h->owner = _nd_slab_my_tp();
 	h->magic = _nd_slab_check ? HEAP_MAGIC_CHECK : HEAP_MAGIC;
 	return h;
 }
@@ -308,7 +303,7 @@ static __attribute__((noinline)) void *heap_slow(nd_heap_t *h, size_t size, size
 {
 	if (!heap_ok(h))
 		return NULL;
-	ND_ASSERT(h->owner == my_tp(), "only the heap's owner allocates from it");
+	ND_ASSERT(h->owner == _nd_slab_my_tp(), "only the heap's owner allocates from it");
 	if (__atomic_load_n(&h->remote, __ATOMIC_RELAXED))
 		collect(h);
 	if (size <= ND_SLAB_MAX && align <= ND_PAGE_SIZE) {

@@ -318,6 +318,15 @@ static inline uintptr_t _nd_slab_bw_key(int32_t node1)
 {
 	return node1 > 0 && node1 < 31 ? _nd_slab_tp_mix(node1) : ND_BW_KEY_NONE;
 }
+/* The calling thread's owner stamp (an unflagged tp). Every stamp is
+ * written from this, so debug builds check the alignment the flag's low
+ * bits rely on for every owner, not only for threads with lists. */
+static inline uintptr_t _nd_slab_my_tp(void)
+{
+	uintptr_t tp = (uintptr_t)__builtin_thread_pointer();
+	ND_ASSERT(!(tp & ND_TP_BITS), "thread pointers are 64-aligned (nd_slab.h)");
+	return tp;
+}
 
 /* May t keep a free object of s (tp: s's owner stamp) on its borrowed
  * list? Only an object on the node of t's node heap (a thread without one

@@ -150,7 +150,6 @@ void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 		_nd_slab_bw_flush_all(t);
 		t->bw_node1 = n1;
 		t->bw_key = _nd_slab_bw_key(n1);
-		ND_ASSERT(!((uintptr_t)__builtin_thread_pointer() & ND_TP_BITS), "thread pointers are 64-aligned (nd_slab.h)");
 	}
 	t->heap = h;
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
@@ -161,8 +160,6 @@ void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 		_nd_slab_dir_class(t, c, b->free ? b : (_nd_slab_hot_t *)h->cur[c]);
 	}
 }
-
-static inline uintptr_t my_tp(void) { return (uintptr_t)__builtin_thread_pointer(); }
 
 uint32_t _nd_slab_bw_cap(unsigned c) { return cls_bw[c]; }
 
@@ -271,7 +268,7 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	s->node = got;
 	s->node1 = got >= 0 && got < ND_MAX_NODES ? (uint16_t)(got + 1) : ND_SLAB_NODE1_NONE;
 	__atomic_store_n(&s->npages, cls_pages[c], __ATOMIC_RELAXED); /* statistics read it */
-	__atomic_store_n(&s->tp, my_tp(), __ATOMIC_RELAXED); /* heap_alloc runs on h's owner */
+	__atomic_store_n(&s->tp, _nd_slab_my_tp(), __ATOMIC_RELAXED); /* heap_alloc runs on h's owner */
 	set_slab_pages(s, 0, s->npages, ND_USE_SLAB);
 	return s;
 }
@@ -361,7 +358,7 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 		h->emask &= ~((uint64_t)1 << k);
 	s->next = NULL;
 	h->epages -= s->npages;
-	__atomic_store_n(&s->tp, my_tp(), __ATOMIC_RELAXED); /* nothing out: no borrowed one (ND_TP_MIX) */
+	__atomic_store_n(&s->tp, _nd_slab_my_tp(), __ATOMIC_RELAXED); /* nothing out: no borrowed one (ND_TP_MIX) */
 	ND_ASSERT(s->used == 0 && s->npages == cls_pages[c] && !(__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR),
 		  "a kept slab has nothing out and the pages of c");
 	s->pfree = 0; /* slab_purge.c: its frees since a pass count from 0 */
