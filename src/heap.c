@@ -1083,29 +1083,6 @@ static bool pc_valid(const struct _nd_pcache *e)
 	return __atomic_load_n(&e->key, __ATOMIC_RELAXED) == v;
 }
 
-/* Every CPU of the topology (frozen from the first allocation on) is on
- * one node and takes one memory node: cached, -1 before the first look. */
-static int one_cpu_node = -1;
-
-static bool topo_one_cpu_node(void)
-{
-	int v = __atomic_load_n(&one_cpu_node, __ATOMIC_RELAXED);
-	if (v < 0) {
-		const _nd_topo_t *tp = _nd_topo();
-		int node = -1, mem = -1;
-		v = 1;
-		for (int c = 0; c < tp->cpu_limit && v; c++) {
-			if (tp->cpu_node[c] < 0)
-				continue;
-			if (node < 0)
-				node = tp->cpu_node[c], mem = tp->cpu_mem_node[c];
-			v = tp->cpu_node[c] == node && tp->cpu_mem_node[c] == mem;
-		}
-		__atomic_store_n(&one_cpu_node, v, __ATOMIC_RELAXED);
-	}
-	return v != 0;
-}
-
 /* An interned policy resolves to the same heap on every CPU (heap_for):
  * interleave and weighted (a policy heap), preferred (its first node),
  * bind to one node; any policy when every CPU is on one node. Its cache
@@ -1118,9 +1095,9 @@ static bool pc_cpu_free(const nd_policy_t *p)
 	case ND_POLICY_PREFERRED:
 		return true;
 	case ND_POLICY_BIND:
-		return nd_nodemask_count(&p->nodes) == 1 || topo_one_cpu_node();
+		return nd_nodemask_count(&p->nodes) == 1 || _nd_topo()->one_cpu_node;
 	default:
-		return topo_one_cpu_node();
+		return _nd_topo()->one_cpu_node;
 	}
 }
 

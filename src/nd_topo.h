@@ -24,6 +24,7 @@ typedef struct _nd_topo {
 	const uint8_t *distance;    /* [node_limit * node_limit], row = from */
 	const int *cpu_node;        /* [cpu_limit], -1 if not possible */
 	const int *cpu_mem_node;    /* [cpu_limit], effective memory node */
+	bool one_cpu_node;          /* every possible CPU on one node, with one memory node */
 	/* fallback[n] points to fallback_len[n] memory nodes, nearest first
 	 * (both orders hold the same nodes, so one length serves both). */
 	const int *const *fallback;      /* node order */

@@ -39,7 +39,7 @@ static const _nd_topo_t boot = {
 	.has_cpu = boot_one, .mem_total = boot_mem, .distance = boot_dist,
 	.cpu_node = boot_zero, .cpu_mem_node = boot_zero, .fallback = boot_fb,
 	.fallback_tier = boot_fb, .fallback_len = boot_len, .tier = boot_zero,
-	.tier_count = 1, .cpu_allowed = boot_one, .mem_allowed = boot_one,
+	.tier_count = 1, .cpu_allowed = boot_one, .mem_allowed = boot_one, .one_cpu_node = true,
 };
 
 void _nd_topo_err(char *err, size_t errlen, const char *fmt, ...)
@@ -261,9 +261,12 @@ void _nd_topo_build_lists(topo_impl_t *t, uint8_t *used)
 		ND_ASSERT(k == len, "the tier-order list holds the same nodes as the node-order list");
 	}
 
-	/* CPUs: the memory node (numa_mem_id()), the dense list. */
+	/* CPUs: the memory node (numa_mem_id()), the dense list, and whether
+	 * they all share one node and memory node (a policy's heap is then
+	 * the same on every CPU: heap.c's placement cache). */
 	int nc = 0;
 	t->dense_limit = -1;
+	t->pub.one_cpu_node = true;
 	for (int c = 0; c < t->pub.cpu_limit; c++) {
 		int node = t->cpu_node[c];
 		if (node < 0) {
@@ -275,6 +278,8 @@ void _nd_topo_build_lists(topo_impl_t *t, uint8_t *used)
 		t->cpu_mem_node[c] = t->fb_len[node] ? t->fb[node][0] : -1;
 		ND_ASSERT(t->cpu_mem_node[c] < 0 || t->has_mem[t->cpu_mem_node[c]],
 			  "a CPU's memory node (numa_mem_id) has memory");
+		if (nc > 1 && (node != t->cpu_node[t->cpus[0]] || t->cpu_mem_node[c] != t->cpu_mem_node[t->cpus[0]]))
+			t->pub.one_cpu_node = false;
 	}
 	t->ncpus = nc;
 	if (t->dense_limit < 0)

@@ -64,6 +64,21 @@ int main(void)
 		CHECK_STR(list_str(a, 2, 1), "2 0 1 3");
 		CHECK_STR(list_str(a, 3, 1), "3 0 1 2");
 		CHECK_EQ(a->cpu_mem_node[2], 2);
+		CHECK(!a->one_cpu_node);
+		_nd_topo_discard(a);
+	}
+
+	/* Every CPU on one node: one_cpu_node (heap.c's placement cache
+	 * then keys no entry by CPU), also when that node has no memory. */
+	a = build("0: cpus=0-1 mem=1G; 1: mem=1G");
+	if (a) {
+		CHECK(a->one_cpu_node);
+		_nd_topo_discard(a);
+	}
+	a = build("0: cpus=0-1 mem=0; 1: mem=1G; 2: mem=1G");
+	if (a) {
+		CHECK(a->one_cpu_node);
+		CHECK_EQ(a->cpu_mem_node[1], a->cpu_mem_node[0]);
 		_nd_topo_discard(a);
 	}
 
@@ -100,6 +115,7 @@ int main(void)
 		CHECK_STR(list_str(b, 3, 0), "3 2");
 		CHECK_EQ(b->cpu_mem_node[0], 2);
 		CHECK_EQ(b->cpu_mem_node[1], 3);
+		CHECK(!b->one_cpu_node); /* two CPU nodes, two memory nodes */
 		CHECK_EQ(b->tier_count, 1);
 		CHECK_STR(list_str(b, 1, 1), "3 2");
 		CHECK_EQ(b->has_mem[0], 0);
