@@ -677,6 +677,7 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 		for (int i = 0; i < ND_PCACHE; i++)
 			if (t->pc[i].heap == (struct nd_heap *)old) {
 				t->pc[i].user = ND_PC_NOUSER;
+				t->pc[i].kuser = ND_PC_NOUSER;
 				t->pc[i].fix = ND_PC_NOUSER;
 				__atomic_store_n(&t->pc[i].key, ND_KEY_NONE, __ATOMIC_RELAXED);
 			}
@@ -1060,15 +1061,14 @@ static bool pc_cacheable(const nd_policy_t *p)
 	return nl <= 64 && (p->mode != ND_POLICY_WEIGHTED || nl <= 8);
 }
 
-/* Also the padding after the granularity: place.c compares it too. */
+/* Also the padding after the granularity, and the first 8 weights of
+ * every mode: place.c compares them too. */
 static void pc_fill(struct _nd_pcache *e, const nd_policy_t *p)
 {
 	memcpy(&e->mode_flags, &p->mode, sizeof e->mode_flags);
 	memcpy(&e->gran_pad, &p->granularity_shift, sizeof e->gran_pad);
 	e->bits0 = p->nodes.bits[0];
-	e->w0 = 0;
-	if (p->mode == ND_POLICY_WEIGHTED)
-		memcpy(&e->w0, p->weights, sizeof e->w0);
+	memcpy(&e->w0, p->weights, sizeof e->w0);
 	bool il = _nd_policy_spreads(p);
 	e->max = il ? (uint32_t)ND_PAGE_SIZE : (uint32_t)ND_SLAB_MAX;
 }
@@ -1101,18 +1101,35 @@ static bool pc_cpu_free(const nd_policy_t *p)
 	}
 }
 
-/* The lane of an entry just resolved (heap set): a weighted policy's
- * heap is the same on every CPU (each slab chooses its node), so a plain
- * object's entry compares its weights there instead of the CPU (place.c
- * needs one compare for both); every other entry (prepared objects too:
- * the fast path compares their key with *cpu64) the CPU pair. Check mode
- * stores nothing: key stays NONE, no CPU pair equals it. */
+/* A plain object compared without a CPU key (user, place.c: its bytes
+ * 0-23 and weights[0..7] against the entry's 32, the weights read at their
+ * offset, not through lane): its heap is the same on every CPU, and its
+ * weights do not read as ND_KEY_NONE (a fresh or invalidated key). Never
+ * in check mode (every allocation validates). Else kuser. */
+static bool pc_keyfree(const struct _nd_pcache *e)
+{
+	return !_nd_slab_check && e->w0 != ND_KEY_NONE && pc_cpu_free(e->pol);
+}
+
+/* The lane of an entry just resolved (heap set): a plain object whose
+ * heap is the same on every CPU (a weighted one: each slab chooses its
+ * node) compares its weights there instead of the CPU (place.c needs one
+ * compare for both; a weighted object's weights matter); every other entry
+ * (prepared objects too: the fast path compares their key with *cpu64)
+ * the CPU pair. A plain object becomes user here only (its heap set), so
+ * a user entry's heap is never NULL. Check mode stores nothing: key stays
+ * NONE, no CPU pair equals it. */
 static void pc_key_store(_nd_thread_t *t, struct _nd_pcache *e, const nd_policy_t *p, uint64_t pair)
 {
-	if (_nd_slab_check || (e->user != p && e->pol != p))
+	if (_nd_slab_check || (e->user != p && e->kuser != p && e->pol != p))
 		return;
 	e->fix = e->pol == p && pc_cpu_free(p) ? p : ND_PC_NOUSER;
-	if (p->mode == ND_POLICY_WEIGHTED && e->pol != p) {
+	if (e->pol != p) {
+		bool kf = pc_keyfree(e);
+		e->user = kf ? p : ND_PC_NOUSER;
+		e->kuser = kf ? ND_PC_NOUSER : p;
+	}
+	if (e->pol != p && pc_cpu_free(e->pol)) {
 		e->lane = (const uint64_t *)(const void *)p->weights;
 		__atomic_store_n(&e->key, e->w0, __ATOMIC_RELAXED);
 	} else {
@@ -1123,8 +1140,9 @@ static void pc_key_store(_nd_thread_t *t, struct _nd_pcache *e, const nd_policy_
 
 /* A new entry's lane until pc_key_store sets one (never, in check mode
  * or when heap_for fails): place.c's pc_hit reads the lane of every
- * entry whose user matches, and this word never equals the key then
- * (ND_KEY_NONE), so the call takes its slow path. */
+ * entry whose kuser (or user, in nd_mallocx_policy) matches, and this
+ * word never equals the key then (ND_KEY_NONE), so the call takes its
+ * slow path. */
 static const uint64_t lane_none = 0;
 
 void *_nd_heap_policy(size_t size, const nd_policy_t *p)
@@ -1137,7 +1155,7 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 	count_slow(t);
 	struct _nd_pcache *e = NULL;
 	for (int i = 0; i < ND_PCACHE && !e; i++)
-		if (t->pc[i].pol == p || (t->pc[i].user == p && _nd_slab_pc_same(&t->pc[i], p)))
+		if (t->pc[i].pol == p || ((t->pc[i].user == p || t->pc[i].kuser == p) && _nd_slab_pc_same(&t->pc[i], p)))
 			e = &t->pc[i];
 	if (!e) {
 		char err[200];
@@ -1148,8 +1166,10 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 		}
 		e = &t->pc[t->pc_next++ % ND_PCACHE];
 		/* a prepared policy (p is its interned copy) is found by
-		 * pol: place.c tests user first, and its compare would pass */
-		e->user = ip != p && pc_cacheable(p) ? p : ND_PC_NOUSER;
+		 * pol: place.c tests user first, and its compare would pass;
+		 * a plain one is kuser until pc_key_store */
+		e->user = ND_PC_NOUSER;
+		e->kuser = ip != p && pc_cacheable(p) ? p : ND_PC_NOUSER;
 		e->pol = ip;
 		e->heap = NULL;
 		e->fix = ND_PC_NOUSER;
@@ -1157,6 +1177,12 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 		__atomic_store_n(&e->key, ND_KEY_NONE, __ATOMIC_RELAXED);
 	}
 	pc_fill(e, p); /* a found entry too: the padding may have changed */
+	if (e->user == p && !pc_keyfree(e)) { /* its weights now read as NONE */
+		e->user = ND_PC_NOUSER;
+		e->kuser = p;
+		e->lane = &lane_none;
+		__atomic_store_n(&e->key, ND_KEY_NONE, __ATOMIC_RELAXED);
+	}
 	if (e != &t->pc[0]) { /* the fast path looks at entry 0 only */
 		struct _nd_pcache x = *e;
 		*e = t->pc[0];

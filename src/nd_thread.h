@@ -131,9 +131,13 @@ typedef struct _nd_thread {
 		uint64_t gran_pad;       /* user's granularity_shift and padding then */
 		uint64_t bits0;          /* user's nodes.bits[0] then */
 		uint64_t key;            /* atomic: *lane when resolved, else NONE */
-		const uint64_t *lane;    /* cpu64 then, or (weighted plain) user's weights[0..7] */
-		const nd_policy_t *user; /* the caller's plain object; ND_PC_NOUSER: none */
-		uint64_t w0;             /* user's weights[0..7] then (weighted) */
+		const uint64_t *lane;    /* cpu64 then, or (user) user's weights[0..7] */
+		/* the caller's plain object whose heap is the same on every
+		 * CPU (heap.c, pc_cpu_free): lane is its weights, so the 32
+		 * bytes are its own bytes 0-23 and weights[0..7] (place.c reads
+		 * them at fixed offsets); ND_PC_NOUSER: none */
+		const nd_policy_t *user;
+		uint64_t w0;             /* user's weights[0..7] then (every mode) */
 		uint32_t max;            /* largest size served from the heap */
 		struct nd_heap *heap;
 		const nd_policy_t *pol;  /* interned copy (refills) */
@@ -142,6 +146,9 @@ typedef struct _nd_thread {
 		 * ND_PC_NOUSER: none (never NULL, as user: a NULL policy
 		 * argument matches no entry) */
 		const nd_policy_t *fix;
+		/* the caller's plain object whose heap follows the CPU (lane:
+		 * cpu64), tested after the prepared kinds; ND_PC_NOUSER: none */
+		const nd_policy_t *kuser;
 	} pc[ND_PCACHE];
 	/* xmask[lg] = 2^lg - 1, lg <= ND_XLG_FAST (ND_XMASK_INIT, constant):
 	 * the rounding mask of an x call's alignment, here for the same
@@ -263,7 +270,9 @@ static inline _nd_thread_t *_nd_thread_self(void)
 /* Force every thread's slab keys to NONE (a process policy change): each
  * thread's next allocation re-resolves. */
 void _nd_thread_invalidate_all(void);
-/* The same for one record (the thread's own policy or CPU changed). */
+/* The same for one record (the thread's own policy or CPU changed), but
+ * the policy cache entries of plain objects compared without a CPU key
+ * (user: their heap depends on neither). Called by the thread itself. */
 void _nd_thread_invalidate(_nd_thread_t *t);
 /* Every record ever made (in use or pooled), under the thread lock:
  * fn(record, arg) (statistics: it must not allocate or take a lock of a

@@ -5,6 +5,7 @@
  * calloc and aligned forms, nd_policy_prepare, nd_node_of. Before the
  * init these serve from malloc.c's bootstrap buffer like malloc does.
  */
+#include <cpuid.h>
 #include <emmintrin.h>
 #include <errno.h>
 #include <stddef.h>
@@ -472,30 +473,61 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 
 /* The words of nd_policy_t the fast path loads (x86-64 ABI layout). */
 _Static_assert(offsetof(nd_policy_t, granularity_shift) == 8 && offsetof(nd_policy_t, nodes) == 16 &&
-		       offsetof(nd_policy_t, weights) == 16 + sizeof(nd_nodemask_t),
-	       "mode, flags, granularity and padding fill the first 16 bytes");
+		       offsetof(nd_policy_t, weights) == 16 + sizeof(nd_nodemask_t) && sizeof(nd_policy_t) >= 32,
+	       "mode, flags, granularity and padding fill the first 16 bytes; a 32-byte load at p stays in p");
 _Static_assert(offsetof(struct _nd_pcache, gran_pad) == offsetof(struct _nd_pcache, mode_flags) + 8 &&
 		       offsetof(struct _nd_pcache, bits0) == offsetof(struct _nd_pcache, mode_flags) + 16 &&
 		       offsetof(struct _nd_pcache, key) == offsetof(struct _nd_pcache, mode_flags) + 24 &&
 		       offsetof(struct _nd_pcache, mode_flags) % 16 == 0,
 	       "the entry's compared words are two aligned 16-byte halves");
 
-/* Entry e (e->user == p) still serves the caller's object p: p's first 16
- * bytes (mode, flags, granularity, padding) and its nodes.bits[0] are
- * what heap.c saw (_nd_slab_pc_same, plus the padding: a change there
- * costs one slow path), and the word at e->lane still equals key (the
- * CPU pair it was resolved on; p's weights for a weighted object, whose
- * heap is the same on every CPU). Two 16-byte compares and one branch
- * for every mode. key is atomic (thread.c sets it to NONE): x86-64 reads
- * an aligned 8-byte half of a 16-byte load whole. */
-static inline __attribute__((always_inline)) bool pc_hit(const struct _nd_pcache *e, const nd_policy_t *p)
+/* Entry e still serves the caller's object p: p's first 16 bytes (mode,
+ * flags, granularity, padding) and its nodes.bits[0] are what heap.c saw
+ * (_nd_slab_pc_same, plus the padding: a change there costs one slow
+ * path), and the word at w still equals key: e->lane (the CPU pair it was
+ * resolved on for kuser; p's weights for user, whose heap is the same on
+ * every CPU), or p's weights read at their offset (user only). Two
+ * 16-byte compares and one branch for every mode. key is atomic (thread.c
+ * sets it to NONE): x86-64 reads an aligned 8-byte half of a 16-byte load
+ * whole. */
+static inline __attribute__((always_inline)) bool pc_hit_at(const struct _nd_pcache *e, const nd_policy_t *p,
+							     const void *w)
 {
 	__m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
 	__m128i b = _mm_loadl_epi64((const __m128i *)(const void *)p->nodes.bits);
-	b = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(b), (const double *)(const void *)e->lane));
+	b = _mm_castpd_si128(_mm_loadh_pd(_mm_castsi128_pd(b), (const double *)w));
 	a = _mm_cmpeq_epi8(a, _mm_load_si128((const __m128i *)(const void *)&e->mode_flags));
 	b = _mm_cmpeq_epi8(b, _mm_load_si128((const __m128i *)(const void *)&e->bits0));
 	return _mm_movemask_epi8(_mm_and_si128(a, b)) == 0xffff;
+}
+static inline __attribute__((always_inline)) bool pc_hit(const struct _nd_pcache *e, const nd_policy_t *p)
+{
+	return pc_hit_at(e, p, e->lane);
+}
+
+/* pc_hit_at(e, p, p->weights) in one 32-byte compare (AVX2): the weights
+ * broadcast, p's bytes 0-23 blended in from a 32-byte load of p (both
+ * loads inside p's 1168 bytes), xor'ed with the entry's 32, vptest;
+ * vzeroupper leaves no dirty upper half to the SSE code after it (the
+ * library is built without AVX: no live upper halves to lose). An asm,
+ * not intrinsics: the fast path it sits in is one body for both choices
+ * of the compare, without a target attribute. */
+typedef struct {
+	char b[32];
+} __attribute__((may_alias)) pc_bytes32_t;
+static inline __attribute__((always_inline)) bool pc_hit_avx2(const struct _nd_pcache *e, const nd_policy_t *p)
+{
+	bool eq;
+	__asm__("vpbroadcastq %[w], %%ymm0\n\t"
+		"vpblendd $0x3f, %[p], %%ymm0, %%ymm0\n\t"
+		"vpxor %[e], %%ymm0, %%ymm0\n\t"
+		"vptest %%ymm0, %%ymm0\n\t"
+		"vzeroupper"
+		: "=@ccz"(eq)
+		: [w] "m"(*(const uint64_t *)(const void *)p->weights), [p] "m"(*(const pc_bytes32_t *)(const void *)p),
+		  [e] "m"(*(const pc_bytes32_t *)(const void *)&e->mode_flags)
+		: "xmm0");
+	return eq;
 }
 
 /* The fast paths of nd_malloc_policy and nd_mallocx_policy use the
@@ -503,7 +535,7 @@ static inline __attribute__((always_inline)) bool pc_hit(const struct _nd_pcache
  * and the heap it resolved to, a prepared (interned, immutable) policy by
  * its address alone (fix) when that heap is the same on every CPU, else
  * by its address (pol) and the key of its CPU, a caller's object by its
- * address (user) and pc_hit. fix is tested first: no key's 4
+ * address (user or kuser) and pc_hit. fix is tested first: no key's 4
  * instructions for bind to one node, preferred, interleave, weighted (or
  * any policy when every CPU is on one node); a prepared policy whose heap
  * follows the CPU pays 2 more, for the failed test. */
@@ -513,28 +545,32 @@ static inline __attribute__((always_inline)) bool pc_serves(_nd_thread_t *t, con
 		return true;
 	if (nd_likely(e->pol == p))
 		return _nd_slab_key_ok(t, &e->key);
-	return e->user == p && pc_hit(e, p);
+	return (e->user == p || e->kuser == p) && pc_hit(e, p);
 }
 
 /* The pop from the heap of entry 0 when it serves p; NULL: a miss. The
  * entry's test comes first, each kind in a branch of its own (pc_serves'
- * three, written apart), the plain object's first: its address test is
- * then the only one in front of its compare, and the prepared policy
- * pays the failed address test instead (2 instructions moved from the
- * dearer kind to the cheaper: 29 and 21 before, 27 and 23; a prepared
- * policy found by fix: 19). An entry's user and fix are never NULL
- * (ND_PC_NOUSER), so p NULL goes to the third test (a fresh entry's pol
- * is NULL, its key NONE: a miss). */
-static inline __attribute__((always_inline)) void *policy_pop(_nd_thread_t *t, const nd_policy_t *p, size_t size)
+ * four, written apart), the plain object whose heap is the same on every
+ * CPU (user) first: its address test is then the only one in front of its
+ * compare, which has no CPU key (p's weights in its place; avx2: one
+ * 32-byte compare), and the prepared policy pays the failed address test
+ * instead (a prepared policy found by fix: 19 instructions). A plain
+ * object whose heap follows the CPU (kuser) comes last, its compare with
+ * the key. An entry's user, kuser and fix are never NULL (ND_PC_NOUSER),
+ * so p NULL goes to the pol test (a fresh entry's pol is NULL, its key
+ * NONE: a miss). */
+static inline __attribute__((always_inline)) void *policy_pop(_nd_thread_t *t, const nd_policy_t *p, size_t size,
+							       bool avx2)
 {
 	const struct _nd_pcache *e = &t->pc[0];
 	unsigned c;
 	if (e->user == p) {
-		if (pc_hit(e, p) && nd_likely(fast_cls(t, size, &e->max, &c)))
+		if ((avx2 ? pc_hit_avx2(e, p) : pc_hit_at(e, p, p->weights)) && nd_likely(fast_cls(t, size, &e->max, &c)))
 			return heap_pop(e->heap, c);
 		return NULL;
 	}
-	if (nd_likely(e->fix == p || (e->pol == p && _nd_slab_key_ok(t, &e->key))) && nd_likely(fast_cls(t, size, &e->max, &c)))
+	if (nd_likely(e->fix == p || (e->pol == p && _nd_slab_key_ok(t, &e->key)) || (e->kuser == p && pc_hit(e, p))) &&
+	    nd_likely(fast_cls(t, size, &e->max, &c)))
 		return heap_pop(e->heap, c);
 	return NULL;
 }
@@ -563,13 +599,50 @@ static __attribute__((noinline)) void *policy_miss(size_t size, const nd_policy_
 	return policy_slow(size, p);
 }
 
-void *nd_malloc_policy(size_t size, const nd_policy_t *p)
+void *_nd_place_policy_sse2(size_t size, const nd_policy_t *p)
 {
-	void *o = policy_pop(_nd_tls, p, size);
+	void *o = policy_pop(_nd_tls, p, size, false);
 	if (nd_likely(o != NULL))
 		return o;
 	return policy_miss(size, p);
 }
+
+void *_nd_place_policy_avx2(size_t size, const nd_policy_t *p)
+{
+	void *o = policy_pop(_nd_tls, p, size, true);
+	if (nd_likely(o != NULL))
+		return o;
+	return policy_miss(size, p);
+}
+
+/* cpuid's AVX2, and the kernel saves the upper halves (OSXSAVE, XCR0's
+ * SSE and AVX bits): instructions, no system call. Run by the dynamic
+ * linker (the ifunc below), before any constructor: reads nothing else. */
+bool _nd_place_avx2(void)
+{
+	unsigned a, b, c, d;
+	if (__get_cpuid_max(0, NULL) < 7)
+		return false;
+	__cpuid(1, a, b, c, d);
+	if (!(c & bit_OSXSAVE) || !(c & bit_AVX))
+		return false;
+	unsigned lo, hi;
+	__asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	if ((lo & 6) != 6)
+		return false;
+	__cpuid_count(7, 0, a, b, c, d);
+	return (b & bit_AVX2) != 0;
+}
+
+/* nd_malloc_policy is a GNU ifunc: the dynamic linker writes the chosen
+ * body into the caller's GOT entry, so a call costs what a plain export's
+ * does (a pointer set at init would add an indirect jump). */
+/* used: clang does not count the ifunc attribute as a use */
+static __attribute__((used)) void *(*resolve_malloc_policy(void))(size_t, const nd_policy_t *)
+{
+	return _nd_place_avx2() ? _nd_place_policy_avx2 : _nd_place_policy_sse2;
+}
+void *nd_malloc_policy(size_t size, const nd_policy_t *p) __attribute__((ifunc("resolve_malloc_policy")));
 
 const nd_policy_t *nd_policy_prepare(const nd_policy_t *p)
 {

@@ -38,7 +38,7 @@ static const uint8_t xrows[ND_XLG_ROW - 4][ND_SLAB_DIRECT + 1] = { XROW(5), XROW
 #define BOOT_INIT                                                              \
 	{ .cpu64 = &zero64, .key = ND_KEY_NONE, .lkey = ND_KEY_NONE, .il_node = -1, \
 	  .bw_key = ND_BW_KEY_NONE, \
-	  .cpu_override = -1, .pc = { [0 ... ND_PCACHE - 1] = { .key = ND_KEY_NONE, .user = ND_PC_NOUSER, .fix = ND_PC_NOUSER } },     \
+	  .cpu_override = -1, .pc = { [0 ... ND_PCACHE - 1] = { .key = ND_KEY_NONE, .user = ND_PC_NOUSER, .fix = ND_PC_NOUSER, .kuser = ND_PC_NOUSER } },     \
 	  .xmask = ND_XMASK_INIT, .xrow = XROW_INIT, .scls = ND_SCLS_INIT }
 
 const _nd_thread_t _nd_thread_boot = BOOT_INIT;
@@ -160,7 +160,8 @@ void _nd_thread_invalidate(_nd_thread_t *t)
 	__atomic_store_n(&t->key, ND_KEY_NONE, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&t->lkey, ND_KEY_NONE, __ATOMIC_RELAXED);
 	for (int i = 0; i < ND_PCACHE; i++)
-		__atomic_store_n(&t->pc[i].key, ND_KEY_NONE, __ATOMIC_RELAXED);
+		if (t->pc[i].user == ND_PC_NOUSER) /* user: no CPU key (heap.c), as fix */
+			__atomic_store_n(&t->pc[i].key, ND_KEY_NONE, __ATOMIC_RELAXED);
 }
 
 /* The caller bumped the policy generation before (seq_cst); a thread
