@@ -952,7 +952,7 @@ void *_nd_heap_malloc(size_t size)
 	_nd_thread_t *t = _nd_tls;
 	if (nd_likely(_nd_slab_key_ok(t, &t->key))) {
 		unsigned c = class_of(size);
-		/* the borrowed list first (nd_slab.h, _nd_slab_free_list): recently freed */
+		/* the borrowed list first (nd_slab.h, _nd_slab_bw_push): recently freed */
 		_nd_slab_hot_t *b = _nd_thread_bw(t, c);
 		void *o = _nd_slab_pop(b->free ? b : (_nd_slab_hot_t *)t->heap->cur[c]);
 		if (nd_likely(o != NULL))

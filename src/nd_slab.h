@@ -290,7 +290,7 @@ static inline __attribute__((always_inline)) int _nd_slab_free_classify(_nd_slab
  * borrowed, so its frees come mixed, the owner's with other threads'
  * (wl_xfree: at random, and the owner branch mispredicted 0.44 times per
  * free). Every free of such a slab goes onto the freeing thread's
- * borrowed list (_nd_slab_free_list), the owner's too, with no owner
+ * borrowed list (_nd_slab_bw_push), the owner's too, with no owner
  * branch; its mallocs pop that list first. Set once by a borrowing
  * thread (a CAS: a parked slab's 0, or a new owner's stamp, is never
  * flagged), or by the owner on its current slab of a class whose
@@ -350,33 +350,55 @@ static inline __attribute__((always_inline)) bool _nd_slab_owns(uintptr_t tp)
 	return (tp & ~ND_TP_BITS) == me;
 }
 
-/* The borrowed list a free object of a flagged slab s goes on (t: the
- * caller's record, _nd_slab_bw_ok holds; d: s's tp ^ the caller's thread
- * pointer, up to ND_TP_BITS for the owner, more for any other thread);
- * counts it if it is another thread's (statistics). The caller pushes;
- * the push's "used <= 0" sends it to _nd_slab_free_pushed. */
-static inline __attribute__((always_inline)) _nd_slab_hot_t *_nd_slab_free_list(_nd_thread_t *t, _nd_slab_hot_t *s,
-										uintptr_t d)
+/* The push of a free object o of a flagged slab s onto the caller's
+ * borrowed list of its class (t: the caller's record, _nd_slab_bw_ok
+ * holds; d: s's tp ^ the caller's thread pointer, up to ND_TP_BITS for
+ * the owner, more for any other thread), counting it if it is another
+ * thread's (statistics); true when the list's "used <= 0" sends it to
+ * _nd_slab_free_pushed. */
+static inline __attribute__((always_inline)) bool _nd_slab_bw_push(_nd_thread_t *t, _nd_slab_hot_t *s, uintptr_t d,
+								   void **o)
 {
-	unsigned c = s->cls;
-	uint64_t *nrem = &t->cls_remote[c];
 	ND_ASSERT(!(d & ND_TP_BITS), "only a flagged slab's frees of the list's node go on a borrowed list");
+	ND_ASSERT(s->bwo == (uint16_t)(s->cls << 4), "a slab's bwo is its class's list offset");
 #ifdef ND_TSAN
+	uint64_t *nrem = &t->cls_remote[s->cls].n;
 	__atomic_store_n(nrem, *nrem + (d > ND_TP_BITS), __ATOMIC_RELAXED);
+	return _nd_slab_push(_nd_thread_bw(t, s->cls), o);
 #else
-	/* the sbb adds 1 - (d <= ND_TP_BITS), one aligned store like the
-	 * relaxed one above. gcc's code for that line took 7 instructions on every
-	 * flagged free: wl_larson 2 8 100000 188.4M -> 178.5M instructions,
-	 * wl_xfree 2 -5.5%. d is the owner test's xor (free_push): a second
-	 * xor with %fs:0 here cost wl_xfree 2 5% of its time with its two
-	 * threads on two cores (per-batch medians), for one instruction */
+	/* The list and the counter addressed from the record with the
+	 * slab's bwo, in one asm: gcc shifted cls and made the list's
+	 * address first, two instructions more on every flagged free
+	 * (wl_xfree 2 pinned: 0.953 of the pair's time, tcmalloc 0.977;
+	 * while each object's line comes from the other core, its free
+	 * half follows the instructions each free issues: issue 11,
+	 * xfree8). The
+	 * sbb adds 1 - (d <= ND_TP_BITS), one aligned store like the
+	 * relaxed one above (gcc's code for that took 7 instructions:
+	 * wl_larson 2 8 100000 188.4M -> 178.5M instructions, wl_xfree 2
+	 * -5.5%). d is the owner test's xor (free_push): a second xor with
+	 * %fs:0 here cost wl_xfree 2 5% of its time. The counter's sbb
+	 * costs 4-6% of wl_xfree 2's pair (an unconditional incq as much,
+	 * so it is the store); merged with used's subl into one 64-bit
+	 * load, add and store (count in used's upper half) it cost 1-2%
+	 * more than the two. */
+	uintptr_t ob = s->bwo;
+	void *x;
+	bool le0;
 	__asm__("cmp %[b], %[d]\n\t"
-		"sbbq $-1, %[n]"
-		: [n] "+m"(*nrem)
-		: [d] "r"(d), [b] "i"(ND_TP_BITS + 1)
-		: "cc");
+		"sbbq $-1, %c[nr](%[t],%[ob])\n\t"
+		"mov %c[fr](%[t],%[ob]), %[x]\n\t"
+		"mov %[x], (%[o])\n\t"
+		"mov %[o], %c[fr](%[t],%[ob])\n\t"
+		"subl $1, %c[us](%[t],%[ob])"
+		: [x] "=&r"(x), "=@ccle"(le0)
+		: [d] "r"(d), [b] "i"(ND_TP_BITS + 1), [t] "r"(t), [ob] "r"(ob), [o] "r"(o),
+		  [nr] "i"(offsetof(_nd_thread_t, cls_remote)),
+		  [fr] "i"(offsetof(_nd_thread_t, bwl) + offsetof(_nd_slab_hot_t, free)),
+		  [us] "i"(offsetof(_nd_thread_t, bwl) + offsetof(_nd_slab_hot_t, used))
+		: "cc", "memory");
+	return le0;
 #endif
-	return _nd_thread_bw(t, c);
 }
 
 /* The malloc fast path: dir[] is valid while *cpu64 == key. */
@@ -411,7 +433,7 @@ static inline __attribute__((always_inline)) bool _nd_slab_pc_same(const struct 
 void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s) __attribute__((noreturn));
 /* Free by a thread that does not own s: p is borrowed or goes home. */
 void _nd_slab_free_other(void *p, _nd_slab_hot_t *s);
-/* The push onto l (s or _nd_slab_free_list's for s) left used <= 0: s's
+/* The push onto l (s, or the borrowed list of _nd_slab_bw_push for s) left used <= 0: s's
  * own list (now empty, or s was on the full list), or a borrowed list
  * that was idle or is past its cap. */
 void _nd_slab_free_pushed(_nd_slab_hot_t *l, _nd_slab_hot_t *s);
@@ -438,9 +460,8 @@ static inline __attribute__((always_inline)) void _nd_slab_free_push(_nd_slab_ho
 	d ^= t->bw_key; /* high bits kept: d > ND_TP_BITS still means not the owner */
 	if (nd_likely(!(d & ND_TP_BITS))) {
 		/* its own push, not a jump back to a shared one */
-		_nd_slab_hot_t *l = _nd_slab_free_list(t, s, d);
-		if (nd_unlikely(_nd_slab_push(l, p)))
-			_nd_slab_free_pushed(l, s);
+		if (nd_unlikely(_nd_slab_bw_push(t, s, d, p)))
+			_nd_slab_free_pushed(_nd_thread_bw(t, s->cls), s);
 		return;
 	}
 	if (d > ND_TP_BITS) { /* not the owner (_nd_slab_owns) */
@@ -503,6 +524,7 @@ typedef struct _nd_slab {
 	uint8_t cls;           /* _nd_slab_hot_t's (stats) */
 	uint16_t node1;        /* node + 1, ND_SLAB_NODE1_NONE if unknown: line 1's copy for the free */
 	uint16_t cap;          /* objects in the slab (stats) */
+	uint16_t bwo;          /* _nd_slab_hot_t's: cls << 4 */
 	uint32_t size;
 	struct nd_heap *heap;  /* atomic: owner heap; NULL: released (stats) */
 	int32_t node;          /* serving node of the run */
@@ -547,6 +569,8 @@ _Static_assert(offsetof(_nd_slab_t, start) == offsetof(_nd_slab_hot_t, start) &&
 	       offsetof(_nd_slab_t, tp) == offsetof(_nd_slab_hot_t, tp) &&
 	       offsetof(_nd_slab_t, cls) == offsetof(_nd_slab_hot_t, cls) &&
 	       offsetof(_nd_slab_t, node1) == offsetof(_nd_slab_hot_t, node1) &&
+	       offsetof(_nd_slab_t, cap) == offsetof(_nd_slab_hot_t, cap_) &&
+	       offsetof(_nd_slab_t, bwo) == offsetof(_nd_slab_hot_t, bwo) &&
 	       offsetof(_nd_slab_t, free) == offsetof(_nd_slab_hot_t, free) &&
 	       offsetof(_nd_slab_t, used) == offsetof(_nd_slab_hot_t, used), "_nd_slab_t has the hot fields where _nd_slab_hot_t has them");
 

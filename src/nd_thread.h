@@ -59,11 +59,14 @@ typedef struct _nd_slab_hot {
 			  * frees validate) folded for free's check, _nd_slab_live */
 	uintptr_t tp;    /* atomic: owner thread's pointer (%fs:0), | _nd_slab_tp_mix(node1)
 			  * once an object was borrowed (nd_slab.h); 0 while parked */
-	uint8_t cls;     /* size class (slabs only: a free picks the list by it) */
+	uint8_t cls;     /* size class (slabs only; a free picks the list by bwo) */
 	uint16_t node1;  /* node + 1 (slabs only: the borrowing rule's) */
+	uint16_t cap_;   /* (a slab's cap) */
+	uint16_t bwo;    /* cls << 4 (slabs only): its borrowed list's and
+			  * remote counter's offset in a record (free's index) */
 	/* padding, not _Alignas: a borrowed list (bwl[]) is an
 	 * _nd_slab_hot_t at a 16-byte boundary */
-	char line1_end[ND_CACHE_LINE - 36];
+	char line1_end[ND_CACHE_LINE - 40];
 	void *free;      /* private free list (owner only) */
 	uint32_t used;   /* objects out; while on the full list, lowered by fbias
 			  * (a slab's: relaxed stores, statistics read it; nd_slab.h) */
@@ -194,7 +197,13 @@ typedef struct _nd_thread {
 	char page1_[ND_THREAD_PAGE1];
 	};
 	/* ---- page 2 ---- */
-	uint64_t cls_remote[ND_SLAB_CLASSES]; /* slab.c's statistics: frees into slabs of other threads */
+	/* slab.c's statistics: frees into slabs of other threads, class c's
+	 * in cls_remote[c].n: 16 bytes apart, as the borrowed lists, so that
+	 * a flagged free indexes both with its slab's bwo (nd_slab.h) */
+	struct _nd_nrem {
+		uint64_t n;
+		uint64_t pad_;
+	} cls_remote[ND_SLAB_CLASSES];
 	/* borrowed lists (nd_slab.h, _nd_slab_free_push): objects this thread freed into
 	 * other threads' slabs on node bw_node1 - 1 (and into its own slabs
 	 * flagged ND_TP_MIX), kept for its own mallocs of the class
@@ -230,7 +239,8 @@ _Static_assert(offsetof(_nd_slab_hot_t, free) == ND_CACHE_LINE &&
  * makes one shift and one lea of it (it added the array's index first:
  * one instruction more on every flagged free; wl_larson 2 8 100000
  * 175.6M -> 173.3M instructions). */
-_Static_assert(sizeof(struct _nd_bw_line) == 16, "a borrowed list is 16 bytes (c << 4)");
+_Static_assert(sizeof(struct _nd_bw_line) == 16 && sizeof(struct _nd_nrem) == 16,
+	       "a borrowed list and a remote counter are 16 bytes (c << 4, a slab's bwo)");
 static inline _nd_slab_hot_t *_nd_thread_bw(_nd_thread_t *t, unsigned c)
 {
 	return (_nd_slab_hot_t *)(void *)((char *)t->bwl + ((size_t)c << 4));

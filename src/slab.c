@@ -217,12 +217,14 @@ void _nd_slab_set_pages(slab_t *s, uint32_t from, uint32_t to, uint8_t use)
 	set_slab_pages(s, from, to, use);
 }
 
-static void set_class(slab_t *s, unsigned c)
+/* inlined, as before bwo: its two callers are in src/hot_text.ld */
+static inline __attribute__((always_inline)) void set_class(slab_t *s, unsigned c)
 {
 	s->size = cls_size[c];
 	s->mul = cls_mul[c];
 	__atomic_store_n(&s->cap, cls_cap[c], __ATOMIC_RELAXED); /* statistics read cls, cap */
 	__atomic_store_n(&s->cls, (uint8_t)c, __ATOMIC_RELAXED);
+	s->bwo = (uint16_t)(c << 4);
 	s->lcls = (uint8_t)c;
 }
 
@@ -805,7 +807,7 @@ static void bw_pushed(_nd_thread_t *t, slab_t *s)
 		_nd_slab_free_own(s, o);
 		return;
 	}
-	uint64_t *nrem = &t->cls_remote[c]; /* counted again when it is sent */
+	uint64_t *nrem = &t->cls_remote[c].n; /* counted again when it is sent */
 	__atomic_store_n(nrem, *nrem - 1, __ATOMIC_RELAXED);
 	free_home(t, s, o);
 }
@@ -861,7 +863,7 @@ void _nd_slab_free_other(void *p, _nd_slab_hot_t *s)
 		__atomic_compare_exchange_n(&s->tp, &tp, tp | _nd_slab_tp_mix((int32_t)s->node1), false, __ATOMIC_RELAXED,
 					    __ATOMIC_RELAXED);
 	_nd_slab_hot_t *b = _nd_thread_bw(t, sl->cls);
-	uint64_t *nrem = &t->cls_remote[sl->cls]; /* statistics (a snapshot reads it) */
+	uint64_t *nrem = &t->cls_remote[sl->cls].n; /* statistics (a snapshot reads it) */
 	__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);
 	if (nd_unlikely(_nd_slab_push(b, p)))
 		bw_pushed(t, sl);

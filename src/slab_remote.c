@@ -2,7 +2,7 @@
 /*
  * Remote frees (docs/malloc.md): the slow half of a free by a thread that
  * does not own the slab, split from slab.c, whose free paths decide per
- * object (nd_slab.h's _nd_slab_free_list, slab.c's free_home) and call
+ * object (nd_slab.h's _nd_slab_bw_push, slab.c's free_home) and call
  * in here:
  *  - remote_send: one CAS splices a chain home onto the slab's tfree;
  *  - the remote-free buffer: per class, one slab's chain waits in the
@@ -83,7 +83,7 @@ void _nd_slab_rf_flush(_nd_thread_t *t, _nd_rfree_t *e)
 	e->slab = NULL;
 	t->rf_mask &= ~((uint64_t)1 << s->cls);
 	t->rf_sent++;
-	uint64_t *nrem = &t->cls_remote[s->cls]; /* statistics (a snapshot reads it) */
+	uint64_t *nrem = &t->cls_remote[s->cls].n; /* statistics (a snapshot reads it) */
 	__atomic_store_n(nrem, *nrem + e->n, __ATOMIC_RELAXED);
 	remote_send(s, e->head, e->tail, e->n);
 }
@@ -114,7 +114,7 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
 	}
 	uint32_t m = rf_limit(s);
 	if (m < 2 || s->node1 == ND_SLAB_NODE1_UHEAP) {
-		__atomic_store_n(&t->cls_remote[s->cls], t->cls_remote[s->cls] + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&t->cls_remote[s->cls].n, t->cls_remote[s->cls].n + 1, __ATOMIC_RELAXED);
 		remote_send(s, o, o, 1);
 		return;
 	}
@@ -434,9 +434,9 @@ void _nd_slab_thread_done(_nd_thread_t *t)
 	 * another's slab leaves the record's second page untouched
 	 * (nd_thread.h) */
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		if (t->cls_remote[c]) {
-			__atomic_fetch_add(&gone_remote[c], t->cls_remote[c], __ATOMIC_RELAXED);
-			__atomic_store_n(&t->cls_remote[c], 0, __ATOMIC_RELAXED);
+		if (t->cls_remote[c].n) {
+			__atomic_fetch_add(&gone_remote[c], t->cls_remote[c].n, __ATOMIC_RELAXED);
+			__atomic_store_n(&t->cls_remote[c].n, 0, __ATOMIC_RELAXED);
 		}
 		if (t->cls_refill[c]) {
 			__atomic_fetch_add(&gone_refill[c], t->cls_refill[c], __ATOMIC_RELAXED);
@@ -473,7 +473,7 @@ static void stats_thread(_nd_thread_t *t, void *arg)
 {
 	_nd_slab_class_stats_t *out = arg;
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		out[c].remote_frees += __atomic_load_n(&t->cls_remote[c], __ATOMIC_RELAXED);
+		out[c].remote_frees += __atomic_load_n(&t->cls_remote[c].n, __ATOMIC_RELAXED);
 		out[c].refills += __atomic_load_n(&t->cls_refill[c], __ATOMIC_RELAXED);
 	}
 }
