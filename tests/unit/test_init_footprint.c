@@ -47,7 +47,12 @@
  * now comes first and the rest is a mapping of its own: one page
  * resident (gcc's release build), and the library's r--p mappings
  * (headers, read-only data, relro) at most SO_RO_KB in a cat and in
- * wl_xfree 2 (52 before).
+ * wl_xfree 2 (52 before). The first of them (ELF headers, dynamic
+ * symbols, relocations, 12.3 KiB: all read at load) was four pages:
+ * relative relocations packed (DT_RELR) and no GOT slots for the
+ * library's calls of its own exported functions (-Bsymbolic-functions)
+ * make it 7.9 KiB, at most SO_HDR_KB resident (16 before), the r--p
+ * mappings SO_RO_KB (40 before).
  * The hot list outgrew the window (67 KiB): a process that ran a function
  * of its last few KiB (a fork's child its fork handlers, a thread's first
  * remote free) faulted in the next window, cold code with it: 128 KiB.
@@ -97,7 +102,7 @@
 
 extern char __bss_start[], _end[];
 
-enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 1, SO_BSS_KB = 20, SO_TEXT_KB = 72, WL_TEXT_KB = 64, SO_RODATA_KB = 24, SO_RODATA_GCC_KB = 4, SO_RO_KB = 40, SO_FORK_TEXT_KB = 76, DESC_PAGES = 8, RECORDS = 4 };
+enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 1, SO_BSS_KB = 20, SO_TEXT_KB = 72, WL_TEXT_KB = 64, SO_RODATA_KB = 24, SO_RODATA_GCC_KB = 4, SO_RO_KB = 32, SO_HDR_KB = 8, SO_FORK_TEXT_KB = 76, DESC_PAGES = 8, RECORDS = 4 };
 
 /* Rss in KiB of the mappings inside [lo, hi) (/proc/self/smaps). */
 static long range_rss(uintptr_t lo, uintptr_t hi)
@@ -124,8 +129,9 @@ static long range_rss(uintptr_t lo, uintptr_t hi)
  * mapping, SO_TEXT its r-xp (code) mappings (all of them: the hot and the
  * cold part), SO_RODATA the r--p mapping right after the code (read-only
  * data and unwind tables), SO_RO all its r--p mappings (ELF headers,
- * read-only data, relro). *maps, if given: how many mappings counted. */
-enum so_part { SO_BSS, SO_TEXT, SO_RODATA, SO_RO };
+ * read-only data, relro), SO_HDR its first (ELF headers, dynamic symbols,
+ * relocations). *maps, if given: how many mappings counted. */
+enum so_part { SO_BSS, SO_TEXT, SO_RODATA, SO_RO, SO_HDR };
 static long so_rss_n(const char *smaps, enum so_part part, int *maps)
 {
 	const char *l = smaps;
@@ -133,10 +139,10 @@ static long so_rss_n(const char *smaps, enum so_part part, int *maps)
 	long text = -1;
 	int n = 0;
 	for (; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		unsigned long a, b;
+		unsigned long a, b, off;
 		char perm[8];
 		int used = 0;
-		if (sscanf(l, "%lx-%lx %7s %*s %*s %*s%n", &a, &b, perm, &used) != 3)
+		if (sscanf(l, "%lx-%lx %7s %lx %*s %*s%n", &a, &b, perm, &off, &used) != 4)
 			continue;
 		const char *e = strchr(l, '\n');
 		bool named = false;
@@ -146,6 +152,7 @@ static long so_rss_n(const char *smaps, enum so_part part, int *maps)
 		bool hit = part == SO_BSS ? !named && strcmp(prev, "rw-p") == 0
 			 : part == SO_TEXT ? lib && strcmp(perm, "r-xp") == 0
 			 : part == SO_RO   ? lib && strcmp(perm, "r--p") == 0
+			 : part == SO_HDR  ? lib && strcmp(perm, "r--p") == 0 && off == 0
 					   : lib && strcmp(perm, "r--p") == 0 && strcmp(prev, "r-xp") == 0;
 		if (hit) {
 			const char *r = strstr(l, "\nRss:");
@@ -295,6 +302,12 @@ int main(void)
 	      "%ld KiB of the shared library's code resident (at most %d): a function every process runs is not in "
 	      "src/hot_text.ld (new, renamed or grown): run scripts/hot_text.sh build build-clang",
 	      kb, SO_TEXT_KB);
+#endif
+	kb = so_rss(run_out, SO_HDR);
+	printf("libnodalloc.so headers, dynamic symbols, relocations: %ld KiB resident\n", kb);
+#ifdef ND_HAVE_RELR
+	CHECK(kb >= 0 && kb <= SO_HDR_KB, "%ld KiB of the shared library's first segment resident (at most %d)", kb,
+	      SO_HDR_KB);
 #endif
 	kb = so_rss(run_out, SO_RODATA);
 	printf("libnodalloc.so read-only data: %ld KiB resident\n", kb);
