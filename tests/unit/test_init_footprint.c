@@ -69,6 +69,10 @@
  * wl_xfree's two threads, each freeing the other's objects, have at most
  * WL_TEXT_KB (one window) of code resident, in 3 mappings.
  *
+ * The topology's tables (0.8 KiB on one node) and the arena headers
+ * (1.4 KiB for a node and the mixed slot) were a mapping of a page each:
+ * they share one page of .bss now (_nd_os_small).
+ *
  * The page descriptors (32 bytes per page of every slot): a slot handed
  * to the buddy allocator as one block wrote, at the first run split from
  * it, a free head at page 2^k for every order k below the slot's, each
@@ -268,6 +272,13 @@ int main(void)
 		sres += sv[i] & 1;
 	printf("statistics: %d of %zu pages resident\n", sres, sn);
 	CHECK(sres <= 1, "%d pages of the statistics' counters resident (at most 1)", sres);
+
+	/* the topology's tables and the arena headers, a mapping of a page
+	 * each before, share the small tables' page (_nd_os_small) */
+	uintptr_t tp = (uintptr_t)_nd_topo(), ap = (uintptr_t)_nd_page_g.arenas;
+	printf("topology at %#lx, arena headers at %#lx\n", (unsigned long)tp, (unsigned long)ap);
+	CHECK(tp && ap && tp / 4096 == ap / 4096, "the topology (%#lx) and the arena headers (%#lx) on two pages", (unsigned long)tp,
+	      (unsigned long)ap);
 
 	long dkb = range_rss((uintptr_t)_nd_page_g.desc, (uintptr_t)_nd_page_g.desc + _nd_page_g.desc_bytes);
 	printf("page descriptors: %ld KiB resident\n", dkb);
