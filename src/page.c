@@ -761,7 +761,8 @@ int _nd_page_check(int node, char *err, size_t errlen)
 	if (!a->usable)
 		return 0;
 	_nd_lock(&a->lock);
-	int rc = _nd_buddy_check(&a->bd, err, errlen);
+	/* before its first growth a slot's hole head is implied (reserve.c) */
+	int rc = a->mapped || a->bd.desc[0].state == ND_PG_HOLE ? _nd_buddy_check(&a->bd, err, errlen) : 0;
 	_nd_unlock(&a->lock);
 	return rc;
 }

@@ -284,7 +284,8 @@ bool _nd_room_grow_to(_nd_arena_t *a, uint64_t need)
 		if (!a->mixed)
 			_nd_room_stats(_nd_stats_reserved, a->node, (int64_t)(want - m));
 	}
-	ND_ASSERT(b->desc[m].state == ND_PG_HOLE, "a slot's grown part ends at its hole");
+	ND_ASSERT(b->desc[m].state == ND_PG_HOLE || (m == 0 && b->desc[0].state == ND_PG_TAIL),
+		  "a slot's grown part ends at its hole (implied at page 0 before the first growth)");
 	b->desc[m].state = ND_PG_TAIL;
 	b->desc[m].npages = 0;
 	_nd_buddy_give(b, m, want - m, false, true);

@@ -79,8 +79,10 @@
  * on a descriptor page of its own: 17 pages (68 KiB) resident for a few
  * allocations. Slots now start as a hole the buddy part grows into,
  * an eager slot's by powers of two from 2 MiB: its hole's head, at page
- * 512, was a descriptor page of its own (5 pages here); from 64 KiB, at
- * most DESC_PAGES (both slots).
+ * 512, was a descriptor page of its own (5 pages here); from 64 KiB, 4.
+ * The hole's head of a slot nothing was given yet is implied, not written
+ * at the init: the mixed slot's descriptors are left alone, at most
+ * DESC_PAGES (4 before).
  *
  * The thread records (nd_thread.h, 64 KiB chunks, every byte written when
  * a thread gets one): the borrowed lists took two lines a class, 10.6 KiB
@@ -108,7 +110,7 @@
 
 extern char __bss_start[], _end[];
 
-enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 1, SO_BSS_KB = 20, SO_TEXT_KB = 72, WL_TEXT_KB = 64, SO_RODATA_KB = 24, SO_RODATA_GCC_KB = 4, SO_RO_KB = 32, SO_HDR_KB = 8, SO_FORK_TEXT_KB = 76, DESC_PAGES = 4, RECORDS = 4 };
+enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 1, SO_BSS_KB = 20, SO_TEXT_KB = 72, WL_TEXT_KB = 64, SO_RODATA_KB = 24, SO_RODATA_GCC_KB = 4, SO_RO_KB = 32, SO_HDR_KB = 8, SO_FORK_TEXT_KB = 76, DESC_PAGES = 3, RECORDS = 4 };
 
 /* Rss in KiB of the mappings inside [lo, hi) (/proc/self/smaps). */
 static long range_rss(uintptr_t lo, uintptr_t hi)
