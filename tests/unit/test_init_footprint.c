@@ -25,8 +25,11 @@
  * heap.c's per-node words (the exit trim's stamps, the pools' class
  * hints) were three page-aligned tables, a page each once a thread
  * exited: now fields of meta.c's per-node struct, whose node 0 entry is
- * touched anyway: threads exiting add at most BSS_THREAD_PAGES pages
- * (4 before).
+ * touched anyway: threads exiting added at most one page (4 before).
+ * The record of a thread past its exit (gone), a constant copy of boot's,
+ * sat in .data.rel.ro: its relocations wrote two pages there in every
+ * process. Now the first thread's exit copies it into .bss (one page):
+ * at most BSS_THREAD_PAGES, and the relro mapping two pages, not four.
  *
  * The statistics' counters: node 0's slot and the process-wide one
  * (updated on every page run) were 128 KiB apart, two pages; the
@@ -51,8 +54,9 @@
  * symbols, relocations, 12.3 KiB: all read at load) was four pages:
  * relative relocations packed (DT_RELR) and no GOT slots for the
  * library's calls of its own exported functions (-Bsymbolic-functions)
- * make it 7.9 KiB, at most SO_HDR_KB resident (16 before), the r--p
- * mappings SO_RO_KB (40 before).
+ * make it 7.9 KiB, at most SO_HDR_KB resident (16 before); with the
+ * relro mapping two pages (gone, below) the r--p mappings SO_RO_KB (40
+ * before).
  * The hot list outgrew the window (67 KiB): a process that ran a function
  * of its last few KiB (a fork's child its fork handlers, a thread's first
  * remote free) faulted in the next window, cold code with it: 128 KiB.
@@ -110,7 +114,7 @@
 
 extern char __bss_start[], _end[];
 
-enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 1, SO_BSS_KB = 20, SO_TEXT_KB = 72, WL_TEXT_KB = 64, SO_RODATA_KB = 24, SO_RODATA_GCC_KB = 4, SO_RO_KB = 32, SO_HDR_KB = 8, SO_FORK_TEXT_KB = 76, DESC_PAGES = 3, RECORDS = 4 };
+enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 2, SO_BSS_KB = 20, SO_TEXT_KB = 72, WL_TEXT_KB = 64, SO_RODATA_KB = 24, SO_RODATA_GCC_KB = 4, SO_RO_KB = 20, SO_HDR_KB = 8, SO_FORK_TEXT_KB = 76, DESC_PAGES = 3, RECORDS = 4 };
 
 /* Rss in KiB of the mappings inside [lo, hi) (/proc/self/smaps). */
 static long range_rss(uintptr_t lo, uintptr_t hi)
