@@ -33,6 +33,12 @@ void *_nd_os_mmap(size_t len, bool noreserve, int *err);
 /* As _nd_os_mmap but the result is aligned to align (a power of two). */
 void *_nd_os_mmap_aligned(size_t len, size_t align, bool noreserve, int *err);
 int _nd_os_munmap(void *p, size_t len);
+/* Zeroed memory for the small tables of the init (the topology's, the
+ * arena headers), never reused: packed in one page of .bss while they
+ * fit, else an _nd_os_mmap of whole pages. Lock-free. _nd_os_small_free
+ * unmaps only the latter. NULL on failure (*err = -errno). */
+void *_nd_os_small(size_t len, int *err);
+void _nd_os_small_free(void *p, size_t len);
 /* Fresh mapping over [p, p+len) (MAP_FIXED): pages, page tables, policy
  * dropped. 0 or -errno. */
 int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve);

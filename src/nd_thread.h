@@ -249,14 +249,21 @@ static inline _nd_slab_hot_t *_nd_thread_bw(_nd_thread_t *t, unsigned c)
 /* The shared read-only records of a thread without one of its own: boot
  * before its first record, gone once its record was released at its exit
  * (a record made after the last destructor round would never be released).
- * Same contents: every key NONE, cpu_override -1. Never written: writers
- * call _nd_thread_self(). */
+ * Same contents: every key NONE, cpu_override -1 (gone is boot's copy,
+ * made by the first release, thread.c). Never written but by that copy:
+ * writers call _nd_thread_self(). */
 extern const _nd_thread_t _nd_thread_boot __attribute__((visibility("hidden")));
-extern const _nd_thread_t _nd_thread_gone __attribute__((visibility("hidden")));
+/* gone's pages are its own (whole pages, thread.c): the .bss that
+ * follows is not shifted off its page boundaries */
+typedef union {
+	_nd_thread_t t;
+	char pages_[ND_ALIGN_UP(sizeof(_nd_thread_t), ND_PAGE_SIZE)];
+} _nd_thread_gone_t;
+extern _nd_thread_gone_t _nd_thread_gone __attribute__((visibility("hidden")));
 extern ND_TLS _nd_thread_t *_nd_tls __attribute__((visibility("hidden")));
 static inline bool _nd_thread_none(const _nd_thread_t *t)
 {
-	return t == &_nd_thread_boot || t == &_nd_thread_gone;
+	return t == &_nd_thread_boot || t == &_nd_thread_gone.t;
 }
 /* The user of a cache entry that matches no caller's object (a fresh
  * record's entries, an uncached topology, a heap parked): never NULL, so

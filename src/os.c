@@ -86,6 +86,29 @@ int _nd_os_munmap(void *p, size_t len)
 	return (int)sc2(SYS_munmap, p, len);
 }
 
+/* The topology's tables (~0.8 KiB on one node and a few CPUs) and the
+ * arena headers (1.4 KiB for one node and the mixed slot) had a mapping
+ * of a page each: one page for both in a small process (issue 11).
+ * small_used: bytes handed out (CAS), never given back. */
+static ND_BIG_TABLE char small_page[ND_PAGE_SIZE];
+static size_t small_used;
+
+void *_nd_os_small(size_t len, int *err)
+{
+	size_t want = ND_ALIGN_UP(len, (size_t)ND_CACHE_LINE);
+	size_t at = __atomic_load_n(&small_used, __ATOMIC_RELAXED);
+	while (want <= sizeof small_page - at)
+		if (__atomic_compare_exchange_n(&small_used, &at, at + want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return small_page + at;
+	return _nd_os_mmap(ND_ALIGN_UP(len, ND_PAGE_SIZE), false, err);
+}
+
+void _nd_os_small_free(void *p, size_t len)
+{
+	if ((char *)p < small_page || (char *)p >= small_page + sizeof small_page)
+		_nd_os_munmap(p, ND_ALIGN_UP(len, ND_PAGE_SIZE));
+}
+
 int _nd_os_madvise(void *p, size_t len, int advice)
 {
 	return (int)sc3(SYS_madvise, p, len, advice);

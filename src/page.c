@@ -68,8 +68,8 @@ static int setup_locked(void)
 	size_t total = (size_t)nslots << shift;
 	size_t desc_bytes = (total >> ND_PAGE_SHIFT) * sizeof(_nd_pagedesc_t);
 	int err = 0;
-	size_t ab = ND_ALIGN_UP((size_t)nslots * sizeof(_nd_arena_t), ND_PAGE_SIZE);
-	_nd_arena_t *arenas = _nd_os_mmap(ab, false, &err);
+	size_t ab = (size_t)nslots * sizeof(_nd_arena_t);
+	_nd_arena_t *arenas = _nd_os_small(ab, &err);
 	if (!arenas) {
 		if (!g.lazy)
 			_nd_os_munmap(res, total);
@@ -761,7 +761,8 @@ int _nd_page_check(int node, char *err, size_t errlen)
 	if (!a->usable)
 		return 0;
 	_nd_lock(&a->lock);
-	int rc = _nd_buddy_check(&a->bd, err, errlen);
+	/* before its first growth a slot's hole head is implied (reserve.c) */
+	int rc = a->mapped || a->bd.desc[0].state == ND_PG_HOLE ? _nd_buddy_check(&a->bd, err, errlen) : 0;
 	_nd_unlock(&a->lock);
 	return rc;
 }

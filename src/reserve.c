@@ -261,10 +261,11 @@ void _nd_reserve_slot_init(_nd_arena_t *a, int s, const _nd_topo_t *t)
 	 * (room.c): split from one block of the whole slot, the first run
 	 * wrote a free head at page 2^k for every order k below the slot's,
 	 * each on a page of descriptors of its own (64 KiB resident in every
-	 * process, issue 11). Eager: mapped and advised now, as a whole. */
+	 * process, issue 11). The hole's head is implied while nothing was
+	 * given (mapped 0: room.c writes it at the first growth), so a slot
+	 * never used (the mixed one, other nodes') leaves its descriptors
+	 * untouched. Eager: mapped and advised now, as a whole. */
 	a->mapped = 0;
-	a->bd.desc[0].state = ND_PG_HOLE;
-	a->bd.desc[0].npages = slot_pages;
 	if (g.lazy)
 		return;
 	_nd_room_fresh(a, 0, slot_pages);

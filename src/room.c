@@ -12,7 +12,12 @@
 #include "internal.h"
 
 #define g _nd_page_g
-#define GROW_MIN_PAGES ((uint64_t)ND_HUGE_SIZE >> ND_PAGE_SHIFT) /* slots grow by 2 MiB at least */
+#define GROW_MIN_PAGES ((uint64_t)ND_HUGE_SIZE >> ND_PAGE_SHIFT) /* lazy slots grow by 2 MiB at least */
+/* An eager slot's part starts at 64 KiB: its hole's head (and the free
+ * heads of a part split for a few runs) sat at page 512, 128 KiB after
+ * the slot's first descriptor, on a descriptor page of its own (issue 11:
+ * a small process's fixed pages) */
+#define GROW_MIN_EAGER 16u
 
 static int warned_grow;
 
@@ -237,7 +242,7 @@ void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n)
  * address space limit refuses that; the new part is mapped now;
  * neighbouring chunks merge into one mapping (same flags, same policy).
  * Eager: it is mapped already; the part grows to a power of two of pages
- * (2 MiB at least). The new pages join the free lists clean; the hole
+ * (64 KiB at least). The new pages join the free lists clean; the hole
  * starts after them.
  */
 bool _nd_room_grow_to(_nd_arena_t *a, uint64_t need)
@@ -257,7 +262,7 @@ bool _nd_room_grow_to(_nd_arena_t *a, uint64_t need)
 		 * buddy of the whole slot would have split off, and runs are
 		 * placed as they were (adjacent when taken in turn:
 		 * test_large_cache) */
-		for (want = GROW_MIN_PAGES; want < need; want <<= 1)
+		for (want = GROW_MIN_EAGER; want < need; want <<= 1)
 			;
 	}
 	if (want > slot)
@@ -279,7 +284,8 @@ bool _nd_room_grow_to(_nd_arena_t *a, uint64_t need)
 		if (!a->mixed)
 			_nd_room_stats(_nd_stats_reserved, a->node, (int64_t)(want - m));
 	}
-	ND_ASSERT(b->desc[m].state == ND_PG_HOLE, "a slot's grown part ends at its hole");
+	ND_ASSERT(b->desc[m].state == ND_PG_HOLE || (m == 0 && b->desc[0].state == ND_PG_TAIL),
+		  "a slot's grown part ends at its hole (implied at page 0 before the first growth)");
 	b->desc[m].state = ND_PG_TAIL;
 	b->desc[m].npages = 0;
 	_nd_buddy_give(b, m, want - m, false, true);

@@ -16,7 +16,7 @@
 
 typedef struct topo_impl {
 	_nd_topo_t pub; /* first: &pub is what callers see */
-	size_t map_len;
+	size_t map_len; /* bytes of the block (_nd_os_small) */
 	/* writable views of pub's tables */
 	uint8_t *online, *has_mem, *has_cpu, *dist, *cpu_allowed, *mem_allowed;
 	uint64_t *mem_total;
@@ -38,7 +38,7 @@ static inline char _nd_topo_lower(char c) { return c >= 'A' && c <= 'Z' ? (char)
 
 /* topology.c: err (if any) gets the formatted message. */
 void _nd_topo_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* One zeroed mapping holding every table of a topology of L nodes and C
+/* One zeroed block (_nd_os_small) holding every table of a topology of L nodes and C
  * CPUs (distances 10 local, 20 remote). NULL on failure (err set). */
 topo_impl_t *_nd_topo_alloc(int L, int C, char *err, size_t errlen);
 void _nd_topo_free(topo_impl_t *t);

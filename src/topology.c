@@ -61,7 +61,7 @@ static size_t take(size_t *off, size_t bytes)
 	return at;
 }
 
-/* One zeroed mapping holding every table of a topology of L nodes and C
+/* One zeroed block (_nd_os_small) holding every table of a topology of L nodes and C
  * CPUs. NULL on failure (err set). */
 topo_impl_t *_nd_topo_alloc(int L, int C, char *err, size_t errlen)
 {
@@ -78,9 +78,9 @@ topo_impl_t *_nd_topo_alloc(int L, int C, char *err, size_t errlen)
 	size_t o_scr = take(&off, l * sizeof(int));
 	size_t o_fb = take(&off, l * sizeof(int *)), o_fbt = take(&off, l * sizeof(int *));
 	size_t o_fbs = take(&off, l * l * sizeof(int)), o_fbts = take(&off, l * l * sizeof(int));
-	size_t len = ND_ALIGN_UP(off, ND_PAGE_SIZE);
+	size_t len = off;
 	int e = 0;
-	char *m = _nd_os_mmap(len, false, &e);
+	char *m = _nd_os_small(len, &e);
 	if (!m) {
 		_nd_topo_err(err, errlen, "topology: out of memory for %d nodes and %d CPUs (error %d)", L, C, -e);
 		return NULL;
@@ -138,7 +138,7 @@ topo_impl_t *_nd_topo_alloc(int L, int C, char *err, size_t errlen)
 void _nd_topo_free(topo_impl_t *t)
 {
 	if (t)
-		_nd_os_munmap(t, t->map_len); /* t is at the mapping's start */
+		_nd_os_small_free(t, t->map_len); /* t is at the tables' start */
 }
 
 static inline int dist_of(const topo_impl_t *t, int from, int to)

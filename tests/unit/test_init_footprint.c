@@ -25,8 +25,11 @@
  * heap.c's per-node words (the exit trim's stamps, the pools' class
  * hints) were three page-aligned tables, a page each once a thread
  * exited: now fields of meta.c's per-node struct, whose node 0 entry is
- * touched anyway: threads exiting add at most BSS_THREAD_PAGES pages
- * (4 before).
+ * touched anyway: threads exiting added at most one page (4 before).
+ * The record of a thread past its exit (gone), a constant copy of boot's,
+ * sat in .data.rel.ro: its relocations wrote two pages there in every
+ * process. Now the first thread's exit copies it into .bss (one page):
+ * at most BSS_THREAD_PAGES, and the relro mapping two pages, not four.
  *
  * The statistics' counters: node 0's slot and the process-wide one
  * (updated on every page run) were 128 KiB apart, two pages; the
@@ -47,7 +50,13 @@
  * now comes first and the rest is a mapping of its own: one page
  * resident (gcc's release build), and the library's r--p mappings
  * (headers, read-only data, relro) at most SO_RO_KB in a cat and in
- * wl_xfree 2 (52 before).
+ * wl_xfree 2 (52 before). The first of them (ELF headers, dynamic
+ * symbols, relocations, 12.3 KiB: all read at load) was four pages:
+ * relative relocations packed (DT_RELR) and no GOT slots for the
+ * library's calls of its own exported functions (-Bsymbolic-functions)
+ * make it 7.9 KiB, at most SO_HDR_KB resident (16 before); with the
+ * relro mapping two pages (gone, below) the r--p mappings SO_RO_KB (40
+ * before).
  * The hot list outgrew the window (67 KiB): a process that ran a function
  * of its last few KiB (a fork's child its fork handlers, a thread's first
  * remote free) faulted in the next window, cold code with it: 128 KiB.
@@ -64,12 +73,20 @@
  * wl_xfree's two threads, each freeing the other's objects, have at most
  * WL_TEXT_KB (one window) of code resident, in 3 mappings.
  *
+ * The topology's tables (0.8 KiB on one node) and the arena headers
+ * (1.4 KiB for a node and the mixed slot) were a mapping of a page each:
+ * they share one page of .bss now (_nd_os_small).
+ *
  * The page descriptors (32 bytes per page of every slot): a slot handed
  * to the buddy allocator as one block wrote, at the first run split from
  * it, a free head at page 2^k for every order k below the slot's, each
  * on a descriptor page of its own: 17 pages (68 KiB) resident for a few
- * allocations. Slots now start as a hole the buddy part grows into:
- * at most DESC_PAGES.
+ * allocations. Slots now start as a hole the buddy part grows into,
+ * an eager slot's by powers of two from 2 MiB: its hole's head, at page
+ * 512, was a descriptor page of its own (5 pages here); from 64 KiB, 4.
+ * The hole's head of a slot nothing was given yet is implied, not written
+ * at the init: the mixed slot's descriptors are left alone, at most
+ * DESC_PAGES (4 before).
  *
  * The thread records (nd_thread.h, 64 KiB chunks, every byte written when
  * a thread gets one): the borrowed lists took two lines a class, 10.6 KiB
@@ -97,7 +114,7 @@
 
 extern char __bss_start[], _end[];
 
-enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 1, SO_BSS_KB = 20, SO_TEXT_KB = 72, WL_TEXT_KB = 64, SO_RODATA_KB = 24, SO_RODATA_GCC_KB = 4, SO_RO_KB = 40, SO_FORK_TEXT_KB = 76, DESC_PAGES = 8, RECORDS = 4 };
+enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 2, SO_BSS_KB = 20, SO_TEXT_KB = 72, WL_TEXT_KB = 64, SO_RODATA_KB = 24, SO_RODATA_GCC_KB = 4, SO_RO_KB = 20, SO_HDR_KB = 8, SO_FORK_TEXT_KB = 76, DESC_PAGES = 3, RECORDS = 4 };
 
 /* Rss in KiB of the mappings inside [lo, hi) (/proc/self/smaps). */
 static long range_rss(uintptr_t lo, uintptr_t hi)
@@ -124,8 +141,9 @@ static long range_rss(uintptr_t lo, uintptr_t hi)
  * mapping, SO_TEXT its r-xp (code) mappings (all of them: the hot and the
  * cold part), SO_RODATA the r--p mapping right after the code (read-only
  * data and unwind tables), SO_RO all its r--p mappings (ELF headers,
- * read-only data, relro). *maps, if given: how many mappings counted. */
-enum so_part { SO_BSS, SO_TEXT, SO_RODATA, SO_RO };
+ * read-only data, relro), SO_HDR its first (ELF headers, dynamic symbols,
+ * relocations). *maps, if given: how many mappings counted. */
+enum so_part { SO_BSS, SO_TEXT, SO_RODATA, SO_RO, SO_HDR };
 static long so_rss_n(const char *smaps, enum so_part part, int *maps)
 {
 	const char *l = smaps;
@@ -133,10 +151,10 @@ static long so_rss_n(const char *smaps, enum so_part part, int *maps)
 	long text = -1;
 	int n = 0;
 	for (; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		unsigned long a, b;
+		unsigned long a, b, off;
 		char perm[8];
 		int used = 0;
-		if (sscanf(l, "%lx-%lx %7s %*s %*s %*s%n", &a, &b, perm, &used) != 3)
+		if (sscanf(l, "%lx-%lx %7s %lx %*s %*s%n", &a, &b, perm, &off, &used) != 4)
 			continue;
 		const char *e = strchr(l, '\n');
 		bool named = false;
@@ -146,6 +164,7 @@ static long so_rss_n(const char *smaps, enum so_part part, int *maps)
 		bool hit = part == SO_BSS ? !named && strcmp(prev, "rw-p") == 0
 			 : part == SO_TEXT ? lib && strcmp(perm, "r-xp") == 0
 			 : part == SO_RO   ? lib && strcmp(perm, "r--p") == 0
+			 : part == SO_HDR  ? lib && strcmp(perm, "r--p") == 0 && off == 0
 					   : lib && strcmp(perm, "r--p") == 0 && strcmp(prev, "r-xp") == 0;
 		if (hit) {
 			const char *r = strstr(l, "\nRss:");
@@ -260,6 +279,13 @@ int main(void)
 	printf("statistics: %d of %zu pages resident\n", sres, sn);
 	CHECK(sres <= 1, "%d pages of the statistics' counters resident (at most 1)", sres);
 
+	/* the topology's tables and the arena headers, a mapping of a page
+	 * each before, share the small tables' page (_nd_os_small) */
+	uintptr_t tp = (uintptr_t)_nd_topo(), ap = (uintptr_t)_nd_page_g.arenas;
+	printf("topology at %#lx, arena headers at %#lx\n", (unsigned long)tp, (unsigned long)ap);
+	CHECK(tp && ap && tp / 4096 == ap / 4096, "the topology (%#lx) and the arena headers (%#lx) on two pages", (unsigned long)tp,
+	      (unsigned long)ap);
+
 	long dkb = range_rss((uintptr_t)_nd_page_g.desc, (uintptr_t)_nd_page_g.desc + _nd_page_g.desc_bytes);
 	printf("page descriptors: %ld KiB resident\n", dkb);
 	CHECK(_nd_page_g.desc && dkb <= DESC_PAGES * 4, "%ld KiB of page descriptors resident (at most %d pages)", dkb,
@@ -295,6 +321,12 @@ int main(void)
 	      "%ld KiB of the shared library's code resident (at most %d): a function every process runs is not in "
 	      "src/hot_text.ld (new, renamed or grown): run scripts/hot_text.sh build build-clang",
 	      kb, SO_TEXT_KB);
+#endif
+	kb = so_rss(run_out, SO_HDR);
+	printf("libnodalloc.so headers, dynamic symbols, relocations: %ld KiB resident\n", kb);
+#ifdef ND_HAVE_RELR
+	CHECK(kb >= 0 && kb <= SO_HDR_KB, "%ld KiB of the shared library's first segment resident (at most %d)", kb,
+	      SO_HDR_KB);
 #endif
 	kb = so_rss(run_out, SO_RODATA);
 	printf("libnodalloc.so read-only data: %ld KiB resident\n", kb);

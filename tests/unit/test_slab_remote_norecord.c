@@ -96,7 +96,7 @@ static void *freer_after_exit(void *arg)
 	(void)arg;
 	free(malloc(SZ)); /* a record */
 	_nd_slab_thread_exit();
-	seen.start_ok = _nd_tls == &_nd_thread_gone;
+	seen.start_ok = _nd_tls == &_nd_thread_gone.t;
 	free_and_see(0, N);
 	seen.counted = remote_frees() - before;
 	return NULL;
