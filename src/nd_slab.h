@@ -102,23 +102,8 @@ extern uint8_t _nd_slab_cls_tab[ND_SLAB_MAX / 16 + 1] __attribute__((visibility(
  * before the offset and clear the offset first; a free that meets a new
  * offset with the old mul 0 fails its check (_nd_slab_chk: chk alone
  * never passes) and takes the slow path.
- * Measured and left (wl_small, CPU time, 31-41 runs, Zen 5): chk and tp
- * copied into 32-byte entries, so free reads no header line 1, was no
- * faster (+0.6%; wl_larson's D1 misses 2.56M -> 2.27M but no faster,
- * wl_xfree 2 4-5% slower: reverted, 2239f7a); the owner folded into chk
- * (one branch and load less) no faster; frees onto a second list that
- * malloc takes when its own runs dry (mimalloc's local_free) 13% slower
- * (D1 misses 0.87 -> 1.46 per pair: reuse no longer LIFO); a prefetch of
- * the next free object in the pop 1.4% slower. Costs (wl_small, CPU
- * time, 11-15 runs, the same machine loaded): without the free marker
- * (free's load and store, the pop's clear) 2-5% faster, without the index
- * check 5%; the marker's store after the push, or with the link as one
- * 16-byte store, no faster. An extra add on a header word in pop and push
- * cost 7%, five extra ALU instructions in each 11%: free and used in one
- * word would trade the two adds for about nine ALU instructions (not
- * tried). The marker compared with p instead of s (off the map's chain;
- * not safe: a self-pointing list head) no faster (31 runs, within 0.4%);
- * 64-byte aligned nd_free and nd_malloc no faster. */
+ * What was measured on this path and left: docs/malloc.md, "Free's
+ * checks: measured and left". */
 #define ND_SLAB_UNIT_SHIFT 14
 typedef struct _nd_slab_map {
 	_nd_slab_hot_t none;
