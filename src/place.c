@@ -473,8 +473,10 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 
 /* The words of nd_policy_t the fast path loads (x86-64 ABI layout). */
 _Static_assert(offsetof(nd_policy_t, granularity_shift) == 8 && offsetof(nd_policy_t, nodes) == 16 &&
-		       offsetof(nd_policy_t, weights) == 16 + sizeof(nd_nodemask_t) && sizeof(nd_policy_t) >= 32,
-	       "mode, flags, granularity and padding fill the first 16 bytes; a 32-byte load at p stays in p");
+		       offsetof(nd_policy_t, weights) == 16 + sizeof(nd_nodemask_t) && sizeof(nd_policy_t) >= 32 &&
+		       offsetof(nd_policy_t, weights) + 8 <= sizeof(nd_policy_t),
+	       "mode, flags, granularity and padding fill the first 16 bytes; a 32-byte load at p and an 8-byte one "
+	       "at its weights stay in p");
 _Static_assert(offsetof(struct _nd_pcache, gran_pad) == offsetof(struct _nd_pcache, mode_flags) + 8 &&
 		       offsetof(struct _nd_pcache, bits0) == offsetof(struct _nd_pcache, mode_flags) + 16 &&
 		       offsetof(struct _nd_pcache, key) == offsetof(struct _nd_pcache, mode_flags) + 24 &&
@@ -508,8 +510,10 @@ static inline __attribute__((always_inline)) bool pc_hit(const struct _nd_pcache
 /* pc_hit_at(e, p, p->weights) in one 32-byte compare (AVX2): the weights
  * broadcast, p's bytes 0-23 blended in from a 32-byte load of p (both
  * loads inside p's 1168 bytes), xor'ed with the entry's 32, vptest;
- * vzeroupper leaves no dirty upper half to the SSE code after it (the
- * library is built without AVX: no live upper halves to lose). An asm,
+ * vzeroupper leaves no dirty upper half to the SSE code after it. It
+ * zeroes every ymm's upper half, so all 16 are clobbered: without AVX
+ * (this library's build) none holds anything across the asm, the code is
+ * the same; a build with -mavx could keep a 256-bit value there. An asm,
  * not intrinsics: the fast path it sits in is one body for both choices
  * of the compare, without a target attribute. */
 typedef struct {
@@ -526,7 +530,8 @@ static inline __attribute__((always_inline)) bool pc_hit_avx2(const struct _nd_p
 		: "=@ccz"(eq)
 		: [w] "m"(*(const uint64_t *)(const void *)p->weights), [p] "m"(*(const pc_bytes32_t *)(const void *)p),
 		  [e] "m"(*(const pc_bytes32_t *)(const void *)&e->mode_flags)
-		: "xmm0");
+		: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+		  "xmm13", "xmm14", "xmm15");
 	return eq;
 }
 
