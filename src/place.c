@@ -7,6 +7,11 @@
  */
 #include <cpuid.h>
 #include <emmintrin.h>
+#if defined(__has_include)
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h> /* glibc 2.33: CPU_FEATURE_ACTIVE */
+#endif
+#endif
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -622,9 +627,22 @@ void *_nd_place_policy_avx2(size_t size, const nd_policy_t *p)
 
 /* cpuid's AVX2, and the kernel saves the upper halves (OSXSAVE, XCR0's
  * SSE and AVX bits): instructions, no system call. Run by the dynamic
- * linker (the ifunc below), before any constructor: reads nothing else. */
-bool _nd_place_avx2(void)
+ * linker (the ifunc below), before any constructor: reads nothing else.
+ * With glibc 2.33 or later, glibc's own answer (the same tests, read by
+ * ld.so at start, before any ifunc resolver): GLIBC_TUNABLES=
+ * glibc.cpu.hwcaps=-AVX2 then forces the SSE2 body, as it does glibc's
+ * own string functions (a CI or a user on a CPU whose AVX2 misbehaves;
+ * the library already needs GLIBC_2.34). Not instrumented by TSan: see
+ * the resolver. */
+__attribute__((no_sanitize_thread)) bool _nd_place_avx2(void)
 {
+#ifdef CPU_FEATURE_ACTIVE
+	/* CPU_FEATURE_ACTIVE(AVX2) written out: gcc does not inline the
+	 * header's x86_cpu_active into a function without TSan */
+	unsigned i = x86_cpu_AVX2, w = 8 * sizeof(unsigned);
+	const struct cpuid_feature *f = __x86_get_cpuid_feature_leaf(i / (w * 4));
+	return (f->active_array[i % (w * 4) / w] >> (i % w)) & 1;
+#else
 	unsigned a, b, c, d;
 	if (__get_cpuid_max(0, NULL) < 7)
 		return false;
@@ -637,13 +655,17 @@ bool _nd_place_avx2(void)
 		return false;
 	__cpuid_count(7, 0, a, b, c, d);
 	return (b & bit_AVX2) != 0;
+#endif
 }
 
 /* nd_malloc_policy is a GNU ifunc: the dynamic linker writes the chosen
  * body into the caller's GOT entry, so a call costs what a plain export's
  * does (a pointer set at init would add an indirect jump). */
-/* used: clang does not count the ifunc attribute as a use */
-static __attribute__((used)) void *(*resolve_malloc_policy(void))(size_t, const nd_policy_t *)
+/* used: clang does not count the ifunc attribute as a use.
+ * no_sanitize_thread: it runs while the dynamic linker relocates, before
+ * TSan's runtime is set up (instrumented, its __tsan_func_entry crashed a
+ * TSan build's program that calls nd_malloc_policy). */
+static __attribute__((used, no_sanitize_thread)) void *(*resolve_malloc_policy(void))(size_t, const nd_policy_t *)
 {
 	return _nd_place_avx2() ? _nd_place_policy_avx2 : _nd_place_policy_sse2;
 }
