@@ -1111,6 +1111,26 @@ static bool pc_keyfree(const struct _nd_pcache *e)
 	return !_nd_slab_check && e->w0 != ND_KEY_NONE && pc_cpu_free(e->pol);
 }
 
+/* Debug builds: what place.c's fast path relies on (nd_thread.h). user,
+ * kuser and fix are never NULL (ND_PC_NOUSER), and an entry is user or
+ * kuser of an object, not both. A user entry, read without lane by the
+ * fast path (its bytes 0-23 and weights at their offsets) and left alone
+ * by thread.c's invalidation, has its heap, a policy whose heap is the
+ * same on every CPU, lane at its own weights and, after pc_key_store,
+ * key == w0, never NONE (stale: a call that failed after pc_fill may have
+ * left w0 newer than key; the compare then misses). */
+static void pc_check(const struct _nd_pcache *e, bool stale)
+{
+	ND_ASSERT(e->user && e->kuser && e->fix, "a cache entry's user, kuser and fix are never NULL");
+	ND_ASSERT(e->user == ND_PC_NOUSER || e->kuser == ND_PC_NOUSER, "an entry is user or kuser, not both");
+	if (e->user == ND_PC_NOUSER)
+		return;
+	ND_ASSERT(e->heap && e->pol && pc_cpu_free(e->pol) && !_nd_slab_check,
+		  "a user entry has its heap, the same on every CPU (never in check mode)");
+	ND_ASSERT(e->lane == (const uint64_t *)(const void *)e->user->weights, "a user entry's lane is its weights");
+	ND_ASSERT(stale || (e->key == e->w0 && e->w0 != ND_KEY_NONE), "a user entry's key is its weights, never NONE");
+}
+
 /* The lane of an entry just resolved (heap set): a plain object whose
  * heap is the same on every CPU (a weighted one: each slab chooses its
  * node) compares its weights there instead of the CPU (place.c needs one
@@ -1136,6 +1156,7 @@ static void pc_key_store(_nd_thread_t *t, struct _nd_pcache *e, const nd_policy_
 		e->lane = t->cpu64;
 		__atomic_store_n(&e->key, pair, __ATOMIC_RELAXED);
 	}
+	pc_check(e, false);
 }
 
 /* A new entry's lane until pc_key_store sets one (never, in check mode
@@ -1153,6 +1174,8 @@ void *_nd_heap_policy(size_t size, const nd_policy_t *p)
 		return NULL;
 	}
 	count_slow(t);
+	for (int i = 0; i < ND_PCACHE; i++)
+		pc_check(&t->pc[i], true); /* a failed call may leave w0 newer than key */
 	struct _nd_pcache *e = NULL;
 	for (int i = 0; i < ND_PCACHE && !e; i++)
 		if (t->pc[i].pol == p || ((t->pc[i].user == p || t->pc[i].kuser == p) && _nd_slab_pc_same(&t->pc[i], p)))

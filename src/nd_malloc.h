@@ -35,9 +35,10 @@ void *_nd_malloc_aligned(size_t align, size_t size, const nd_policy_t *pol, int 
 /* On a node known to be valid (init done): realloc's new block too. */
 void *_nd_place_onnode(size_t size, int node);
 /* nd_malloc_policy's two bodies, chosen at load (GNU ifunc) by
- * _nd_place_avx2 (cpuid and xgetbv: the one reader of CPU features): the
- * plain object's compare as one 32-byte AVX2 compare, or SSE2. Tests call
- * both. */
+ * _nd_place_avx2 (glibc's CPU_FEATURE_ACTIVE, else cpuid and xgetbv: the
+ * one reader of CPU features; GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX2 forces
+ * SSE2): the plain object's compare as one 32-byte AVX2 compare, or SSE2.
+ * Tests call both. */
 void *_nd_place_policy_sse2(size_t size, const nd_policy_t *p);
 void *_nd_place_policy_avx2(size_t size, const nd_policy_t *p);
 bool _nd_place_avx2(void);

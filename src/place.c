@@ -7,6 +7,11 @@
  */
 #include <cpuid.h>
 #include <emmintrin.h>
+#if defined(__has_include)
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h> /* glibc 2.33: CPU_FEATURE_ACTIVE */
+#endif
+#endif
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -473,8 +478,10 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 
 /* The words of nd_policy_t the fast path loads (x86-64 ABI layout). */
 _Static_assert(offsetof(nd_policy_t, granularity_shift) == 8 && offsetof(nd_policy_t, nodes) == 16 &&
-		       offsetof(nd_policy_t, weights) == 16 + sizeof(nd_nodemask_t) && sizeof(nd_policy_t) >= 32,
-	       "mode, flags, granularity and padding fill the first 16 bytes; a 32-byte load at p stays in p");
+		       offsetof(nd_policy_t, weights) == 16 + sizeof(nd_nodemask_t) && sizeof(nd_policy_t) >= 32 &&
+		       offsetof(nd_policy_t, weights) + 8 <= sizeof(nd_policy_t),
+	       "mode, flags, granularity and padding fill the first 16 bytes; a 32-byte load at p and an 8-byte one "
+	       "at its weights stay in p");
 _Static_assert(offsetof(struct _nd_pcache, gran_pad) == offsetof(struct _nd_pcache, mode_flags) + 8 &&
 		       offsetof(struct _nd_pcache, bits0) == offsetof(struct _nd_pcache, mode_flags) + 16 &&
 		       offsetof(struct _nd_pcache, key) == offsetof(struct _nd_pcache, mode_flags) + 24 &&
@@ -508,8 +515,10 @@ static inline __attribute__((always_inline)) bool pc_hit(const struct _nd_pcache
 /* pc_hit_at(e, p, p->weights) in one 32-byte compare (AVX2): the weights
  * broadcast, p's bytes 0-23 blended in from a 32-byte load of p (both
  * loads inside p's 1168 bytes), xor'ed with the entry's 32, vptest;
- * vzeroupper leaves no dirty upper half to the SSE code after it (the
- * library is built without AVX: no live upper halves to lose). An asm,
+ * vzeroupper leaves no dirty upper half to the SSE code after it. It
+ * zeroes every ymm's upper half, so all 16 are clobbered: without AVX
+ * (this library's build) none holds anything across the asm, the code is
+ * the same; a build with -mavx could keep a 256-bit value there. An asm,
  * not intrinsics: the fast path it sits in is one body for both choices
  * of the compare, without a target attribute. */
 typedef struct {
@@ -526,7 +535,8 @@ static inline __attribute__((always_inline)) bool pc_hit_avx2(const struct _nd_p
 		: "=@ccz"(eq)
 		: [w] "m"(*(const uint64_t *)(const void *)p->weights), [p] "m"(*(const pc_bytes32_t *)(const void *)p),
 		  [e] "m"(*(const pc_bytes32_t *)(const void *)&e->mode_flags)
-		: "xmm0");
+		: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12",
+		  "xmm13", "xmm14", "xmm15");
 	return eq;
 }
 
@@ -617,9 +627,22 @@ void *_nd_place_policy_avx2(size_t size, const nd_policy_t *p)
 
 /* cpuid's AVX2, and the kernel saves the upper halves (OSXSAVE, XCR0's
  * SSE and AVX bits): instructions, no system call. Run by the dynamic
- * linker (the ifunc below), before any constructor: reads nothing else. */
-bool _nd_place_avx2(void)
+ * linker (the ifunc below), before any constructor: reads nothing else.
+ * With glibc 2.33 or later, glibc's own answer (the same tests, read by
+ * ld.so at start, before any ifunc resolver): GLIBC_TUNABLES=
+ * glibc.cpu.hwcaps=-AVX2 then forces the SSE2 body, as it does glibc's
+ * own string functions (a CI or a user on a CPU whose AVX2 misbehaves;
+ * the library already needs GLIBC_2.34). Not instrumented by TSan: see
+ * the resolver. */
+__attribute__((no_sanitize_thread)) bool _nd_place_avx2(void)
 {
+#ifdef CPU_FEATURE_ACTIVE
+	/* CPU_FEATURE_ACTIVE(AVX2) written out: gcc does not inline the
+	 * header's x86_cpu_active into a function without TSan */
+	unsigned i = x86_cpu_AVX2, w = 8 * sizeof(unsigned);
+	const struct cpuid_feature *f = __x86_get_cpuid_feature_leaf(i / (w * 4));
+	return (f->active_array[i % (w * 4) / w] >> (i % w)) & 1;
+#else
 	unsigned a, b, c, d;
 	if (__get_cpuid_max(0, NULL) < 7)
 		return false;
@@ -632,13 +655,17 @@ bool _nd_place_avx2(void)
 		return false;
 	__cpuid_count(7, 0, a, b, c, d);
 	return (b & bit_AVX2) != 0;
+#endif
 }
 
 /* nd_malloc_policy is a GNU ifunc: the dynamic linker writes the chosen
  * body into the caller's GOT entry, so a call costs what a plain export's
  * does (a pointer set at init would add an indirect jump). */
-/* used: clang does not count the ifunc attribute as a use */
-static __attribute__((used)) void *(*resolve_malloc_policy(void))(size_t, const nd_policy_t *)
+/* used: clang does not count the ifunc attribute as a use.
+ * no_sanitize_thread: it runs while the dynamic linker relocates, before
+ * TSan's runtime is set up (instrumented, its __tsan_func_entry crashed a
+ * TSan build's program that calls nd_malloc_policy). */
+static __attribute__((used, no_sanitize_thread)) void *(*resolve_malloc_policy(void))(size_t, const nd_policy_t *)
 {
 	return _nd_place_avx2() ? _nd_place_policy_avx2 : _nd_place_policy_sse2;
 }

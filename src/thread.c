@@ -164,9 +164,11 @@ void _nd_thread_invalidate(_nd_thread_t *t)
 		return;
 	__atomic_store_n(&t->key, ND_KEY_NONE, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&t->lkey, ND_KEY_NONE, __ATOMIC_RELAXED);
-	for (int i = 0; i < ND_PCACHE; i++)
+	for (int i = 0; i < ND_PCACHE; i++) {
+		ND_ASSERT(t->pc[i].user == ND_PC_NOUSER || t->pc[i].lane != t->cpu64, "a user entry has no CPU key");
 		if (t->pc[i].user == ND_PC_NOUSER) /* user: no CPU key (heap.c), as fix */
 			__atomic_store_n(&t->pc[i].key, ND_KEY_NONE, __ATOMIC_RELAXED);
+	}
 }
 
 /* The caller bumped the policy generation before (seq_cst); a thread
