@@ -188,12 +188,10 @@ static bool unpark(heap_t *h, unsigned c)
  * owner). Caller owns h. */
 static void heap_set_tp(heap_t *h, uintptr_t tp)
 {
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		for (slab_t *s = h->cur[c]; s && s != &_nd_slab_empty; s = s->next)
-			__atomic_store_n(&s->tp, _nd_slab_stamp(s, tp), __ATOMIC_RELAXED);
-		for (slab_t *s = h->fullh[c]; s; s = s->next)
-			__atomic_store_n(&s->tp, _nd_slab_stamp(s, tp), __ATOMIC_RELAXED);
-	}
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+		for (int f = 0; f < 2; f++) /* partial, then full list */
+			for (slab_t *s = f ? h->fullh[c] : h->cur[c]; s && s != &_nd_slab_empty; s = s->next)
+				__atomic_store_n(&s->tp, _nd_slab_stamp(s, tp), __ATOMIC_RELAXED);
 }
 
 
@@ -991,18 +989,15 @@ static inline void *bw_lend(_nd_thread_t *t, unsigned c)
 }
 
 /* Spans (slab.c) are looked for only where frees left holes: a class of
- * 80-256 B below c has SPAN_GATE partial slabs behind its current one.
+ * 80-256 B below c has 4 partial slabs behind its current one.
  * With one, wl_small's churn called _nd_slab_span_take (which found
  * nothing), whose code is outside the part of .text every process
  * touches: its peak RSS 1840 -> 1960 KiB; with two, 7 calls, the same. */
-#define SPAN_GATE 4
 static inline bool span_maybe(const heap_t *h, unsigned c)
 {
 	for (unsigned d = ND_SPAN_DLO; d <= ND_SPAN_DHI && d < c; d++) {
-		unsigned n = 0;
-		for (const slab_t *s = h->cur[d]->next; s && n < SPAN_GATE; s = s->next)
-			n++;
-		if (n == SPAN_GATE)
+		const slab_t *s = h->cur[d]->next; /* the first of four */
+		if (s && (s = s->next) && (s = s->next) && s->next)
 			return true;
 	}
 	return false;
@@ -1015,11 +1010,14 @@ void *_nd_heap_refill(size_t size)
 	void *o = _nd_slab_bw_take(t, c);
 	if (!o && _nd_slab_xfer_maybe(t, c))
 		o = _nd_slab_xfer_take(t, c);
-	if (!o && t->bw_node1 > 0 && only_new(t->heap, c))
-		o = bw_lend(t, c);
-	/* fresh pages are next: free slots of smaller classes first */
-	if (!o && size > 80 && size <= 1024 && !t->heap->pol && only_new(t->heap, c) && span_maybe(t->heap, c))
-		o = _nd_slab_span_take(t->heap, size);
+	if (!o && only_new(t->heap, c)) {
+		/* fresh pages are next: a bigger class's borrowed objects, or
+		 * free slots of smaller classes first */
+		if (t->bw_node1 > 0)
+			o = bw_lend(t, c);
+		if (!o && size > 80 && size <= 1024 && !t->heap->pol && span_maybe(t->heap, c))
+			o = _nd_slab_span_take(t->heap, size);
+	}
 	return o ? o : class_slow(t, c);
 }
 

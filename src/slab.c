@@ -448,6 +448,13 @@ static inline void span_set(uint64_t *w, uint32_t i, bool on)
 	__atomic_store_n(&w[i / 64], on ? v | b : v & ~b, __ATOMIC_RELAXED);
 }
 
+/* Why slot i of a slab with span map m is not a block (NULL: it may be).
+ * Out of line, as span_usable. */
+static __attribute__((noinline)) const char *span_inner(const _nd_span_map_t *m, uint32_t i)
+{
+	return span_bit(m->in, i) ? "inside a block, not its start" : NULL;
+}
+
 static inline void *slot_at(const slab_t *s, uint32_t i) { return s->start + (size_t)i * s->size; }
 
 /* Slots of the span that starts at i (its st bit set). */
@@ -1108,7 +1115,7 @@ const char *_nd_slab_invalid(const void *p, const _nd_pagedesc_t *d)
 	uint64_t i = _nd_slab_rotr(off * s->mul); /* _nd_slab_index from off */
 	if (nd_likely(i < carved)) {
 		const _nd_span_map_t *m = __atomic_load_n(&s->spans, __ATOMIC_ACQUIRE);
-		return m && span_bit(m->in, (uint32_t)i) ? "inside a block, not its start" : NULL;
+		return nd_unlikely(m != NULL) ? span_inner(m, (uint32_t)i) : NULL;
 	}
 	if (off % s->size != 0)
 		return "not the start of an object";
@@ -1127,16 +1134,19 @@ int _nd_slab_node(const _nd_pagedesc_t *d)
 	return ((const slab_t *)d->user)->node;
 }
 
+/* p's usable size in s, whose header has had spans (m). Out of line: not
+ * in the part of .text every process touches (src/hot_text.ld). */
+static __attribute__((noinline)) size_t span_usable(const slab_t *s, const _nd_span_map_t *m, const void *p)
+{
+	uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, p);
+	return span_bit(m->st, i) ? (size_t)span_len(s, m, i) * s->size : s->size;
+}
+
 size_t _nd_slab_usable(const void *p, const _nd_pagedesc_t *d)
 {
 	const slab_t *s = (const slab_t *)d->user;
 	const _nd_span_map_t *m = __atomic_load_n(&s->spans, __ATOMIC_ACQUIRE);
-	if (nd_unlikely(m != NULL)) {
-		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, p);
-		if (span_bit(m->st, i))
-			return (size_t)span_len(s, m, i) * s->size;
-	}
-	return s->size;
+	return nd_unlikely(m != NULL) ? span_usable(s, m, p) : s->size;
 }
 
 
