@@ -466,6 +466,27 @@ bool _nd_slab_freed(const void *p, const _nd_pagedesc_t *d);
  * length, so the owner takes it in one exchange without walking it (slab
  * objects live in the page level's reservation, below 2^47). */
 #define ND_TF_NOTIFY ((uintptr_t)1)                     /* parked full, tell the heap */
+/* Spans (issue 11, wl_footprint's peak): a plain malloc whose refill
+ * would take fresh pages may take k (2..4) adjacent free slots of a
+ * sparse slab of 80-256 B of its node heap (slab.c, _nd_slab_span_take).
+ * The slab's span map says which slots; while it holds a span its stamp
+ * carries ND_TP_SPAN (no thread pointer has bit 63), so every free of it,
+ * the owner's too, leaves the fast path (_nd_slab_push's xor is not 0 and
+ * the borrow test's low bits are bw_key's, never 0): _nd_slab_free_other.
+ * A parked heap's slabs have stamp 0 (frees go home) and get the bit back
+ * with their new owner (_nd_slab_stamp). used counts slots, k per span.
+ * st, in: written by the owner (relaxed atomic stores), read by any
+ * thread (usable size, the interior test); a span's bits are set before
+ * malloc returns it and cleared by its free, which the owner does, or its
+ * collect of a remote free. */
+#define ND_TP_SPAN ((uintptr_t)1 << 63)
+#define ND_SPAN_WORDS 6 /* slots of a donor slab: at most 384 (192 B: 341) */
+typedef struct _nd_span_map {
+	uint64_t st[ND_SPAN_WORDS]; /* bit i: a span starts at slot i */
+	uint64_t in[ND_SPAN_WORDS]; /* bit i: slot i is inside a span, not its start */
+	uint32_t n;                 /* live spans (owner) */
+	uint32_t extra;             /* their slots beyond one each (relaxed: stats) */
+} _nd_span_map_t;
 #define ND_TF_PTR ((uintptr_t)0x0000fffffffffff0ull)    /* list head */
 #define ND_TF_CNT_SHIFT 48                              /* objects on the list */
 
@@ -539,7 +560,16 @@ typedef struct _nd_slab {
 	_Alignas(ND_CACHE_LINE) uintptr_t tfree; /* remote frees: count | list | NOTIFY */
 	struct _nd_slab *hnext;    /* free header list (node lock) */
 	struct _nd_slab *all_next; /* every header of its node, append only (meta.c) */
+	_nd_span_map_t *spans;     /* atomic (release once): its span map, made by its first
+				    * span and kept with the header; NULL: none yet */
+	uint16_t spseen;           /* owner: carved - used when a span search last failed here */
 } _nd_slab_t;
+/* s's stamp for owner tp (0: parked): with ND_TP_SPAN while s holds a span. */
+static inline uintptr_t _nd_slab_stamp(const _nd_slab_t *s, uintptr_t tp)
+{
+	const _nd_span_map_t *m = __atomic_load_n(&s->spans, __ATOMIC_RELAXED);
+	return tp && m && m->n ? tp | ND_TP_SPAN : tp;
+}
 #define ND_SLAB_NODE1_NONE UINT16_MAX /* never a thread's bw_node1 (0 or node + 1) */
 /* A public heap's slab (heap.c, _nd_heap_user_*): never a bw_node1 either,
  * so other threads' frees are not borrowed, and not buffered (sent home at
@@ -672,6 +702,12 @@ static inline void _nd_slab_check_link(const _nd_slab_t *s, void *const *o, cons
  * == 0 or every object out is on the remote list. */
 _nd_slab_t *_nd_slab_new(_nd_heap_t *h, unsigned c, const nd_policy_t *pol);
 void _nd_slab_release(_nd_slab_t *s);
+/* A span of k adjacent free slots of a sparse 80-256 B slab of h (owner,
+ * a node heap) for a plain malloc of size (81..1024), or NULL. */
+void *_nd_slab_span_take(_nd_heap_t *h, size_t size);
+/* Classes 80-256 B (4..11) whose slabs may lend spans (slab.c). */
+#define ND_SPAN_DLO 4u
+#define ND_SPAN_DHI 11u
 /* Kept empty slabs (owner of h): a slab of class c from h's kept ones
  * (one of c as it was, else one of another class with as many pages,
  * made a slab of c), on no list; NULL if none. Every kept one back to the

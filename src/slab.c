@@ -179,10 +179,11 @@ void _nd_slab_corrupt_link(const slab_t *s, void *const *o, const char *fn)
 		      fn, s->size, (void *)s->start, (const void *)o, o[0]);
 }
 
-/* Every heap of a thread stamps its slabs with the thread pointer. */
+/* Every heap of a thread stamps its slabs with the thread pointer (and
+ * ND_TP_SPAN while a slab holds a span). */
 static inline bool is_owner(const slab_t *s)
 {
-	return _nd_slab_owns(__atomic_load_n(&s->tp, __ATOMIC_RELAXED));
+	return _nd_slab_owns(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & ~ND_TP_SPAN);
 }
 
 #define UNIT_PAGES ((uint32_t)1 << (ND_SLAB_UNIT_SHIFT - ND_PAGE_SHIFT))
@@ -263,6 +264,8 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	__atomic_store_n(&s->gone, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&s->tfree, 0, __ATOMIC_RELAXED);
 	s->hnext = NULL;
+	ND_ASSERT(!s->spans || !s->spans->n, "a released header holds no span");
+	s->spseen = 0;
 	s->start = p;
 	set_class(s, c);
 	s->chk = _nd_slab_chk(p, s->mul, 0); /* nothing carved: the map may point here now */
@@ -361,8 +364,10 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 	s->next = NULL;
 	h->epages -= s->npages;
 	__atomic_store_n(&s->tp, _nd_slab_my_tp(), __ATOMIC_RELAXED); /* nothing out: no borrowed one (ND_TP_MIX) */
-	ND_ASSERT(s->used == 0 && s->npages == cls_pages[c] && !(__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR),
-		  "a kept slab has nothing out and the pages of c");
+	ND_ASSERT(s->used == 0 && s->npages == cls_pages[c] && !(__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR) &&
+			  (!s->spans || !s->spans->n),
+		  "a kept slab has nothing out (no span) and the pages of c");
+	s->spseen = 0;
 	s->pfree = 0; /* slab_purge.c: its frees since a pass count from 0 */
 	s->lcls = (uint8_t)c; /* on c's lists, even if it was lent when it emptied */
 	if (k != c) {
@@ -419,6 +424,207 @@ void _nd_slab_carve(slab_t *s)
 	__atomic_store_n(&s->chk, _nd_slab_chk(s->start, s->mul, _nd_slab_check ? 0 : carved), __ATOMIC_RELAXED);
 }
 
+/* ---- spans (nd_slab.h: ND_TP_SPAN) ----------------------------------------
+ * wl_footprint's peak holds 19 MiB of free 16-256 B slots in pages that
+ * phase-1 survivors keep resident (docs/benchmarks.md): a plain malloc
+ * whose refill would take fresh pages takes k adjacent free slots of such
+ * a slab instead, at most SPAN_KMAX of them and SPAN_WASTE of its size
+ * lost, from a slab at most half full (sparse). Owner only, but the
+ * checks of other threads' frees and the usable size, which read the
+ * bits. */
+#define SPAN_DLO ND_SPAN_DLO
+#define SPAN_DHI ND_SPAN_DHI
+#define SPAN_KMAX 4u
+#define SPAN_WASTE 8u   /* at most size / 8 */
+#define SPAN_LOOK 4u    /* partial slabs looked at per donor class */
+#define SPAN_NCAND (SPAN_DHI - SPAN_DLO + 1)
+
+static inline bool span_bit(const uint64_t *w, uint32_t i)
+{
+	return i < ND_SPAN_WORDS * 64 && (__atomic_load_n(&w[i / 64], __ATOMIC_RELAXED) >> (i % 64) & 1);
+}
+
+static inline void span_set(uint64_t *w, uint32_t i, bool on)
+{
+	uint64_t b = (uint64_t)1 << (i % 64), v = w[i / 64];
+	__atomic_store_n(&w[i / 64], on ? v | b : v & ~b, __ATOMIC_RELAXED);
+}
+
+/* Why slot i of a slab with span map m is not a block (NULL: it may be).
+ * Out of line, as span_usable. */
+static __attribute__((noinline)) const char *span_inner(const _nd_span_map_t *m, uint32_t i)
+{
+	return span_bit(m->in, i) ? "inside a block, not its start" : NULL;
+}
+
+static inline void *slot_at(const slab_t *s, uint32_t i) { return s->start + (size_t)i * s->size; }
+
+/* Slots of the span that starts at i (its st bit set). */
+static uint32_t span_len(const slab_t *s, const _nd_span_map_t *m, uint32_t i)
+{
+	uint32_t k = 1;
+	while (i + k < s->cap && span_bit(m->in, i + k))
+		k++;
+	return k;
+}
+
+/* The span at i ends: its bits go and its slots but the first (the
+ * caller's) go onto s's free list, marked; true if a push left used <= 0
+ * (free_local_slow's case). The last span gone: the fast path's stamp. */
+static bool span_release(slab_t *s, _nd_span_map_t *m, uint32_t i)
+{
+	uint32_t k = span_len(s, m, i);
+	bool slow = false;
+	span_set(m->st, i, false);
+	for (uint32_t j = k - 1; j >= 1; j--) {
+		span_set(m->in, i + j, false);
+		void **x = slot_at(s, i + j);
+		x[1] = marker(s);
+		slow |= _nd_slab_push((_nd_slab_hot_t *)s, x);
+	}
+	m->n--;
+	__atomic_store_n(&m->extra, m->extra - (k - 1), __ATOMIC_RELAXED);
+	uintptr_t tp = __atomic_load_n(&s->tp, __ATOMIC_RELAXED);
+	if (!m->n && (tp & ND_TP_SPAN))
+		__atomic_store_n(&s->tp, tp & ~ND_TP_SPAN, __ATOMIC_RELAXED);
+	return slow;
+}
+
+static __attribute__((noreturn, noinline)) void bad_free(const void *p, const slab_t *s, const char *why);
+
+/* Remote frees collected (list: n objects first): a span start ends its
+ * span; a slot inside a span was never handed out (fatal). */
+static __attribute__((noinline)) void span_collect(slab_t *s, void **list, unsigned n)
+{
+	_nd_span_map_t *m = s->spans;
+	for (void **x = list; n--; x = x[0]) {
+		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x);
+		if (span_bit(m->in, i))
+			bad_free(x, s, "inside a block, not its start");
+		if (span_bit(m->st, i))
+			span_release(s, m, i);
+	}
+}
+
+/* k adjacent slots of s's free list (slow: s is not a donor, or none):
+ * the walk stops at the first run of k listed slots; the link to each
+ * listed slot is remembered so the run's slots are unlinked without a
+ * second walk. */
+static void *span_from(slab_t *s, uint32_t k)
+{
+	uint32_t fr = (uint32_t)s->carved - s->used;
+	if (s->lcls != s->cls || s->fbias || s->carved < s->cap || s->cap > ND_SPAN_WORDS * 64 || 4u * s->used > 3u * s->cap || fr < k ||
+	    fr <= s->spseen || (__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & ND_TP_BITS) != 0)
+		return NULL;
+	uint64_t fb[ND_SPAN_WORDS + 2] = { 0 }; /* bit i + 64: slot i is listed */
+	void **link[ND_SPAN_WORDS * 64];
+	void **pp = (void **)&s->free;
+	uint32_t lo = 0;
+	bool found = false;
+	for (void **x; (x = *pp) != NULL; pp = x) {
+		check_link(s, x, "malloc");
+		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x);
+		fb[i / 64 + 1] |= (uint64_t)1 << (i % 64);
+		link[i] = pp;
+		/* a run of k listed slots through i: in the 2k - 1 bits from
+		 * i - k + 1 (fb[0] is a zero guard word), r keeps the bits
+		 * that start one */
+		uint32_t at = i + 64 - (k - 1), sh = at % 64;
+		uint64_t w = fb[at / 64] >> sh;
+		if (sh)
+			w |= fb[at / 64 + 1] << (64 - sh);
+		w &= ((uint64_t)1 << (2 * k - 1)) - 1;
+		uint64_t r = w;
+		for (uint32_t j = 1; j < k; j++)
+			r &= w >> j;
+		if (r) {
+			lo = i - (k - 1) + (uint32_t)__builtin_ctzll(r);
+			found = true;
+			break;
+		}
+	}
+	if (!found) {
+		s->spseen = (uint16_t)fr;
+		return NULL;
+	}
+	_nd_span_map_t *m = __atomic_load_n(&s->spans, __ATOMIC_RELAXED);
+	if (!m) {
+		m = _nd_meta_alloc(s->node >= 0 && s->node < ND_MAX_NODES ? s->node : 0, sizeof *m);
+		if (!m)
+			return NULL;
+		__atomic_store_n(&s->spans, m, __ATOMIC_RELEASE);
+	}
+	if (!m->n) {
+		/* a thread's first borrow of s may set ND_TP_MIX meanwhile:
+		 * then s is no donor (its frees go to borrowed lists) */
+		uintptr_t tp = __atomic_load_n(&s->tp, __ATOMIC_RELAXED);
+		if ((tp & ND_TP_BITS) ||
+		    !__atomic_compare_exchange_n(&s->tp, &tp, tp | ND_TP_SPAN, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			return NULL;
+	}
+	/* unlinked in list order: a slot whose link is in the one unlinked
+	 * before it takes that one's link */
+	for (uint32_t done = 0; done < k; done++) {
+		uint32_t best = lo;
+		for (uint32_t j = lo; j < lo + k; j++) /* the first in list order: its link is not a run slot's */
+			if (link[j] && !((uintptr_t)link[j] >= (uintptr_t)slot_at(s, lo) &&
+					 (uintptr_t)link[j] < (uintptr_t)slot_at(s, lo + k))) {
+				best = j;
+				break;
+			}
+		void **x = slot_at(s, best), **nx = x[0];
+		*link[best] = nx;
+		if (nx && (uintptr_t)nx >= (uintptr_t)slot_at(s, lo) && (uintptr_t)nx < (uintptr_t)slot_at(s, lo + k))
+			link[(uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, nx)] = link[best];
+		link[best] = NULL;
+		x[1] = NULL; /* not free: no marker (an inner slot's free is reported) */
+	}
+	_nd_slab_used_add((_nd_slab_hot_t *)s, k);
+	span_set(m->st, lo, true);
+	for (uint32_t j = 1; j < k; j++)
+		span_set(m->in, lo + j, true);
+	m->n++;
+	__atomic_store_n(&m->extra, m->extra + (k - 1), __ATOMIC_RELAXED);
+	s->spseen = 0;
+	return slot_at(s, lo);
+}
+
+void *_nd_slab_span_take(heap_t *h, size_t size)
+{
+	if (_nd_slab_check || h->user)
+		return NULL;
+	/* donor classes by the bytes they lose, fewest first (computed here,
+	 * not in a table at the init: _nd_slab_init is in the part of .text
+	 * every process touches, src/hot_text.ld) */
+	unsigned cand[SPAN_NCAND], nc = 0;
+	uint32_t ks[SPAN_NCAND];
+	size_t waste[SPAN_NCAND];
+	for (unsigned d = SPAN_DLO; d <= SPAN_DHI && cls_size[d] < size; d++) {
+		uint32_t k = (uint32_t)((size + cls_size[d] - 1) / cls_size[d]);
+		size_t w = (size_t)k * cls_size[d] - size;
+		if (k > SPAN_KMAX || w * SPAN_WASTE > size || h->cur[d] == &_nd_slab_empty)
+			continue;
+		unsigned j = nc++;
+		for (; j > 0 && waste[j - 1] > w; j--) {
+			cand[j] = cand[j - 1];
+			ks[j] = ks[j - 1];
+			waste[j] = waste[j - 1];
+		}
+		cand[j] = d;
+		ks[j] = k;
+		waste[j] = w;
+	}
+	for (unsigned i = 0; i < nc; i++) {
+		unsigned look = 0;
+		for (slab_t *s = h->cur[cand[i]]; s && look < SPAN_LOOK; s = s->next, look++) {
+			void *o = span_from(s, ks[i]);
+			if (o)
+				return o;
+		}
+	}
+	return NULL;
+}
+
 /* Takes the remote frees into the private list (called when that one is
  * empty: no walk). Returns how many. */
 unsigned _nd_slab_collect(slab_t *s)
@@ -442,6 +648,8 @@ unsigned _nd_slab_collect(slab_t *s)
 	}
 	s->free = list;
 	__atomic_store_n(&s->used, s->used - n, __ATOMIC_RELAXED); /* statistics read it */
+	if (nd_unlikely(s->spans && s->spans->n))
+		span_collect(s, list, n);
 	return n;
 }
 
@@ -848,11 +1056,34 @@ void _nd_slab_free_marked(void *p, _nd_slab_hot_t *s)
 	double_free(p, (const slab_t *)s);
 }
 
+/* Every free of a slab that holds a span (nd_slab.h, ND_TP_SPAN): a slot
+ * inside a span is not a block (fatal); the owner ends a span here, any
+ * other thread sends o home, where the owner's collect ends it. Never
+ * borrowed: a span must come home whole. */
+static __attribute__((noinline)) void span_free(_nd_thread_t *t, slab_t *s, void **o, uintptr_t tp)
+{
+	_nd_span_map_t *m = __atomic_load_n(&s->spans, __ATOMIC_ACQUIRE);
+	uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, o);
+	if (span_bit(m->in, i))
+		bad_free(o, s, "inside a block, not its start");
+	if (!_nd_slab_owns(tp & ~ND_TP_SPAN)) {
+		free_home(t, s, o);
+		return;
+	}
+	bool slow = span_bit(m->st, i) && span_release(s, m, i);
+	if (_nd_slab_push((_nd_slab_hot_t *)s, o) | slow)
+		free_local_slow(s->heap, s);
+}
+
 void _nd_slab_free_other(void *p, _nd_slab_hot_t *s)
 {
 	_nd_thread_t *t = _nd_tls;
 	slab_t *sl = (slab_t *)s;
 	uintptr_t tp = __atomic_load_n(&s->tp, __ATOMIC_RELAXED);
+	if (nd_unlikely(tp & ND_TP_SPAN)) {
+		span_free(t, sl, p, tp);
+		return;
+	}
 	if (!_nd_slab_bw_ok(t, s, tp)) {
 		free_home(t, sl, p);
 		return;
@@ -883,8 +1114,11 @@ const char *_nd_slab_invalid(const void *p, const _nd_pagedesc_t *d)
 	const slab_t *s = (const slab_t *)d->user;
 	uintptr_t off = (uintptr_t)((const char *)p - s->start);
 	uint16_t carved = __atomic_load_n(&s->carved, __ATOMIC_RELAXED);
-	if (nd_likely(_nd_slab_rotr(off * s->mul) < carved)) /* _nd_slab_index from off */
-		return NULL;
+	uint64_t i = _nd_slab_rotr(off * s->mul); /* _nd_slab_index from off */
+	if (nd_likely(i < carved)) {
+		const _nd_span_map_t *m = __atomic_load_n(&s->spans, __ATOMIC_ACQUIRE);
+		return nd_unlikely(m != NULL) ? span_inner(m, (uint32_t)i) : NULL;
+	}
 	if (off % s->size != 0)
 		return "not the start of an object";
 	if (off / s->size >= carved)
@@ -902,10 +1136,19 @@ int _nd_slab_node(const _nd_pagedesc_t *d)
 	return ((const slab_t *)d->user)->node;
 }
 
+/* p's usable size in s, whose header has had spans (m). Out of line: not
+ * in the part of .text every process touches (src/hot_text.ld). */
+static __attribute__((noinline)) size_t span_usable(const slab_t *s, const _nd_span_map_t *m, const void *p)
+{
+	uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, p);
+	return span_bit(m->st, i) ? (size_t)span_len(s, m, i) * s->size : s->size;
+}
+
 size_t _nd_slab_usable(const void *p, const _nd_pagedesc_t *d)
 {
-	(void)p;
-	return ((const slab_t *)d->user)->size;
+	const slab_t *s = (const slab_t *)d->user;
+	const _nd_span_map_t *m = __atomic_load_n(&s->spans, __ATOMIC_ACQUIRE);
+	return nd_unlikely(m != NULL) ? span_usable(s, m, p) : s->size;
 }
 
 

@@ -206,7 +206,7 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 		 * slots, cachegrind: 0.97 mispredicts per pair) and switched
 		 * dir[] to the list and back at every dry spell */
 		if (s != &_nd_slab_empty && s->cls == c && (int32_t)s->node1 == t->bw_node1 &&
-		    !(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & ND_TP_MIX))
+		    !(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & (ND_TP_MIX | ND_TP_SPAN)))
 			__atomic_fetch_or(&s->tp, _nd_slab_tp_mix((int32_t)s->node1), __ATOMIC_RELAXED);
 		_nd_slab_dir_class(t, c, s);
 	} else if (t->cdir[c] != (_nd_slab_hot_t *)((heap_t *)t->heap)->cur[c]) {
@@ -466,7 +466,11 @@ static void stats_slab(const slab_t *s, void *arg)
 	e->slab_bytes += (uint64_t)(npages > ngone ? npages - ngone : 0) << ND_PAGE_SHIFT;
 	uint32_t cap = __atomic_load_n(&s->cap, __ATOMIC_RELAXED), lost = __atomic_load_n(&s->lost, __ATOMIC_RELAXED);
 	e->capacity += cap > lost ? cap - lost : 0;
-	e->objects += (uint32_t)(__atomic_load_n(&s->used, __ATOMIC_RELAXED) + __atomic_load_n(&s->fbias, __ATOMIC_RELAXED));
+	/* a span is one object of k slots (used counts slots) */
+	const _nd_span_map_t *m = __atomic_load_n(&s->spans, __ATOMIC_ACQUIRE);
+	uint32_t extra = m ? __atomic_load_n(&m->extra, __ATOMIC_RELAXED) : 0;
+	e->objects += (uint32_t)(__atomic_load_n(&s->used, __ATOMIC_RELAXED) + __atomic_load_n(&s->fbias, __ATOMIC_RELAXED) -
+				 extra);
 }
 
 static void stats_thread(_nd_thread_t *t, void *arg)

@@ -7,7 +7,8 @@
  *
  * Ops: malloc, calloc (zeroed), realloc (grow/shrink/NULL/0, old bytes
  * kept), free, aligned_alloc, posix_memalign, memalign, malloc_usable_size,
- * nd_malloc_onnode, nd_malloc_interleaved, nd_calloc... sizes 0..64 MiB
+ * nd_malloc_onnode, nd_malloc_interleaved, nd_calloc, holes (small blocks
+ * mostly freed: spans, slab.c)... sizes 0..64 MiB
  * skewed small, alignments up to 1 MiB, and frees of blocks another
  * thread allocated (blocks pass between threads through a shared pool).
  * Every block carries a pattern derived from (id, offset); it is checked
@@ -39,7 +40,7 @@ static blk_t pool[SHARED];
 static long n_ops[16], failures, cross_frees, bytes_checked;
 static const char *op_names[16] = { "malloc", "calloc", "realloc", "free", "aligned_alloc",
 	"posix_memalign", "memalign", "usable_size", "nd_malloc_onnode", "nd_malloc_interleaved",
-	"nd_calloc", "handoff", "valloc", "reallocarray" };
+	"nd_calloc", "handoff", "valloc", "reallocarray", "holes" };
 static long ops_per_thread;
 static uint64_t seed;
 static int nodes;
@@ -104,13 +105,72 @@ static size_t pick_size(uint64_t r)
 	}
 }
 
+/* holes: HOLES blocks of 80..160 B, 3 in 4 freed at random, the rest kept
+ * until the next holes op: slabs of small classes with free slots among
+ * live ones, which requests of up to 1 KiB may span (slab.c): a burst of
+ * them follows */
+#define HOLES 2048
+static void holes(blk_t *h, uint64_t *s, uint32_t *next_id)
+{
+	for (int i = 0; i < HOLES; i++)
+		if (h[i].p) {
+			verify(&h[i], SIZE_MAX);
+			free(h[i].p);
+			h[i].p = NULL;
+		}
+	for (int i = 0; i < HOLES; i++) {
+		static const size_t hs[4] = { 80, 96, 128, 160 };
+		blk_t nb = { malloc(hs[rnd(s) % 4]), 0, 0, ++*next_id };
+		if (!nb.p) {
+			fail("holes: malloc", &nb, 0);
+			continue;
+		}
+		nb.n = malloc_usable_size(nb.p);
+		fill(&nb, 0);
+		h[i] = nb;
+	}
+	for (int i = 0; i < HOLES; i++)
+		if (rnd(s) % 4) {
+			verify(&h[i], SIZE_MAX);
+			free(h[i].p);
+			h[i].p = NULL;
+		}
+	/* then a burst of 81..1024 B requests, so that their classes run dry */
+	for (int i = 0; i < HOLES; i++)
+		if (!h[i].p && rnd(s) % 2) {
+			blk_t nb = { NULL, rnd(s) % 944 + 81, 0, ++*next_id };
+			if (!(nb.p = malloc(nb.n))) {
+				fail("holes: malloc", &nb, 0);
+				continue;
+			}
+			fill(&nb, 0);
+			if (rnd(s) % 8) {
+				h[i] = nb;
+				continue;
+			}
+			/* into the shared pool: another thread frees it */
+			pthread_mutex_lock(&pool_mu);
+			blk_t *x = &pool[rnd(s) % SHARED], t = *x;
+			*x = nb;
+			pthread_mutex_unlock(&pool_mu);
+			if (t.p) {
+				verify(&t, SIZE_MAX);
+				free(t.p);
+				__atomic_add_fetch(&cross_frees, 1, __ATOMIC_RELAXED);
+			}
+		}
+	n_ops[14]++;
+}
+
 static void *worker(void *arg)
 {
 	uint64_t s = seed * 1000003u + (uint64_t)(uintptr_t)arg;
-	blk_t *slot = calloc(SLOTS, sizeof *slot);
+	blk_t *slot = calloc(SLOTS, sizeof *slot), *hole = calloc(HOLES, sizeof *hole);
 	uint32_t next_id = (uint32_t)(uintptr_t)arg << 24;
 	for (long op = 0; op < ops_per_thread; op++) {
 		uint64_t r = rnd(&s);
+		if (r % 4096 == 0)
+			holes(hole, &s, &next_id);
 		blk_t *b = &slot[r % SLOTS];
 		unsigned kind = (unsigned)(r >> 12) % 14;
 		size_t n = pick_size(rnd(&s));
@@ -221,7 +281,13 @@ static void *worker(void *arg)
 			verify(&slot[i], SIZE_MAX);
 			free(slot[i].p);
 		}
+	for (int i = 0; i < HOLES; i++)
+		if (hole[i].p) {
+			verify(&hole[i], SIZE_MAX);
+			free(hole[i].p);
+		}
 	free(slot);
+	free(hole);
 	return NULL;
 }
 
@@ -255,7 +321,7 @@ int main(int argc, char **argv)
 	long total = 0;
 	const char *v = getenv("ND_FUZZ_VARIANT");
 	printf("fuzz_malloc %s: seed %llu, %d threads, %d nodes:", v ? v : "", (unsigned long long)seed, nt, nodes);
-	for (int k = 0; k < 14; k++) {
+	for (int k = 0; k < 15; k++) {
 		printf(" %s %ld", op_names[k], n_ops[k]);
 		total += n_ops[k];
 	}

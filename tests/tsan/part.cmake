@@ -8,13 +8,14 @@
 # frees while the slab purge gives units back), compiled with the malloc family
 # renamed to nd_* (they call malloc; tests/tsan/rename.h), and tests/tsan/tsan_*.c. Label tsan;
 # any report fails the test (TSAN_OPTIONS exitcode); label tsan_short: the
-# short set make test runs. Only in such a build:
+# short set make test runs (test_slab_span: a span freed by another
+# thread). Only in such a build:
 # elsewhere the unit tests already run these programs on the override.
 if(NOT NODALLOC_OVERRIDE)
   file(GLOB ND_TSAN_OWN CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/tsan/tsan_*.c)
   set(ND_TSAN_SOURCES ${ND_TSAN_OWN})
   foreach(t test_slab_stress test_page_threads test_heap_churn test_heap_exit_trim test_slab_idle_owner test_api_heap test_heap_sweep_take
-      test_slab_remote_norecord test_slab_units_remote test_slab_exit_churn)
+      test_slab_remote_norecord test_slab_units_remote test_slab_exit_churn test_slab_span)
     if(EXISTS ${PROJECT_SOURCE_DIR}/tests/unit/${t}.c)
       list(APPEND ND_TSAN_SOURCES ${PROJECT_SOURCE_DIR}/tests/unit/${t}.c)
     endif()

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+/* Spans (slab.c, issue 11: wl_footprint's peak): after frees left 128 B
+ * slabs a quarter full, a malloc of 250 B (class 256, which has no slab)
+ * takes two adjacent free 128 B slots instead of fresh pages: its usable
+ * size is 256, the kept objects around it stay intact; realloc keeps it
+ * in place within its usable size and moves it (contents kept) to grow
+ * or to shrink by more than half; the statistics count it as one object;
+ * freed by its owner, by nd_free_sized or by another thread, both of its
+ * slots serve 128 B mallocs again (the inner one too: the owner's collect
+ * ends a span sent home). Misuse is fatal (a child each): a span freed
+ * twice, a free, realloc or malloc_usable_size of its inner slot (by the
+ * owner or another thread). Check mode takes no span. */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#pragma GCC diagnostic ignored "-Wfree-nonheap-object"
+#pragma GCC diagnostic ignored "-Wuse-after-free"
+
+#include "check.h"
+#include "child_fixture.h"
+#include "internal.h"
+
+#define K 2048 /* 128 B objects: 8 slabs of 256 */
+static unsigned char *obj[K];
+static void *volatile sink;
+
+static size_t slab_size_of(const void *p)
+{
+	_nd_pagedesc_t *d = _nd_page_desc(p);
+	return d && d->use == ND_USE_SLAB ? ((const _nd_slab_t *)d->user)->size : 0;
+}
+
+static uint64_t objects_of(size_t size)
+{
+	_nd_slab_class_stats_t st[ND_SLAB_CLASSES];
+	int n = _nd_slab_class_stats(st, ND_SLAB_CLASSES);
+	for (int c = 0; c < n; c++)
+		if (st[c].size == size)
+			return st[c].objects;
+	return 0;
+}
+
+/* 128 B slabs a quarter full: objects 4j kept (filled with j's byte),
+ * the three after each freed. */
+static void make_holes(void)
+{
+	for (int i = 0; i < K; i++)
+		free(obj[i]); /* the last round's */
+	for (int i = 0; i < K; i++) {
+		obj[i] = malloc(120);
+		if (!obj[i])
+			abort();
+		memset(obj[i], i & 0xff, 120);
+	}
+	for (int i = 0; i < K; i++)
+		if (i % 4) {
+			free(obj[i]);
+			obj[i] = NULL;
+		}
+}
+
+static bool kept_intact(void)
+{
+	for (int i = 0; i < K; i += 4)
+		for (int b = 0; b < 120; b++)
+			if (obj[i][b] != (unsigned char)(i & 0xff))
+				return false;
+	return true;
+}
+
+static bool holds(const unsigned char *p, size_t n, unsigned char v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
+			return false;
+	return true;
+}
+
+static void *free_in_thread(void *p)
+{
+	free(p);
+	return NULL;
+}
+
+/* 120 B mallocs until both addresses came back (at most 4 * K), each a
+ * 128 B object; then all freed. */
+static bool slots_back(const void *a, const void *b)
+{
+	static void *q[4 * K];
+	bool ga = false, gb = false, ok = true;
+	int n = 0;
+	while (n < 4 * K && !(ga && gb)) {
+		void *x = q[n++] = malloc(120);
+		ga |= x == a;
+		gb |= x == b;
+		ok &= x != NULL && ((x != a && x != b) || malloc_usable_size(x) == 128);
+	}
+	while (n > 0)
+		free(q[--n]);
+	return ok && ga && gb;
+}
+
+/* Each case does one bad thing; returning from it is a failure. */
+static int run_case(const char *name)
+{
+	make_holes();
+	char *p = malloc(250);
+	if (!p || slab_size_of(p) != 128)
+		return 3; /* no span: the case cannot run */
+	if (!strcmp(name, "double")) {
+		free(p);
+		free(L(p));
+	} else if (!strcmp(name, "inner")) {
+		free(L(p) + 128);
+	} else if (!strcmp(name, "inner_remote")) {
+		pthread_t t;
+		pthread_create(&t, NULL, free_in_thread, L(p) + 128);
+		pthread_join(t, NULL);
+	} else if (!strcmp(name, "inner_realloc")) {
+		sink = realloc(L(p) + 128, 300);
+	} else if (!strcmp(name, "inner_usable")) {
+		sink = (void *)(uintptr_t)malloc_usable_size(L(p) + 128);
+	} else if (!strcmp(name, "check")) {
+		return 0; /* check mode: no span, so 3 above */
+	} else {
+		return 2;
+	}
+	return 0;
+}
+
+static void expect(const char *self, const char *name, const char *msg)
+{
+	char out[2048];
+	char *const av[] = { (char *)self, (char *)name, NULL };
+	int st = run_child(self, av, NULL, NULL, false, out, sizeof out);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "case %s: status %d, stderr: %s", name, st, out);
+	CHECK(strstr(out, "nodalloc: fatal: ") && strstr(out, msg), "case %s: stderr lacks \"%s\": %s", name, msg, out);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1)
+		return run_case(argv[1]);
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	CHECK(n > 0);
+	exe[n > 0 ? n : 0] = '\0';
+
+	make_holes();
+	uint64_t o128 = objects_of(128), o256 = objects_of(256);
+	unsigned char *p = malloc(250);
+	CHECK(p != NULL && slab_size_of(p) == 128, "250 B in a slab of %zu B objects", slab_size_of(p));
+	CHECK_EQ(malloc_usable_size(p), 256);
+	CHECK_EQ(objects_of(128), o128 + 1); /* one object of two slots */
+	CHECK_EQ(objects_of(256), o256);
+	memset(p, 0xa5, 256);
+	CHECK(kept_intact(), "the kept 128 B objects around the span");
+	/* in place within its usable size (more than half of it) */
+	CHECK(realloc(p, 200) == p);
+	CHECK(realloc(p, 256) == p);
+	CHECK(holds(p, 256, 0xa5));
+	/* grows: moves, contents kept; the span's slots serve 128 B again */
+	unsigned char *a = p, *g = realloc(p, 600);
+	CHECK(g != NULL && holds(g, 256, 0xa5) && malloc_usable_size(g) >= 600);
+	CHECK_EQ(objects_of(128), o128);
+	CHECK(slots_back(a, a + 128), "both slots of a span freed by realloc serve 128 B mallocs");
+	free(g);
+
+	/* a span freed by its owner, by size, and shrunk by realloc */
+	make_holes();
+	p = malloc(250);
+	CHECK(p != NULL && slab_size_of(p) == 128);
+	nd_free_sized(p, 250);
+	CHECK(slots_back(p, p + 128), "both slots of a span freed by nd_free_sized");
+	make_holes();
+	p = malloc(250);
+	CHECK(p != NULL && slab_size_of(p) == 128);
+	memset(p, 0x3c, 250);
+	unsigned char *s = realloc(p, 100);
+	CHECK(s != NULL && s != p && holds(s, 100, 0x3c) && malloc_usable_size(s) < 256);
+	CHECK(slots_back(p, p + 128), "both slots of a span shrunk by realloc");
+	free(s);
+
+	/* freed by another thread: home, where the owner's collect ends it */
+	make_holes();
+	p = malloc(250);
+	CHECK(p != NULL && slab_size_of(p) == 128);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, free_in_thread, p) == 0);
+	pthread_join(t, NULL);
+	_nd_slab_flush_remote();
+	CHECK(slots_back(p, p + 128), "both slots of a span freed by another thread");
+	CHECK(kept_intact(), "the kept 128 B objects");
+
+	expect(exe, "double", "free(): double free of");
+	expect(exe, "inner", "inside a block, not its start");
+	expect(exe, "inner_remote", "inside a block, not its start");
+	expect(exe, "inner_realloc", "realloc(): invalid pointer");
+	expect(exe, "inner_usable", "malloc_usable_size(): invalid pointer");
+	char out[2048];
+	char *const av[] = { exe, "check", NULL };
+	int st = run_child(exe, av, "NODALLOC_CHECK", "1", false, out, sizeof out);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "check mode took a span: status %d", st); /* run_case's 3 */
+	return CHECK_DONE();
+}
