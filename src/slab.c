@@ -278,11 +278,27 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	return s;
 }
 
+/* A released slab's span map (nd_slab.h): every span gone. */
+static __attribute__((noinline)) void span_clear(_nd_span_map_t *m)
+{
+	for (unsigned w = 0; w < ND_SPAN_WORDS; w++) {
+		__atomic_store_n(&m->st[w], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->in[w], 0, __ATOMIC_RELAXED);
+	}
+	m->n = 0;
+	__atomic_store_n(&m->extra, 0, __ATOMIC_RELAXED);
+}
+
 /* Back to the page level (used == 0: no object out, so no remote free can
  * be in flight and nobody else holds the slab). */
 void _nd_slab_release(slab_t *s)
 {
 	ND_ASSERT(s->used + s->fbias == 0 || _nd_slab_all_remote(s), "a released slab has nothing live");
+	/* spans freed by other threads, never collected (all remote): the
+	 * map is kept with the header, so it must hold none (_nd_slab_new) */
+	_nd_span_map_t *m = s->spans;
+	if (nd_unlikely(m && m->n))
+		span_clear(m);
 	_nd_slab_drop(s);
 }
 
@@ -658,7 +674,10 @@ unsigned _nd_slab_collect(slab_t *s)
 bool _nd_slab_all_remote(const slab_t *s)
 {
 	uintptr_t v = __atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE);
-	return s->used + s->fbias == (uint32_t)(v >> TF_CNT_SHIFT);
+	/* a span is k slots in used, one object on the remote list */
+	const _nd_span_map_t *m = s->spans;
+	uint32_t extra = m ? __atomic_load_n(&m->extra, __ATOMIC_RELAXED) : 0;
+	return s->used + s->fbias - extra == (uint32_t)(v >> TF_CNT_SHIFT);
 }
 
 

@@ -9,7 +9,9 @@
  * slots serve 128 B mallocs again (the inner one too: the owner's collect
  * ends a span sent home). Misuse is fatal (a child each): a span freed
  * twice, a free, realloc or malloc_usable_size of its inner slot (by the
- * owner or another thread). Check mode takes no span. */
+ * owner or another thread). Check mode takes no span. A span freed home
+ * after its thread exited leaves its slab all remote: the parked heap's
+ * trim releases it, and the header's next slab has no stale span bit. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -107,9 +109,60 @@ static bool slots_back(const void *a, const void *b)
 	return ok && ga && gb;
 }
 
+/* A thread takes a span, frees every other object of its slab and exits
+ * (its heap parks, stamp 0); main frees the span (home). The slab then
+ * holds nothing live: a trim of the parked heap releases it, its header
+ * (span map kept with it) serving the next slab without the old span's
+ * bits. Exit codes: 3 no span, 4 not all remote, 5 a stale bit. */
+struct parked {
+	unsigned char *p;
+	const _nd_slab_t *s;
+};
+
+static void *span_then_exit(void *arg)
+{
+	struct parked *r = arg;
+	make_holes();
+	r->p = malloc(250);
+	if (r->p && slab_size_of(r->p) == 128)
+		r->s = (const _nd_slab_t *)_nd_page_desc(r->p)->user;
+	for (int i = 0; i < K; i++) {
+		free(obj[i]);
+		obj[i] = NULL;
+	}
+	return NULL;
+}
+
+static int parked_case(void)
+{
+	struct parked r = { NULL, NULL };
+	pthread_t t;
+	pthread_create(&t, NULL, span_then_exit, &r);
+	pthread_join(t, NULL);
+	if (!r.s)
+		return 3;
+	free(r.p); /* home: the heap is parked */
+	_nd_slab_flush_remote();
+	if (!_nd_slab_all_remote(r.s))
+		return 4; /* the span is its one object out, on its remote list */
+	/* past a slab of 128 B: a new slab sweeps the pool (dirty), whose
+	 * trim releases the span's slab; the next slabs reuse headers */
+	static void *q[4 * K];
+	int bad = 0;
+	for (int i = 0; i < 4 * K; i++)
+		q[i] = malloc(120);
+	for (int i = 0; i < 4 * K; i++) {
+		bad |= malloc_usable_size(q[i]) != 128;
+		free(q[i]);
+	}
+	return bad ? 5 : 0;
+}
+
 /* Each case does one bad thing; returning from it is a failure. */
 static int run_case(const char *name)
 {
+	if (!strcmp(name, "parked"))
+		return parked_case();
 	make_holes();
 	char *p = malloc(250);
 	if (!p || slab_size_of(p) != 128)
@@ -205,6 +258,12 @@ int main(int argc, char **argv)
 	expect(exe, "inner_realloc", "realloc(): invalid pointer");
 	expect(exe, "inner_usable", "malloc_usable_size(): invalid pointer");
 	char out[2048];
+	char *const pav[] = { exe, "parked", NULL };
+	int pst = run_child(exe, pav, NULL, NULL, false, out, sizeof out);
+	CHECK(WIFEXITED(pst) && WEXITSTATUS(pst) == 0,
+	      "a span freed home after its thread exited: status %d (exit 4: its slab not all remote, 5: a stale span bit), "
+	      "stderr: %s",
+	      pst, out);
 	char *const av[] = { exe, "check", NULL };
 	int st = run_child(exe, av, "NODALLOC_CHECK", "1", false, out, sizeof out);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "check mode took a span: status %d", st); /* run_case's 3 */
