@@ -490,6 +490,8 @@ static uint32_t span_len(const slab_t *s, const _nd_span_map_t *m, uint32_t i)
 static bool span_release(slab_t *s, _nd_span_map_t *m, uint32_t i)
 {
 	uint32_t k = span_len(s, m, i);
+	ND_ASSERT(m->n >= 1 && k >= 2 && k <= SPAN_KMAX && m->extra >= k - 1 && s->used + s->fbias >= k,
+		  "a span ends once: 2..SPAN_KMAX slots, counted in n, extra and used");
 	bool slow = false;
 	span_set(m->st, i, false);
 	for (uint32_t j = k - 1; j >= 1; j--) {
@@ -578,6 +580,8 @@ static void *span_from(slab_t *s, uint32_t k)
 		    !__atomic_compare_exchange_n(&s->tp, &tp, tp | ND_TP_SPAN, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			return NULL;
 	}
+	ND_ASSERT((__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & (ND_TP_SPAN | ND_TP_BITS)) == ND_TP_SPAN,
+		  "a slab holding a span carries ND_TP_SPAN, never ND_TP_MIX");
 	/* unlinked in list order: a slot whose link is in the one unlinked
 	 * before it takes that one's link */
 	for (uint32_t done = 0; done < k; done++) {
@@ -589,6 +593,7 @@ static void *span_from(slab_t *s, uint32_t k)
 				break;
 			}
 		void **x = slot_at(s, best), **nx = x[0];
+		ND_ASSERT(link[best] && *link[best] == (void *)x, "a run slot's remembered link points to it");
 		*link[best] = nx;
 		if (nx && (uintptr_t)nx >= (uintptr_t)slot_at(s, lo) && (uintptr_t)nx < (uintptr_t)slot_at(s, lo + k))
 			link[(uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, nx)] = link[best];
