@@ -294,16 +294,16 @@ static __attribute__((noinline)) void span_clear(_nd_span_map_t *m)
 void _nd_slab_release(slab_t *s)
 {
 	ND_ASSERT(s->used + s->fbias == 0 || _nd_slab_all_remote(s), "a released slab has nothing live");
-	/* spans freed by other threads, never collected (all remote): the
-	 * map is kept with the header, so it must hold none (_nd_slab_new) */
-	_nd_span_map_t *m = s->spans;
-	if (nd_unlikely(m && m->n))
-		span_clear(m);
 	_nd_slab_drop(s);
 }
 
 void _nd_slab_drop(slab_t *s)
 {
+	/* spans freed by other threads, never collected (all remote): the
+	 * map is kept with the header, so it must hold none (_nd_slab_new) */
+	_nd_span_map_t *m = s->spans;
+	if (nd_unlikely(m && m->n))
+		span_clear(m);
 	/* each stretch of pages not given back (slab_purge.c's units) is a
 	 * run of its own */
 	for (uint32_t p = 0, q; p < s->npages; p = q) {
