@@ -11,7 +11,9 @@
  * twice, a free, realloc or malloc_usable_size of its inner slot (by the
  * owner or another thread). Check mode takes no span. A span freed home
  * after its thread exited leaves its slab all remote: the parked heap's
- * trim releases it, and the header's next slab has no stale span bit. */
+ * trim releases it, and the header's next slab has no stale span bit.
+ * A span kept past its thread's exit, freed by the thread that adopted
+ * the parked heap, ends (its inner slot's free there is fatal). */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -158,11 +160,61 @@ static int parked_case(void)
 	return bad ? 5 : 0;
 }
 
+/* A span kept past its thread's exit, its heap then adopted by a new
+ * thread (stamp restored with ND_TP_SPAN): the adopter's free of it ends
+ * the span (both slots serve 128 B again); its inner slot's free by the
+ * adopter is fatal. Exit codes: 3 no span, 6 not adopted, 7 a slot lost. */
+struct adopt {
+	unsigned char *p;
+	const char *what; /* "free", "inner" */
+	int rc;
+};
+
+static void *span_keep_exit(void *arg)
+{
+	struct adopt *r = arg;
+	make_holes();
+	r->p = malloc(250);
+	return NULL;
+}
+
+static void *adopt_and_free(void *arg)
+{
+	struct adopt *r = arg;
+	void *x = malloc(120); /* the thread's first: adopts the parked heap */
+	const _nd_slab_t *s = (const _nd_slab_t *)_nd_page_desc(r->p)->user;
+	if (__atomic_load_n(&s->heap, __ATOMIC_RELAXED) != _nd_tls->heap) {
+		r->rc = 6;
+		return NULL;
+	}
+	if (!strcmp(r->what, "inner"))
+		free(L(r->p) + 128);
+	free(r->p);
+	r->rc = slots_back(r->p, r->p + 128) ? 0 : 7;
+	free(x);
+	return NULL;
+}
+
+static int adopt_case(const char *what)
+{
+	struct adopt r = { NULL, what, 0 };
+	pthread_t t;
+	pthread_create(&t, NULL, span_keep_exit, &r);
+	pthread_join(t, NULL);
+	if (!r.p || slab_size_of(r.p) != 128)
+		return 3;
+	pthread_create(&t, NULL, adopt_and_free, &r);
+	pthread_join(t, NULL);
+	return r.rc;
+}
+
 /* Each case does one bad thing; returning from it is a failure. */
 static int run_case(const char *name)
 {
 	if (!strcmp(name, "parked"))
 		return parked_case();
+	if (!strcmp(name, "adopt") || !strcmp(name, "adopt_inner"))
+		return adopt_case(name[5] ? "inner" : "free");
 	make_holes();
 	char *p = malloc(250);
 	if (!p || slab_size_of(p) != 128)
@@ -264,6 +316,13 @@ int main(int argc, char **argv)
 	      "a span freed home after its thread exited: status %d (exit 4: its slab not all remote, 5: a stale span bit), "
 	      "stderr: %s",
 	      pst, out);
+	char *const aav[] = { exe, "adopt", NULL };
+	pst = run_child(exe, aav, NULL, NULL, false, out, sizeof out);
+	CHECK(WIFEXITED(pst) && WEXITSTATUS(pst) == 0,
+	      "a span freed by the thread that adopted its heap: status %d (exit 6: not adopted, 7: a slot lost), "
+	      "stderr: %s",
+	      pst, out);
+	expect(exe, "adopt_inner", "inside a block, not its start");
 	char *const av[] = { exe, "check", NULL };
 	int st = run_child(exe, av, "NODALLOC_CHECK", "1", false, out, sizeof out);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "check mode took a span: status %d", st); /* run_case's 3 */
