@@ -515,10 +515,15 @@ static __attribute__((noreturn, noinline)) void bad_free(const void *p, const sl
 static __attribute__((noinline)) void span_collect(slab_t *s, void **list, unsigned n)
 {
 	_nd_span_map_t *m = s->spans;
-	for (void **x = list; n--; x = x[0]) {
-		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x);
-		if (span_bit(m->in, i))
+	/* every inner slot first: a span ended before its inner slot was
+	 * reached (frees of a parked heap's slabs go home unchecked) would
+	 * have cleared the slot's bit and listed it twice */
+	void **x = list;
+	for (unsigned j = n; j--; x = x[0])
+		if (span_bit(m->in, (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x)))
 			bad_free(x, s, "inside a block, not its start");
+	for (x = list; n--; x = x[0]) { /* span_release lists inner slots: none of these */
+		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x);
 		if (span_bit(m->st, i))
 			span_release(s, m, i);
 	}

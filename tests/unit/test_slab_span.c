@@ -13,7 +13,8 @@
  * after its thread exited leaves its slab all remote: the parked heap's
  * trim releases it, and the header's next slab has no stale span bit.
  * A span kept past its thread's exit, freed by the thread that adopted
- * the parked heap, ends (its inner slot's free there is fatal). */
+ * the parked heap, ends (its inner slot's free there is fatal; so is
+ * one freed while the heap was parked, at the adopter's collect). */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -195,6 +196,37 @@ static void *adopt_and_free(void *arg)
 	return NULL;
 }
 
+/* While the heap is parked (stamp 0) every free goes home unchecked:
+ * the inner slot, then the span, freed by main; the adopter's collect
+ * must report the inner one whatever their order on the remote list
+ * (ending the span first cleared its bit and listed the slot twice). */
+static void *adopt_collect(void *arg)
+{
+	(void)arg;
+	static void *q[4 * K];
+	for (int i = 0; i < 4 * K; i++)
+		q[i] = malloc(120);
+	for (int i = 0; i < 4 * K; i++)
+		free(q[i]);
+	return NULL;
+}
+
+static int parked_inner_case(void)
+{
+	struct adopt r = { NULL, "", 0 };
+	pthread_t t;
+	pthread_create(&t, NULL, span_keep_exit, &r);
+	pthread_join(t, NULL);
+	if (!r.p || slab_size_of(r.p) != 128)
+		return 3;
+	free(L(r.p) + 128);
+	free(r.p);
+	_nd_slab_flush_remote();
+	pthread_create(&t, NULL, adopt_collect, NULL);
+	pthread_join(t, NULL);
+	return 0;
+}
+
 static int adopt_case(const char *what)
 {
 	struct adopt r = { NULL, what, 0 };
@@ -213,6 +245,8 @@ static int run_case(const char *name)
 {
 	if (!strcmp(name, "parked"))
 		return parked_case();
+	if (!strcmp(name, "parked_inner"))
+		return parked_inner_case();
 	if (!strcmp(name, "adopt") || !strcmp(name, "adopt_inner"))
 		return adopt_case(name[5] ? "inner" : "free");
 	make_holes();
@@ -323,6 +357,7 @@ int main(int argc, char **argv)
 	      "stderr: %s",
 	      pst, out);
 	expect(exe, "adopt_inner", "inside a block, not its start");
+	expect(exe, "parked_inner", "inside a block, not its start");
 	char *const av[] = { exe, "check", NULL };
 	int st = run_child(exe, av, "NODALLOC_CHECK", "1", false, out, sizeof out);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "check mode took a span: status %d", st); /* run_case's 3 */
