@@ -681,13 +681,31 @@ unsigned _nd_slab_collect(slab_t *s)
 
 /* True if every object out of s is on its remote list (nothing live):
  * then no further free can come, and the slab can go. */
+/* _nd_slab_all_remote of s holding spans (m), remote list v: a span is
+ * k slots in used, one object on the list, so the list is walked (the
+ * owner may: nodes leave it only by its exchange). A listed inner slot (a
+ * free into a parked heap, unchecked) is not all remote: the slab stays
+ * for the collect that reports it, its span's memory in use. */
+static __attribute__((noinline)) bool span_all_remote(const slab_t *s, const _nd_span_map_t *m, uintptr_t v)
+{
+	uint32_t n = (uint32_t)(v >> TF_CNT_SHIFT), slots = 0;
+	void **x = (void **)(v & TF_PTR);
+	for (; n-- && x; x = x[0]) {
+		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x);
+		if (span_bit(m->in, i))
+			return false;
+		slots += span_bit(m->st, i) ? span_len(s, m, i) : 1;
+	}
+	return s->used + s->fbias == slots;
+}
+
 bool _nd_slab_all_remote(const slab_t *s)
 {
 	uintptr_t v = __atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE);
-	/* a span is k slots in used, one object on the remote list */
-	const _nd_span_map_t *m = s->spans;
-	uint32_t extra = m ? __atomic_load_n(&m->extra, __ATOMIC_RELAXED) : 0;
-	return s->used + s->fbias - extra == (uint32_t)(v >> TF_CNT_SHIFT);
+	const _nd_span_map_t *m = __atomic_load_n(&s->spans, __ATOMIC_RELAXED);
+	if (nd_unlikely(m && m->n))
+		return span_all_remote(s, m, v);
+	return s->used + s->fbias == (uint32_t)(v >> TF_CNT_SHIFT);
 }
 
 

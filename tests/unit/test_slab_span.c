@@ -136,6 +136,28 @@ static void *span_then_exit(void *arg)
 	return NULL;
 }
 
+/* The same slab, its span kept (main's) and its inner slot freed: not
+ * all remote, so the trim keeps it, and the collect of whoever takes it
+ * reports the misuse (its release would have given back the live span's
+ * memory). */
+static int parked_inner_only_case(void)
+{
+	struct parked r = { NULL, NULL };
+	pthread_t t;
+	pthread_create(&t, NULL, span_then_exit, &r);
+	pthread_join(t, NULL);
+	if (!r.s)
+		return 3;
+	free(L(r.p) + 128); /* home, unchecked: the heap is parked */
+	_nd_slab_flush_remote();
+	static void *q[4 * K];
+	for (int i = 0; i < 4 * K; i++)
+		q[i] = malloc(120);
+	for (int i = 0; i < 4 * K; i++)
+		free(q[i]);
+	return 0;
+}
+
 static int parked_case(void)
 {
 	struct parked r = { NULL, NULL };
@@ -245,6 +267,8 @@ static int run_case(const char *name)
 {
 	if (!strcmp(name, "parked"))
 		return parked_case();
+	if (!strcmp(name, "parked_inner_only"))
+		return parked_inner_only_case();
 	if (!strcmp(name, "parked_inner"))
 		return parked_inner_case();
 	if (!strcmp(name, "adopt") || !strcmp(name, "adopt_inner"))
@@ -358,6 +382,7 @@ int main(int argc, char **argv)
 	      pst, out);
 	expect(exe, "adopt_inner", "inside a block, not its start");
 	expect(exe, "parked_inner", "inside a block, not its start");
+	expect(exe, "parked_inner_only", "inside a block, not its start");
 	char *const av[] = { exe, "check", NULL };
 	int st = run_child(exe, av, "NODALLOC_CHECK", "1", false, out, sizeof out);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "check mode took a span: status %d", st); /* run_case's 3 */
