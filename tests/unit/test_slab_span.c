@@ -136,11 +136,11 @@ static void *span_then_exit(void *arg)
 	return NULL;
 }
 
-/* The same slab, its span kept (main's) and its inner slot freed: not
- * all remote, so the trim keeps it, and the collect of whoever takes it
- * reports the misuse (its release would have given back the live span's
- * memory). */
-static int parked_inner_only_case(void)
+/* inner: the span kept (main's) and its inner slot freed instead: not
+ * all remote, so the trim keeps the slab, and the collect of whoever
+ * takes it reports the misuse (its release would have given back the
+ * live span's memory). */
+static int parked_case(bool inner)
 {
 	struct parked r = { NULL, NULL };
 	pthread_t t;
@@ -148,27 +148,9 @@ static int parked_inner_only_case(void)
 	pthread_join(t, NULL);
 	if (!r.s)
 		return 3;
-	free(L(r.p) + 128); /* home, unchecked: the heap is parked */
+	free(inner ? (void *)(L(r.p) + 128) : (void *)r.p); /* home (unchecked): the heap is parked */
 	_nd_slab_flush_remote();
-	static void *q[4 * K];
-	for (int i = 0; i < 4 * K; i++)
-		q[i] = malloc(120);
-	for (int i = 0; i < 4 * K; i++)
-		free(q[i]);
-	return 0;
-}
-
-static int parked_case(void)
-{
-	struct parked r = { NULL, NULL };
-	pthread_t t;
-	pthread_create(&t, NULL, span_then_exit, &r);
-	pthread_join(t, NULL);
-	if (!r.s)
-		return 3;
-	free(r.p); /* home: the heap is parked */
-	_nd_slab_flush_remote();
-	if (!_nd_slab_all_remote(r.s))
+	if (!inner && !_nd_slab_all_remote(r.s))
 		return 4; /* the span is its one object out, on its remote list */
 	/* past a slab of 128 B: a new slab sweeps the pool (dirty), whose
 	 * trim releases the span's slab; the next slabs reuse headers */
@@ -266,9 +248,9 @@ static int adopt_case(const char *what)
 static int run_case(const char *name)
 {
 	if (!strcmp(name, "parked"))
-		return parked_case();
+		return parked_case(false);
 	if (!strcmp(name, "parked_inner_only"))
-		return parked_inner_only_case();
+		return parked_case(true);
 	if (!strcmp(name, "parked_inner"))
 		return parked_inner_case();
 	if (!strcmp(name, "adopt") || !strcmp(name, "adopt_inner"))
