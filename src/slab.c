@@ -278,6 +278,17 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	return s;
 }
 
+/* A released slab's span map (nd_slab.h): every span gone. */
+static __attribute__((noinline)) void span_clear(_nd_span_map_t *m)
+{
+	for (unsigned w = 0; w < ND_SPAN_WORDS; w++) {
+		__atomic_store_n(&m->st[w], 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->in[w], 0, __ATOMIC_RELAXED);
+	}
+	m->n = 0;
+	__atomic_store_n(&m->extra, 0, __ATOMIC_RELAXED);
+}
+
 /* Back to the page level (used == 0: no object out, so no remote free can
  * be in flight and nobody else holds the slab). */
 void _nd_slab_release(slab_t *s)
@@ -288,6 +299,11 @@ void _nd_slab_release(slab_t *s)
 
 void _nd_slab_drop(slab_t *s)
 {
+	/* spans freed by other threads, never collected (all remote): the
+	 * map is kept with the header, so it must hold none (_nd_slab_new) */
+	_nd_span_map_t *m = s->spans;
+	if (nd_unlikely(m && m->n))
+		span_clear(m);
 	/* each stretch of pages not given back (slab_purge.c's units) is a
 	 * run of its own */
 	for (uint32_t p = 0, q; p < s->npages; p = q) {
@@ -474,6 +490,8 @@ static uint32_t span_len(const slab_t *s, const _nd_span_map_t *m, uint32_t i)
 static bool span_release(slab_t *s, _nd_span_map_t *m, uint32_t i)
 {
 	uint32_t k = span_len(s, m, i);
+	ND_ASSERT(m->n >= 1 && k >= 2 && k <= SPAN_KMAX && m->extra >= k - 1 && s->used + s->fbias >= k,
+		  "a span ends once: 2..SPAN_KMAX slots, counted in n, extra and used");
 	bool slow = false;
 	span_set(m->st, i, false);
 	for (uint32_t j = k - 1; j >= 1; j--) {
@@ -497,10 +515,15 @@ static __attribute__((noreturn, noinline)) void bad_free(const void *p, const sl
 static __attribute__((noinline)) void span_collect(slab_t *s, void **list, unsigned n)
 {
 	_nd_span_map_t *m = s->spans;
-	for (void **x = list; n--; x = x[0]) {
-		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x);
-		if (span_bit(m->in, i))
+	/* every inner slot first: a span ended before its inner slot was
+	 * reached (frees of a parked heap's slabs go home unchecked) would
+	 * have cleared the slot's bit and listed it twice */
+	void **x = list;
+	for (unsigned j = n; j--; x = x[0])
+		if (span_bit(m->in, (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x)))
 			bad_free(x, s, "inside a block, not its start");
+	for (x = list; n--; x = x[0]) { /* span_release lists inner slots: none of these */
+		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x);
 		if (span_bit(m->st, i))
 			span_release(s, m, i);
 	}
@@ -562,6 +585,8 @@ static void *span_from(slab_t *s, uint32_t k)
 		    !__atomic_compare_exchange_n(&s->tp, &tp, tp | ND_TP_SPAN, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			return NULL;
 	}
+	ND_ASSERT((__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & (ND_TP_SPAN | ND_TP_BITS)) == ND_TP_SPAN,
+		  "a slab holding a span carries ND_TP_SPAN, never ND_TP_MIX");
 	/* unlinked in list order: a slot whose link is in the one unlinked
 	 * before it takes that one's link */
 	for (uint32_t done = 0; done < k; done++) {
@@ -573,6 +598,7 @@ static void *span_from(slab_t *s, uint32_t k)
 				break;
 			}
 		void **x = slot_at(s, best), **nx = x[0];
+		ND_ASSERT(link[best] && *link[best] == (void *)x, "a run slot's remembered link points to it");
 		*link[best] = nx;
 		if (nx && (uintptr_t)nx >= (uintptr_t)slot_at(s, lo) && (uintptr_t)nx < (uintptr_t)slot_at(s, lo + k))
 			link[(uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, nx)] = link[best];
@@ -655,9 +681,30 @@ unsigned _nd_slab_collect(slab_t *s)
 
 /* True if every object out of s is on its remote list (nothing live):
  * then no further free can come, and the slab can go. */
+/* _nd_slab_all_remote of s holding spans (m), remote list v: a span is
+ * k slots in used, one object on the list, so the list is walked (the
+ * owner may: nodes leave it only by its exchange). A listed inner slot (a
+ * free into a parked heap, unchecked) is not all remote: the slab stays
+ * for the collect that reports it, its span's memory in use. */
+static __attribute__((noinline)) bool span_all_remote(const slab_t *s, const _nd_span_map_t *m, uintptr_t v)
+{
+	uint32_t n = (uint32_t)(v >> TF_CNT_SHIFT), slots = 0;
+	void **x = (void **)(v & TF_PTR);
+	for (; n-- && x; x = x[0]) {
+		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x);
+		if (span_bit(m->in, i))
+			return false;
+		slots += span_bit(m->st, i) ? span_len(s, m, i) : 1;
+	}
+	return s->used + s->fbias == slots;
+}
+
 bool _nd_slab_all_remote(const slab_t *s)
 {
 	uintptr_t v = __atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE);
+	const _nd_span_map_t *m = __atomic_load_n(&s->spans, __ATOMIC_RELAXED);
+	if (nd_unlikely(m && m->n))
+		return span_all_remote(s, m, v);
 	return s->used + s->fbias == (uint32_t)(v >> TF_CNT_SHIFT);
 }
 

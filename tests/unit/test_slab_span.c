@@ -9,7 +9,12 @@
  * slots serve 128 B mallocs again (the inner one too: the owner's collect
  * ends a span sent home). Misuse is fatal (a child each): a span freed
  * twice, a free, realloc or malloc_usable_size of its inner slot (by the
- * owner or another thread). Check mode takes no span. */
+ * owner or another thread). Check mode takes no span. A span freed home
+ * after its thread exited leaves its slab all remote: the parked heap's
+ * trim releases it, and the header's next slab has no stale span bit.
+ * A span kept past its thread's exit, freed by the thread that adopted
+ * the parked heap, ends (its inner slot's free there is fatal; so is
+ * one freed while the heap was parked, at the adopter's collect). */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -107,9 +112,149 @@ static bool slots_back(const void *a, const void *b)
 	return ok && ga && gb;
 }
 
+/* A thread takes a span, frees every other object of its slab and exits
+ * (its heap parks, stamp 0); main frees the span (home). The slab then
+ * holds nothing live: a trim of the parked heap releases it, its header
+ * (span map kept with it) serving the next slab without the old span's
+ * bits. Exit codes: 3 no span, 4 not all remote, 5 a stale bit. */
+struct parked {
+	unsigned char *p;
+	const _nd_slab_t *s;
+};
+
+static void *span_then_exit(void *arg)
+{
+	struct parked *r = arg;
+	make_holes();
+	r->p = malloc(250);
+	if (r->p && slab_size_of(r->p) == 128)
+		r->s = (const _nd_slab_t *)_nd_page_desc(r->p)->user;
+	for (int i = 0; i < K; i++) {
+		free(obj[i]);
+		obj[i] = NULL;
+	}
+	return NULL;
+}
+
+/* inner: the span kept (main's) and its inner slot freed instead: not
+ * all remote, so the trim keeps the slab, and the collect of whoever
+ * takes it reports the misuse (its release would have given back the
+ * live span's memory). */
+static int parked_case(bool inner)
+{
+	struct parked r = { NULL, NULL };
+	pthread_t t;
+	pthread_create(&t, NULL, span_then_exit, &r);
+	pthread_join(t, NULL);
+	if (!r.s)
+		return 3;
+	free(inner ? (void *)(L(r.p) + 128) : (void *)r.p); /* home (unchecked): the heap is parked */
+	_nd_slab_flush_remote();
+	if (!inner && !_nd_slab_all_remote(r.s))
+		return 4; /* the span is its one object out, on its remote list */
+	/* past a slab of 128 B: a new slab sweeps the pool (dirty), whose
+	 * trim releases the span's slab; the next slabs reuse headers */
+	static void *q[4 * K];
+	int bad = 0;
+	for (int i = 0; i < 4 * K; i++)
+		q[i] = malloc(120);
+	for (int i = 0; i < 4 * K; i++) {
+		bad |= malloc_usable_size(q[i]) != 128;
+		free(q[i]);
+	}
+	return bad ? 5 : 0;
+}
+
+/* A span kept past its thread's exit, its heap then adopted by a new
+ * thread (stamp restored with ND_TP_SPAN): the adopter's free of it ends
+ * the span (both slots serve 128 B again); its inner slot's free by the
+ * adopter is fatal. Exit codes: 3 no span, 6 not adopted, 7 a slot lost. */
+struct adopt {
+	unsigned char *p;
+	const char *what; /* "free", "inner" */
+	int rc;
+};
+
+static void *span_keep_exit(void *arg)
+{
+	struct adopt *r = arg;
+	make_holes();
+	r->p = malloc(250);
+	return NULL;
+}
+
+static void *adopt_and_free(void *arg)
+{
+	struct adopt *r = arg;
+	void *x = malloc(120); /* the thread's first: adopts the parked heap */
+	const _nd_slab_t *s = (const _nd_slab_t *)_nd_page_desc(r->p)->user;
+	if (__atomic_load_n(&s->heap, __ATOMIC_RELAXED) != _nd_tls->heap) {
+		r->rc = 6;
+		return NULL;
+	}
+	if (!strcmp(r->what, "inner"))
+		free(L(r->p) + 128);
+	free(r->p);
+	r->rc = slots_back(r->p, r->p + 128) ? 0 : 7;
+	free(x);
+	return NULL;
+}
+
+/* While the heap is parked (stamp 0) every free goes home unchecked:
+ * the inner slot, then the span, freed by main; the adopter's collect
+ * must report the inner one whatever their order on the remote list
+ * (ending the span first cleared its bit and listed the slot twice). */
+static void *adopt_collect(void *arg)
+{
+	(void)arg;
+	static void *q[4 * K];
+	for (int i = 0; i < 4 * K; i++)
+		q[i] = malloc(120);
+	for (int i = 0; i < 4 * K; i++)
+		free(q[i]);
+	return NULL;
+}
+
+static int parked_inner_case(void)
+{
+	struct adopt r = { NULL, "", 0 };
+	pthread_t t;
+	pthread_create(&t, NULL, span_keep_exit, &r);
+	pthread_join(t, NULL);
+	if (!r.p || slab_size_of(r.p) != 128)
+		return 3;
+	free(L(r.p) + 128);
+	free(r.p);
+	_nd_slab_flush_remote();
+	pthread_create(&t, NULL, adopt_collect, NULL);
+	pthread_join(t, NULL);
+	return 0;
+}
+
+static int adopt_case(const char *what)
+{
+	struct adopt r = { NULL, what, 0 };
+	pthread_t t;
+	pthread_create(&t, NULL, span_keep_exit, &r);
+	pthread_join(t, NULL);
+	if (!r.p || slab_size_of(r.p) != 128)
+		return 3;
+	pthread_create(&t, NULL, adopt_and_free, &r);
+	pthread_join(t, NULL);
+	return r.rc;
+}
+
 /* Each case does one bad thing; returning from it is a failure. */
 static int run_case(const char *name)
 {
+	if (!strcmp(name, "parked"))
+		return parked_case(false);
+	if (!strcmp(name, "parked_inner_only"))
+		return parked_case(true);
+	if (!strcmp(name, "parked_inner"))
+		return parked_inner_case();
+	if (!strcmp(name, "adopt") || !strcmp(name, "adopt_inner"))
+		return adopt_case(name[5] ? "inner" : "free");
 	make_holes();
 	char *p = malloc(250);
 	if (!p || slab_size_of(p) != 128)
@@ -205,6 +350,21 @@ int main(int argc, char **argv)
 	expect(exe, "inner_realloc", "realloc(): invalid pointer");
 	expect(exe, "inner_usable", "malloc_usable_size(): invalid pointer");
 	char out[2048];
+	char *const pav[] = { exe, "parked", NULL };
+	int pst = run_child(exe, pav, NULL, NULL, false, out, sizeof out);
+	CHECK(WIFEXITED(pst) && WEXITSTATUS(pst) == 0,
+	      "a span freed home after its thread exited: status %d (exit 4: its slab not all remote, 5: a stale span bit), "
+	      "stderr: %s",
+	      pst, out);
+	char *const aav[] = { exe, "adopt", NULL };
+	pst = run_child(exe, aav, NULL, NULL, false, out, sizeof out);
+	CHECK(WIFEXITED(pst) && WEXITSTATUS(pst) == 0,
+	      "a span freed by the thread that adopted its heap: status %d (exit 6: not adopted, 7: a slot lost), "
+	      "stderr: %s",
+	      pst, out);
+	expect(exe, "adopt_inner", "inside a block, not its start");
+	expect(exe, "parked_inner", "inside a block, not its start");
+	expect(exe, "parked_inner_only", "inside a block, not its start");
 	char *const av[] = { exe, "check", NULL };
 	int st = run_child(exe, av, "NODALLOC_CHECK", "1", false, out, sizeof out);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "check mode took a span: status %d", st); /* run_case's 3 */
