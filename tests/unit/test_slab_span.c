@@ -9,7 +9,8 @@
  * slots serve 128 B mallocs again (the inner one too: the owner's collect
  * ends a span sent home). Misuse is fatal (a child each): a span freed
  * twice, a free, realloc or malloc_usable_size of its inner slot (by the
- * owner or another thread). Check mode takes no span. */
+ * owner or another thread), and so is a free list whose links were
+ * overwritten, met by the span search's walk. Check mode takes no span. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -111,6 +112,15 @@ static bool slots_back(const void *a, const void *b)
 static int run_case(const char *name)
 {
 	make_holes();
+	if (!strcmp(name, "corrupt")) {
+		/* the links of the free slots after each kept object (carved
+		 * in order: slots 4j + 1..3) into the middle of an object */
+		for (int i = 0; i < K; i += 4)
+			for (int m = 1; m < 4; m++)
+				*(void **)(obj[i] + 128 * m) = obj[i] + 8;
+		sink = malloc(250);
+		return 0;
+	}
 	char *p = malloc(250);
 	if (!p || slab_size_of(p) != 128)
 		return 3; /* no span: the case cannot run */
@@ -204,6 +214,7 @@ int main(int argc, char **argv)
 	expect(exe, "inner_remote", "inside a block, not its start");
 	expect(exe, "inner_realloc", "realloc(): invalid pointer");
 	expect(exe, "inner_usable", "malloc_usable_size(): invalid pointer");
+	expect(exe, "corrupt", "malloc(): corrupted free list in the slab of 128-byte objects");
 	char out[2048];
 	char *const av[] = { exe, "check", NULL };
 	int st = run_child(exe, av, "NODALLOC_CHECK", "1", false, out, sizeof out);
