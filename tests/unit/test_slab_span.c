@@ -7,10 +7,11 @@
  * or to shrink by more than half; the statistics count it as one object;
  * freed by its owner, by nd_free_sized or by another thread, both of its
  * slots serve 128 B mallocs again (the inner one too: the owner's collect
- * ends a span sent home). Misuse is fatal (a child each): a span freed
- * twice, a free, realloc or malloc_usable_size of its inner slot (by the
- * owner or another thread), and so is a free list whose links were
- * overwritten, met by the span search's walk. Check mode takes no span. */
+ * ends a span sent home). A failed search skips the heap's next one.
+ * Misuse is fatal (a child each): a span freed twice, a free, realloc or
+ * malloc_usable_size of its inner slot (by the owner or another thread),
+ * and so is a free list whose links were overwritten, met by the span
+ * search's walk. Check mode takes no span. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -208,6 +209,17 @@ int main(int argc, char **argv)
 	_nd_slab_flush_remote();
 	CHECK(slots_back(p, p + 128), "both slots of a span freed by another thread");
 	CHECK(kept_intact(), "the kept 128 B objects");
+
+	/* a failed search skips the heap's next one: 90 B has no donor
+	 * class (80 B loses 70), then 250 B takes a span one search later */
+	make_holes();
+	_nd_heap_t *h = (_nd_heap_t *)_nd_tls->heap;
+	h->spskip = 0; /* make_holes' mallocs may have left a skip */
+	CHECK(_nd_slab_span_take(h, 90) == NULL);
+	CHECK(_nd_slab_span_take(h, 250) == NULL, "the search after a failed one is skipped");
+	p = _nd_slab_span_take(h, 250);
+	CHECK(p != NULL && slab_size_of(p) == 128 && malloc_usable_size(p) == 256);
+	free(p);
 
 	expect(exe, "double", "free(): double free of");
 	expect(exe, "inner", "inside a block, not its start");
