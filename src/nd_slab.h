@@ -612,6 +612,7 @@ typedef struct nd_heap {
 	_nd_slab_t *empty[ND_SLAB_CLASSES];
 	uint64_t emask;                 /* classes whose empty[] list is not empty */
 	uint32_t epages;                /* pages of the kept empty slabs */
+	uint32_t spskip;                /* slab.c (owner): span searches skipped after one failed */
 } _nd_heap_t;
 _Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur), "_nd_heap_t starts with cur[]");
 

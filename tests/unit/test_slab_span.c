@@ -7,14 +7,16 @@
  * or to shrink by more than half; the statistics count it as one object;
  * freed by its owner, by nd_free_sized or by another thread, both of its
  * slots serve 128 B mallocs again (the inner one too: the owner's collect
- * ends a span sent home). Misuse is fatal (a child each): a span freed
- * twice, a free, realloc or malloc_usable_size of its inner slot (by the
- * owner or another thread). Check mode takes no span. A span freed home
- * after its thread exited leaves its slab all remote: the parked heap's
- * trim releases it, and the header's next slab has no stale span bit.
- * A span kept past its thread's exit, freed by the thread that adopted
- * the parked heap, ends (its inner slot's free there is fatal; so is
- * one freed while the heap was parked, at the adopter's collect). */
+ * ends a span sent home). A failed search skips the heap's next one.
+ * Misuse is fatal (a child each): a span freed twice, a free, realloc or
+ * malloc_usable_size of its inner slot (by the owner or another thread),
+ * and so is a free list whose links were overwritten, met by the span
+ * search's walk. Check mode takes no span. A span freed home after its
+ * thread exited leaves its slab all remote: the parked heap's trim
+ * releases it, and the header's next slab has no stale span bit. A span
+ * kept past its thread's exit, freed by the thread that adopted the
+ * parked heap, ends (its inner slot's free there is fatal; so is one
+ * freed while the heap was parked, at the adopter's collect). */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -256,6 +258,15 @@ static int run_case(const char *name)
 	if (!strcmp(name, "adopt") || !strcmp(name, "adopt_inner"))
 		return adopt_case(name[5] ? "inner" : "free");
 	make_holes();
+	if (!strcmp(name, "corrupt")) {
+		/* the links of the free slots after each kept object (carved
+		 * in order: slots 4j + 1..3) into the middle of an object */
+		for (int i = 0; i < K; i += 4)
+			for (int m = 1; m < 4; m++)
+				*(void **)(obj[i] + 128 * m) = obj[i] + 8;
+		sink = malloc(250);
+		return 0;
+	}
 	char *p = malloc(250);
 	if (!p || slab_size_of(p) != 128)
 		return 3; /* no span: the case cannot run */
@@ -344,11 +355,23 @@ int main(int argc, char **argv)
 	CHECK(slots_back(p, p + 128), "both slots of a span freed by another thread");
 	CHECK(kept_intact(), "the kept 128 B objects");
 
+	/* a failed search skips the heap's next one: 90 B has no donor
+	 * class (80 B loses 70), then 250 B takes a span one search later */
+	make_holes();
+	_nd_heap_t *h = (_nd_heap_t *)_nd_tls->heap;
+	h->spskip = 0; /* make_holes' mallocs may have left a skip */
+	CHECK(_nd_slab_span_take(h, 90) == NULL);
+	CHECK(_nd_slab_span_take(h, 250) == NULL, "the search after a failed one is skipped");
+	p = _nd_slab_span_take(h, 250);
+	CHECK(p != NULL && slab_size_of(p) == 128 && malloc_usable_size(p) == 256);
+	free(p);
+
 	expect(exe, "double", "free(): double free of");
 	expect(exe, "inner", "inside a block, not its start");
 	expect(exe, "inner_remote", "inside a block, not its start");
 	expect(exe, "inner_realloc", "realloc(): invalid pointer");
 	expect(exe, "inner_usable", "malloc_usable_size(): invalid pointer");
+	expect(exe, "corrupt", "malloc(): corrupted free list in the slab of 128-byte objects");
 	char out[2048];
 	char *const pav[] = { exe, "parked", NULL };
 	int pst = run_child(exe, pav, NULL, NULL, false, out, sizeof out);
