@@ -466,11 +466,13 @@ static void stats_slab(const slab_t *s, void *arg)
 	e->slab_bytes += (uint64_t)(npages > ngone ? npages - ngone : 0) << ND_PAGE_SHIFT;
 	uint32_t cap = __atomic_load_n(&s->cap, __ATOMIC_RELAXED), lost = __atomic_load_n(&s->lost, __ATOMIC_RELAXED);
 	e->capacity += cap > lost ? cap - lost : 0;
-	/* a span is one object of k slots (used counts slots) */
+	/* a span is one object of k slots (used counts slots); extra read
+	 * before the owner ended a span and used after can exceed the count:
+	 * no wrap-around, as above (audit9) */
 	const _nd_span_map_t *m = __atomic_load_n(&s->spans, __ATOMIC_ACQUIRE);
 	uint32_t extra = m ? __atomic_load_n(&m->extra, __ATOMIC_RELAXED) : 0;
-	e->objects += (uint32_t)(__atomic_load_n(&s->used, __ATOMIC_RELAXED) + __atomic_load_n(&s->fbias, __ATOMIC_RELAXED) -
-				 extra);
+	uint32_t slots = (uint32_t)(__atomic_load_n(&s->used, __ATOMIC_RELAXED) + __atomic_load_n(&s->fbias, __ATOMIC_RELAXED));
+	e->objects += slots > extra ? slots - extra : 0;
 }
 
 static void stats_thread(_nd_thread_t *t, void *arg)
