@@ -762,9 +762,21 @@ bool _nd_slab_lend(_nd_heap_t *h, unsigned c);
 void _nd_slab_set_heap(_nd_thread_t *t, _nd_heap_t *h);
 /* Smallest class >= size whose objects are aligned to align, or -1. */
 int _nd_slab_class_for(size_t size, size_t align);
+/* Refills that find t's list empty while it serves keep dir[] on it (its
+ * used stays cap + 1: active) this many times before it goes idle: each
+ * went idle at once, and in wl_larson a dry spell is a malloc or two
+ * before the class's next free, which then took the first push's slow
+ * path to switch dir[] back (2 8 100000: 30k dry spells, 27k first
+ * pushes). The count restarts when the list goes idle. */
+#define ND_SLAB_BW_DRY 8
+/* While a list keeps dir[] dry, a lender (heap.c, bw_lend) moves up to
+ * this many objects onto it, not one a refill. */
+#define ND_SLAB_BW_LEND 8
 /* malloc of class c found its list empty (key valid, t a real record):
  * an object of t's borrowed list of c (dir[] then points at it), else
- * NULL with dir[] back on the heap's current slab. */
+ * NULL with dir[] back on the heap's current slab, or still on the
+ * (empty, active) list (ND_SLAB_BW_DRY; a new current slab takes dir[]
+ * then, and the list's objects wait until that slab runs dry). */
 void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c);
 /* t->dir's entries of class c point at s (every write of the current
  * heap's cur[] and of a borrowed list's start goes through it). Owner. */

@@ -208,11 +208,13 @@ typedef struct _nd_thread {
 	 * other threads' slabs on node bw_node1 - 1 (and into its own slabs
 	 * flagged ND_TP_MIX), kept for its own mallocs of the class
 	 * (tcmalloc-like reuse, placement kept: only while the current heap
-	 * is that node's heap). Only free and used are meaningful. used
+	 * is that node's heap). Only free, used and dry are meaningful. used
 	 * is 0 while the list is idle (empty, dir[] on the heap's slab), else
 	 * cls_bw + 1 - the objects on it, so that the push's "used <= 0" test,
 	 * the owner's for a slab, fires on the first object (dir[] switches
-	 * to the list) and past the cap. Each object is marked free and
+	 * to the list) and past the cap; an empty list that keeps dir[] for
+	 * a few refills (dry) is active. Objects of a lender's class may be
+	 * on it (heap.c, bw_lend). Each object is marked free and
 	 * counted out by its slab, as in rf[]. List c is the _nd_slab_hot_t
 	 * at &bwl[c] (_nd_thread_bw): its free and used are bwl[c + 4], its
 	 * first line (no one reads it for a list) is lists c - 4 .. c - 1's
@@ -221,6 +223,10 @@ typedef struct _nd_thread {
 	struct _nd_bw_line {
 		_Alignas(16) void *free;
 		uint32_t used;
+		uint32_t dry; /* refills that found the list empty and kept
+			       * dir[] on it since it last went idle
+			       * (slab_remote.c, _nd_slab_bw_take); in an
+			       * _nd_slab_hot_t's padding after used */
 	} bwl[ND_SLAB_CLASSES + ND_CACHE_LINE / 16];
 	struct nd_heap *ph[8];  /* policy heaps (bind, interleave, weighted) */
 	int nph;
@@ -233,7 +239,9 @@ _Static_assert(offsetof(_nd_thread_t, all_next) + sizeof(void *) <= ND_THREAD_PA
 	       "the record's first page holds what every thread touches (all_next last)");
 
 _Static_assert(offsetof(_nd_slab_hot_t, free) == ND_CACHE_LINE &&
-		       offsetof(_nd_slab_hot_t, used) == ND_CACHE_LINE + offsetof(struct _nd_bw_line, used),
+		       offsetof(_nd_slab_hot_t, used) == ND_CACHE_LINE + offsetof(struct _nd_bw_line, used) &&
+		       ND_CACHE_LINE + offsetof(struct _nd_bw_line, dry) >= offsetof(_nd_slab_hot_t, used) + sizeof(uint32_t) &&
+		       ND_CACHE_LINE + offsetof(struct _nd_bw_line, dry) + sizeof(uint32_t) <= sizeof(_nd_slab_hot_t),
 	       "free and used start the second line, a borrowed list's those of the fourth list after it");
 /* t's borrowed list of class c: bwl + 16 c, written as bytes so that gcc
  * makes one shift and one lea of it (it added the array's index first:

@@ -194,8 +194,6 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 		_nd_slab_dir_class(t, c, b);
 		return _nd_slab_pop(b);
 	}
-	if (b->used) /* a list never used stays unwritten (nd_thread.h) */
-		b->used = 0; /* idle: the next push sets dir[] again */
 	if (t->cdir[c] == b) {
 		slab_t *s = ((heap_t *)t->heap)->cur[c];
 		/* the list served and ran dry: the heap's current slab of c
@@ -204,12 +202,21 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 		 * frees hit flagged and unflagged slabs of its own at random
 		 * mispredicted the owner branch (wl_larson with 1 thread and 512
 		 * slots, cachegrind: 0.97 mispredicts per pair) and switched
-		 * dir[] to the list and back at every dry spell */
+		 * dir[] to the list and back at every dry spell. At every
+		 * such refill: the slab changes within a dry spell */
 		if (s != &_nd_slab_empty && s->cls == c && (int32_t)s->node1 == t->bw_node1 &&
 		    !(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & (ND_TP_MIX | ND_TP_SPAN)))
 			__atomic_fetch_or(&s->tp, _nd_slab_tp_mix((int32_t)s->node1), __ATOMIC_RELAXED);
+		if (t->bwl[c].dry++ < ND_SLAB_BW_DRY)
+			return NULL; /* dir[] kept, the list active */
+		t->bwl[c].dry = 0;
+		b->used = 0; /* idle: the next push sets dir[] again */
 		_nd_slab_dir_class(t, c, s);
-	} else if (t->cdir[c] != (_nd_slab_hot_t *)((heap_t *)t->heap)->cur[c]) {
+		return NULL;
+	}
+	if (b->used) /* a list never used stays unwritten (nd_thread.h) */
+		b->used = 0;
+	if (t->cdir[c] != (_nd_slab_hot_t *)((heap_t *)t->heap)->cur[c]) {
 		/* a lender's list served (heap.c, bw_lend) and ran dry */
 		_nd_slab_dir_class(t, c, ((heap_t *)t->heap)->cur[c]);
 	}
