@@ -309,7 +309,7 @@ static inline uintptr_t _nd_slab_bw_key(int32_t node1)
 static inline uintptr_t _nd_slab_my_tp(void)
 {
 	uintptr_t tp = (uintptr_t)__builtin_thread_pointer();
-	ND_ASSERT(!(tp & ND_TP_BITS), "thread pointers are 64-aligned (nd_slab.h)");
+	ND_ASSERT(!(tp & ND_TP_BITS) && !(tp >> 63), "thread pointers are 64-aligned (ND_TP_BITS) and below 2^63 (ND_TP_SPAN)");
 	return tp;
 }
 
