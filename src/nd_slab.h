@@ -294,6 +294,10 @@ static inline __attribute__((always_inline)) int _nd_slab_free_classify(_nd_slab
  * node past 30 (their frees take _nd_slab_free_other, which borrows by
  * _nd_slab_bw_ok), matches no tp: its low bits are 0 or odd. */
 #define ND_TP_BITS ((uintptr_t)63)
+/* A stamp of a slab that holds a span (below, "Spans"). */
+#define ND_TP_SPAN ((uintptr_t)1 << 63)
+/* A stamp's bits that are not its owner's thread pointer. */
+#define ND_TP_FLAGS (ND_TP_BITS | ND_TP_SPAN)
 #define ND_BW_KEY_NONE ((uintptr_t)2)
 static inline uintptr_t _nd_slab_tp_mix(int32_t node1)
 {
@@ -309,7 +313,7 @@ static inline uintptr_t _nd_slab_bw_key(int32_t node1)
 static inline uintptr_t _nd_slab_my_tp(void)
 {
 	uintptr_t tp = (uintptr_t)__builtin_thread_pointer();
-	ND_ASSERT(!(tp & ND_TP_BITS) && !(tp >> 63), "thread pointers are 64-aligned (ND_TP_BITS) and below 2^63 (ND_TP_SPAN)");
+	ND_ASSERT(!(tp & ND_TP_FLAGS), "thread pointers are 64-aligned (ND_TP_BITS) and below 2^63 (ND_TP_SPAN)");
 	return tp;
 }
 
@@ -324,7 +328,7 @@ static inline __attribute__((always_inline)) bool _nd_slab_bw_ok(const _nd_threa
 	return ((int32_t)s->node1 == t->bw_node1) & (tp != 0);
 }
 
-/* Does the caller own s (tp: its stamp)? The thread pointer is read
+/* Does the caller own s (tp: its stamp, flags and all)? The thread pointer is read
  * anew (an asm gcc does not merge with free's own read), so free's owner
  * test keeps its xor with %fs:0 in memory instead of holding it in a
  * register for this slower path (one instruction per free, wl_small). */
@@ -332,7 +336,7 @@ static inline __attribute__((always_inline)) bool _nd_slab_owns(uintptr_t tp)
 {
 	uintptr_t me;
 	__asm__ volatile("mov %%fs:0, %0" : "=r"(me));
-	return (tp & ~ND_TP_BITS) == me;
+	return (tp & ~ND_TP_FLAGS) == me;
 }
 
 /* The push of a free object o of a flagged slab s onto the caller's
@@ -479,7 +483,6 @@ bool _nd_slab_freed(const void *p, const _nd_pagedesc_t *d);
  * thread (usable size, the interior test); a span's bits are set before
  * malloc returns it and cleared by its free, which the owner does, or its
  * collect of a remote free. */
-#define ND_TP_SPAN ((uintptr_t)1 << 63)
 #define ND_SPAN_WORDS 6 /* slots of a donor slab: at most 384 (192 B: 341) */
 typedef struct _nd_span_map {
 	uint64_t st[ND_SPAN_WORDS]; /* bit i: a span starts at slot i */

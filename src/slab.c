@@ -183,7 +183,7 @@ void _nd_slab_corrupt_link(const slab_t *s, void *const *o, const char *fn)
  * ND_TP_SPAN while a slab holds a span). */
 static inline bool is_owner(const slab_t *s)
 {
-	return _nd_slab_owns(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & ~ND_TP_SPAN);
+	return _nd_slab_owns(__atomic_load_n(&s->tp, __ATOMIC_RELAXED));
 }
 
 #define UNIT_PAGES ((uint32_t)1 << (ND_SLAB_UNIT_SHIFT - ND_PAGE_SHIFT))
@@ -599,7 +599,7 @@ static void *span_from(slab_t *s, uint32_t k)
 		    !__atomic_compare_exchange_n(&s->tp, &tp, tp | ND_TP_SPAN, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			return NULL;
 	}
-	ND_ASSERT((__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & (ND_TP_SPAN | ND_TP_BITS)) == ND_TP_SPAN,
+	ND_ASSERT((__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & ND_TP_FLAGS) == ND_TP_SPAN,
 		  "a slab holding a span carries ND_TP_SPAN, never ND_TP_MIX");
 	/* *link[j] == slot j for each run slot j still listed: unlinking j
 	 * moves only its successor's link (in any order) */
@@ -1129,7 +1129,7 @@ static __attribute__((noinline)) void span_free(_nd_thread_t *t, slab_t *s, void
 	uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, o);
 	if (span_bit(m->in, i))
 		bad_free(o, s, "inside a block, not its start");
-	if (!_nd_slab_owns(tp & ~ND_TP_SPAN)) {
+	if (!_nd_slab_owns(tp)) {
 		free_home(t, s, o);
 		return;
 	}

@@ -376,7 +376,7 @@ static void split_live(void **o, uintptr_t me, uint32_t cap, void ***keep, uint3
 {
 	for (void **nx; o; o = nx) {
 		nx = o[0];
-		uintptr_t tp = __atomic_load_n(&((slab_t *)o[1])->tp, __ATOMIC_RELAXED) & ~ND_TP_BITS;
+		uintptr_t tp = __atomic_load_n(&((slab_t *)o[1])->tp, __ATOMIC_RELAXED) & ~ND_TP_FLAGS;
 		void ***to = tp && tp != me && *nk < cap ? keep : home;
 		*nk += to == keep;
 		o[0] = *to;
