@@ -207,6 +207,7 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 		if (s != &_nd_slab_empty && s->cls == c && (int32_t)s->node1 == t->bw_node1 &&
 		    !(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & (ND_TP_MIX | ND_TP_SPAN)))
 			__atomic_fetch_or(&s->tp, _nd_slab_tp_mix((int32_t)s->node1), __ATOMIC_RELAXED);
+		ND_ASSERT(b->used == _nd_slab_bw_cap(c) + 1, "a list that served and ran dry is active and empty");
 		if (t->bwl[c].dry++ < ND_SLAB_BW_DRY)
 			return NULL; /* dir[] kept, the list active */
 		t->bwl[c].dry = 0;

@@ -203,6 +203,11 @@ static void release(_nd_thread_t *t)
 		_nd_lock(&thread_lock);
 		if (!gone_ready) {
 			memcpy(&_nd_thread_gone.t, &_nd_thread_boot, ND_THREAD_PAGE1); /* the rest is zero in both */
+#ifdef ND_DEBUG
+			/* never written again (nd_thread.h): debug builds fault on
+			 * a write, as on boot's (const) */
+			_nd_os_mprotect(&_nd_thread_gone, sizeof _nd_thread_gone, 1 /* PROT_READ */);
+#endif
 			__atomic_store_n(&gone_ready, true, __ATOMIC_RELEASE);
 		}
 		_nd_unlock(&thread_lock);
