@@ -783,8 +783,9 @@ static inline __attribute__((always_inline)) void *onnodex(size_t size, uint64_t
 	return onnodex_miss(size, nr, 0);
 }
 
-/* The public x calls are interposable: calling each other would go
- * through the PLT, so each inlines the body. */
+/* Each public x call inlines the body: calling each other cost a call
+ * through the GOT (interposable, before -Bsymbolic-functions: CMakeLists.txt),
+ * and costs a call still. */
 static void *mallocx_onnode_r(size_t size, uint64_t nr, uint64_t fr)
 {
 	return onnodex(size, nr, fr);
