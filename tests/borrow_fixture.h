@@ -21,6 +21,15 @@ static inline int borrow_emulate(void)
 	return 0;
 }
 
+/* An owner thread's end: its objects are made (first wait), it lives
+ * until the other thread is done with them (second wait): a parked
+ * heap's objects are not borrowed. */
+static inline void borrow_hold(pthread_barrier_t *bar)
+{
+	pthread_barrier_wait(bar);
+	pthread_barrier_wait(bar);
+}
+
 /* A thread of node 0 that makes n objects of size into v and lives until
  * the second wait of bar after that (a parked heap's objects are not
  * borrowed); arg: a struct borrow_owner that outlives the thread. */
@@ -37,8 +46,7 @@ static inline void *borrow_owner(void *arg)
 	nd_emulate_cpu(0);
 	for (int i = 0; i < o->n; i++)
 		o->v[i] = malloc(o->size);
-	pthread_barrier_wait(o->bar);
-	pthread_barrier_wait(o->bar);
+	borrow_hold(o->bar);
 	return NULL;
 }
 
@@ -76,6 +84,16 @@ static inline struct borrow_freed borrow_free_all(void **v, int n, size_t size)
 		free(v[i]);
 	struct borrow_freed r = { _nd_slab_remote_pending(), _nd_slab_xfer_count(0), _nd_slab_remote_sent() - sent };
 	return r;
+}
+
+/* out[c]: class c's remote_frees so far; returns the classes read. */
+static inline int borrow_remote_all(uint64_t *out)
+{
+	_nd_slab_class_stats_t st[ND_SLAB_CLASSES];
+	int n = _nd_slab_class_stats(st, ND_SLAB_CLASSES);
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+		out[c] = st[c].remote_frees;
+	return n;
 }
 
 /* How many of v[0 .. n) are in set[0 .. ns). */

@@ -25,17 +25,8 @@ static void *owner(void *arg)
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
 		for (int i = 0; i < 2; i++)
 			theirs[c][i] = malloc(_nd_slab_class_size(c));
-	pthread_barrier_wait(&bar);
-	pthread_barrier_wait(&bar); /* main is done: a parked heap's objects are not borrowed */
+	borrow_hold(&bar);
 	return NULL;
-}
-
-static void remote_all(uint64_t *out)
-{
-	_nd_slab_class_stats_t st[ND_SLAB_CLASSES];
-	CHECK_EQ(_nd_slab_class_stats(st, ND_SLAB_CLASSES), ND_SLAB_CLASSES);
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
-		out[c] = st[c].remote_frees;
 }
 
 int main(void)
@@ -53,11 +44,11 @@ int main(void)
 		size_t size = _nd_slab_class_size(c);
 		CHECK_EQ(_nd_slab_class_of(size), c);
 		uint64_t before[ND_SLAB_CLASSES], after[ND_SLAB_CLASSES];
-		remote_all(before);
+		CHECK_EQ(borrow_remote_all(before), ND_SLAB_CLASSES);
 		free(theirs[c][0]);
 		CHECK((_nd_slab_of(theirs[c][1])->tp & ND_TP_MIX) != 0, "the first free flagged the slab");
 		free(theirs[c][1]);
-		remote_all(after);
+		CHECK_EQ(borrow_remote_all(after), ND_SLAB_CLASSES);
 		for (unsigned k = 0; k < ND_SLAB_CLASSES; k++)
 			CHECK_EQ(after[k] - before[k], k == c ? 2u : 0u);
 		void *a = malloc(size), *b = malloc(size);
