@@ -94,17 +94,20 @@ for a in "${ALLOCS[@]}"; do [ "$a" != nodalloc ] && PEERS+=("$a"); done
 WANT_2N=${WANT_2N:-0}
 
 # ---- workloads: name and command line (op counts fixed: deterministic) ----
-# (docs/benchmarks.md describes each; issue 11 added large, threads, xfree2/4)
-WL_NAMES=(small prodcons larson footprint large threads xfree2 xfree4)
+# (docs/benchmarks.md describes each; issue 11 added large, threads, xfree2/4,
+# larsonbig)
+WL_NAMES=(small prodcons larson larsonbig footprint large threads xfree2 xfree4)
 if [ "$QUICK" = 1 ]; then
 	declare -A WL=([small]="wl_small 1000000" [prodcons]="wl_prodcons 1 200000"
-		[larson]="wl_larson 2 2 50000" [footprint]="wl_footprint 50000"
+		[larson]="wl_larson 2 2 50000" [larsonbig]="wl_larson 2 2 20000 1024 2000 16000 2"
+		[footprint]="wl_footprint 50000"
 		[large]="wl_large 30 4" [threads]="wl_threads 4 4 2000"
 		[xfree2]="wl_xfree 2 100000" [xfree4]="wl_xfree 4 50000")
 	CG_N=100000
 else
 	declare -A WL=([small]="wl_small 20000000" [prodcons]="wl_prodcons 1 8000000"
-		[larson]="wl_larson 2 8 500000" [footprint]="wl_footprint 300000"
+		[larson]="wl_larson 2 8 500000" [larsonbig]="wl_larson 2 8 500000 4096 2000 16000 2"
+		[footprint]="wl_footprint 300000"
 		[large]="wl_large 200" [threads]="wl_threads 4 50 20000"
 		[xfree2]="wl_xfree 2 2000000" [xfree4]="wl_xfree 4 1000000")
 	CG_N=500000
@@ -370,6 +373,7 @@ if have nodalloc && [ ${#PEERS[@]} -gt 0 ]; then
 	}
 	target_time small mimalloc
 	target_time larson tcmalloc
+	target_time larsonbig tcmalloc
 	target_time xfree2 tcmalloc
 	target_time xfree4 tcmalloc
 	target_time footprint glibc
