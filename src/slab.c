@@ -543,27 +543,34 @@ static inline bool span_donor(const slab_t *s, uint32_t k)
 
 /* The first slot of the first run of k listed slots met in a walk of s's
  * free list (UINT32_MAX: none); link[i]: the link to listed slot i.
- * Inlined with k constant (span_from's switch): the run test is a few
- * shifts. */
+ * Inlined with k constant (span_from's switch). One byte a slot (1:
+ * listed): a run of k through i is in the 8 bytes of slots i - k + 1 ..
+ * i - k + 8 (k <= 4), one load, and r keeps the bytes that start one:
+ * 25 instructions a slot where bits took 38 (wl_footprint 300,000
+ * visits 389k slots). */
 static inline __attribute__((always_inline)) uint32_t span_walk(slab_t *s, uint32_t k, void ***link)
 {
-	uint8_t fb[ND_SPAN_WORDS * 8 + 2] = { 0 }; /* bit i + 8: slot i is listed (fb[0]: a zero guard) */
+	uint8_t fb[SPAN_KMAX - 1 + ND_SPAN_WORDS * 64 + 8] = { 0 }; /* fb[i + 3]: slot i (3 guards below, 8 above) */
+	/* in locals: fb's byte stores may alias s */
 	uint32_t carved = s->carved;
+	uintptr_t start = (uintptr_t)s->start;
+	uint64_t mul = s->mul;
 	for (void **pp = (void **)&s->free, **x; (x = *pp) != NULL; pp = x) {
-		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x);
+		uint32_t i = (uint32_t)_nd_slab_rotr(((uintptr_t)x - start) * mul); /* _nd_slab_index */
 		if (nd_unlikely(i >= carved)) /* check_link's test, of the link just followed */
 			_nd_slab_corrupt_link(s, (void *const *)pp, "malloc");
-		fb[i / 8 + 1] |= (uint8_t)(1u << (i % 8));
+		uint64_t w, r;
+		/* loaded before i's byte is stored (no store to forward) */
+		__builtin_memcpy(&w, &fb[i + SPAN_KMAX - k], sizeof w); /* slots i - k + 1 .. */
+		w |= (uint64_t)1 << (8 * (k - 1));
+		fb[i + SPAN_KMAX - 1] = 1;
 		link[i] = pp;
-		/* a run of k listed slots through i: in the 2k - 1 <= 7 bits
-		 * from i - k + 1, r keeps the bits that start one */
-		uint32_t at = i + 8 - (k - 1);
-		uint32_t w = ((uint32_t)fb[at / 8] | (uint32_t)fb[at / 8 + 1] << 8) >> (at % 8), r = w;
+		r = w;
 		for (uint32_t j = 1; j < k; j++)
-			r &= w >> j;
-		r &= (1u << k) - 1;
+			r &= w >> (8 * j);
+		r &= ((uint64_t)1 << (8 * k)) - 1;
 		if (r)
-			return i - (k - 1) + (uint32_t)__builtin_ctz(r);
+			return i - (k - 1) + (uint32_t)__builtin_ctzll(r) / 8;
 	}
 	return UINT32_MAX;
 }
