@@ -77,6 +77,17 @@ void *_nd_meta_alloc(int node, size_t size)
 	return p;
 }
 
+void *_nd_meta_alloc_once(int node, void **slot, size_t size)
+{
+	_nd_meta_note_node(node);
+	_nd_lock(&_nd_meta_node[node].lock);
+	void *p = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	if (!p && (p = meta_alloc_locked(node, size)) != NULL)
+		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+	_nd_unlock(&_nd_meta_node[node].lock);
+	return p;
+}
+
 _nd_slab_t *_nd_meta_hdr_get(int node)
 {
 	_nd_meta_note_node(node);

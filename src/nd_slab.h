@@ -640,6 +640,8 @@ typedef struct _nd_meta_node {
 	uint32_t exit_trim_skipped; /* atomic: exits the rate bound skipped since the last trim */
 	uint64_t pcls;              /* pool_cls: classes a parked heap may hold partial slabs of */
 	uint64_t exit_trim_last;    /* atomic: ns of the node's last exit trim */
+	uint16_t *spcands;          /* slab.c's donor classes of each span size (set once under
+				     * the lock: _nd_meta_alloc_once; read acquire) */
 	/* slab_remote.c's exchange: per class, half borrowed lists that went
 	 * past their cap (count << 48 | head, as tfree; 0: none), which any
 	 * thread of the node takes when its own runs dry (atomic); xmask:
@@ -666,6 +668,9 @@ int _nd_meta_nodes_used(void);
 /* Zeroed, cache-line aligned, never freed; on node (else its fallback
  * nodes, else plain mmap). NULL if no memory. */
 void *_nd_meta_alloc(int node, size_t size);
+/* *slot, else _nd_meta_alloc's (stored with release): one block however
+ * many threads ask at once (node's lock). */
+void *_nd_meta_alloc_once(int node, void **slot, size_t size);
 /* A slab header on node's metadata (reused or new, not zeroed: keep
  * all_next), and back. */
 _nd_slab_t *_nd_meta_hdr_get(int node);

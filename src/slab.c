@@ -458,7 +458,6 @@ void _nd_slab_carve(slab_t *s)
 #define SPAN_WASTE 8u   /* at most size / 8 */
 #define SPAN_SKIP 1u    /* searches skipped after a failed one (h->spskip) */
 #define SPAN_LOOK 4u    /* partial slabs looked at per donor class */
-#define SPAN_NCAND (SPAN_DHI - SPAN_DLO + 1)
 
 static inline bool span_bit(const uint64_t *w, uint32_t i)
 {
@@ -547,27 +546,34 @@ static inline bool span_donor(const slab_t *s, uint32_t k)
 
 /* The first slot of the first run of k listed slots met in a walk of s's
  * free list (UINT32_MAX: none); link[i]: the link to listed slot i.
- * Inlined with k constant (span_from's switch): the run test is a few
- * shifts. */
+ * Inlined with k constant (span_from's switch). One byte a slot (1:
+ * listed): a run of k through i is in the 8 bytes of slots i - k + 1 ..
+ * i - k + 8 (k <= 4), one load, and r keeps the bytes that start one:
+ * 25 instructions a slot where bits took 38 (wl_footprint 300,000
+ * visits 389k slots). */
 static inline __attribute__((always_inline)) uint32_t span_walk(slab_t *s, uint32_t k, void ***link)
 {
-	uint8_t fb[ND_SPAN_WORDS * 8 + 2] = { 0 }; /* bit i + 8: slot i is listed (fb[0]: a zero guard) */
+	uint8_t fb[SPAN_KMAX - 1 + ND_SPAN_WORDS * 64 + 8] = { 0 }; /* fb[i + 3]: slot i (3 guards below, 8 above) */
+	/* in locals: fb's byte stores may alias s */
 	uint32_t carved = s->carved;
+	uintptr_t start = (uintptr_t)s->start;
+	uint64_t mul = s->mul;
 	for (void **pp = (void **)&s->free, **x; (x = *pp) != NULL; pp = x) {
-		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x);
+		uint32_t i = (uint32_t)_nd_slab_rotr(((uintptr_t)x - start) * mul); /* _nd_slab_index */
 		if (nd_unlikely(i >= carved)) /* check_link's test, of the link just followed */
 			_nd_slab_corrupt_link(s, (void *const *)pp, "malloc");
-		fb[i / 8 + 1] |= (uint8_t)(1u << (i % 8));
+		uint64_t w, r;
+		/* loaded before i's byte is stored (no store to forward) */
+		__builtin_memcpy(&w, &fb[i + SPAN_KMAX - k], sizeof w); /* slots i - k + 1 .. */
+		w |= (uint64_t)1 << (8 * (k - 1));
+		fb[i + SPAN_KMAX - 1] = 1;
 		link[i] = pp;
-		/* a run of k listed slots through i: in the 2k - 1 <= 7 bits
-		 * from i - k + 1, r keeps the bits that start one */
-		uint32_t at = i + 8 - (k - 1);
-		uint32_t w = ((uint32_t)fb[at / 8] | (uint32_t)fb[at / 8 + 1] << 8) >> (at % 8), r = w;
+		r = w;
 		for (uint32_t j = 1; j < k; j++)
-			r &= w >> j;
-		r &= (1u << k) - 1;
+			r &= w >> (8 * j);
+		r &= ((uint64_t)1 << (8 * k)) - 1;
 		if (r)
-			return i - (k - 1) + (uint32_t)__builtin_ctz(r);
+			return i - (k - 1) + (uint32_t)__builtin_ctzll(r) / 8;
 	}
 	return UINT32_MAX;
 }
@@ -626,8 +632,62 @@ static void *span_from(slab_t *s, uint32_t k)
 	return slot_at(s, lo);
 }
 
+/* The donor classes of a request of size (SPAN_LO..SPAN_HI B), fewest
+ * bytes lost first: up to SPAN_CMAX pairs (d - SPAN_DLO) | (k - 1) << 3
+ * of 5 bits (never 0: k >= 2), SPAN_CDONE once made. Made at a size's
+ * first search, in a table of the heap's node's metadata (made at its
+ * first search): not at the init (_nd_slab_init is in the part of .text
+ * every process touches, src/hot_text.ld), nor in .bss, whose pages every
+ * process touches are laid out for that (test_init_footprint). Any thread
+ * may make an entry, all write the same (relaxed atomics). Made at every
+ * search, the divisions and the sort cost wl_footprint (300,000) 8M
+ * instructions. */
+#define SPAN_LO 81u
+#define SPAN_HI 1024u
+#define SPAN_CMAX 3u /* no size has more */
+#define SPAN_CDONE 0x8000u
+
+static __attribute__((noinline)) uint16_t span_cands_make(uint16_t *tab, size_t size)
+{
+	unsigned nc = 0;
+	uint16_t cand[SPAN_CMAX];
+	size_t waste[SPAN_CMAX];
+	for (unsigned d = SPAN_DLO; d <= SPAN_DHI && cls_size[d] < size; d++) {
+		uint32_t k = (uint32_t)((size + cls_size[d] - 1) / cls_size[d]);
+		size_t w = (size_t)k * cls_size[d] - size;
+		if (k > SPAN_KMAX || w * SPAN_WASTE > size)
+			continue;
+		ND_ASSERT(nc < SPAN_CMAX, "at most SPAN_CMAX donor classes a size");
+		unsigned j = nc++;
+		for (; j > 0 && waste[j - 1] > w; j--) {
+			cand[j] = cand[j - 1];
+			waste[j] = waste[j - 1];
+		}
+		cand[j] = (uint16_t)((d - SPAN_DLO) | (k - 1) << 3);
+		waste[j] = w;
+	}
+	uint16_t e = SPAN_CDONE;
+	for (unsigned j = 0; j < nc; j++)
+		e |= (uint16_t)(cand[j] << (5 * j));
+	__atomic_store_n(&tab[size - SPAN_LO], e, __ATOMIC_RELAXED);
+	return e;
+}
+
+/* The entry of size in h's node's table; 0 if no memory for it. */
+static inline uint16_t span_cands(const heap_t *h, size_t size)
+{
+	int node = h->node >= 0 && h->node < ND_MAX_NODES ? h->node : 0;
+	uint16_t **slot = &_nd_meta_node[node].spcands, *tab = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (nd_unlikely(!tab) &&
+	    !(tab = _nd_meta_alloc_once(node, (void **)slot, (SPAN_HI - SPAN_LO + 1) * sizeof(uint16_t))))
+		return 0;
+	uint16_t e = __atomic_load_n(&tab[size - SPAN_LO], __ATOMIC_RELAXED);
+	return nd_likely(e) ? e : span_cands_make(tab, size);
+}
+
 void *_nd_slab_span_take(heap_t *h, size_t size)
 {
+	ND_ASSERT(size >= SPAN_LO && size <= SPAN_HI, "a span serves 81..1024 B (_nd_heap_refill)");
 	if (_nd_slab_check || h->user)
 		return NULL;
 	/* a failed search predicts the next: wl_footprint (100,000)
@@ -638,31 +698,13 @@ void *_nd_slab_span_take(heap_t *h, size_t size)
 		h->spskip--;
 		return NULL;
 	}
-	/* donor classes by the bytes they lose, fewest first (computed here,
-	 * not in a table at the init: _nd_slab_init is in the part of .text
-	 * every process touches, src/hot_text.ld) */
-	unsigned cand[SPAN_NCAND], nc = 0;
-	uint32_t ks[SPAN_NCAND];
-	size_t waste[SPAN_NCAND];
-	for (unsigned d = SPAN_DLO; d <= SPAN_DHI && cls_size[d] < size; d++) {
-		uint32_t k = (uint32_t)((size + cls_size[d] - 1) / cls_size[d]);
-		size_t w = (size_t)k * cls_size[d] - size;
-		if (k > SPAN_KMAX || w * SPAN_WASTE > size || h->cur[d] == &_nd_slab_empty)
+	for (uint16_t e = span_cands(h, size) & ~SPAN_CDONE; e; e >>= 5) {
+		unsigned d = SPAN_DLO + (e & 7u);
+		uint32_t k = 1 + (e >> 3 & 3u), look = 0;
+		if (h->cur[d] == &_nd_slab_empty)
 			continue;
-		unsigned j = nc++;
-		for (; j > 0 && waste[j - 1] > w; j--) {
-			cand[j] = cand[j - 1];
-			ks[j] = ks[j - 1];
-			waste[j] = waste[j - 1];
-		}
-		cand[j] = d;
-		ks[j] = k;
-		waste[j] = w;
-	}
-	for (unsigned i = 0; i < nc; i++) {
-		unsigned look = 0;
-		for (slab_t *s = h->cur[cand[i]]; s && look < SPAN_LOOK; s = s->next, look++) {
-			void *o = span_donor(s, ks[i]) ? span_from(s, ks[i]) : NULL;
+		for (slab_t *s = h->cur[d]; s && look < SPAN_LOOK; s = s->next, look++) {
+			void *o = span_donor(s, k) ? span_from(s, k) : NULL;
 			if (o)
 				return o;
 		}
