@@ -174,7 +174,12 @@ static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
  * small bound, compared in 64 bits, such a register is the argument
  * zero-extended and indexes a table without the extension's instruction
  * (one on each of these calls); a stray upper half only fails the bound,
- * and the paths behind it use the low half. */
+ * and the paths behind it use the low half. A body is ARGREG_BODY: clang
+ * (14) inlines nothing into a static function that only an alias of a
+ * symbol declared before (nodalloc.h) refers to, so its always_inline fast
+ * path became calls (nd_mallocx_onnode about 100 instructions a pair
+ * against gcc's 53); marked used, it is compiled like any other. */
+#define ARGREG_BODY static __attribute__((used))
 #if defined(__clang__)
 #define ARGREG_ALIAS(decl, body) decl __attribute__((alias(#body)));
 #else
@@ -373,7 +378,7 @@ static __attribute__((noinline)) void *onnode_miss(size_t size, int node)
 
 /* Fast path: the malloc pop from the thread's heap of node plus an index
  * (nr: the node's register, ARGREG_ALIAS). */
-static void *malloc_onnode_r(size_t size, uint64_t nr)
+ARGREG_BODY void *malloc_onnode_r(size_t size, uint64_t nr)
 {
 	_nd_thread_t *t = _nd_tls;
 	unsigned c;
@@ -785,7 +790,7 @@ static inline __attribute__((always_inline)) void *onnodex(size_t size, uint64_t
 
 /* The public x calls are interposable: calling each other would go
  * through the PLT, so each inlines the body. */
-static void *mallocx_onnode_r(size_t size, uint64_t nr, uint64_t fr)
+ARGREG_BODY void *mallocx_onnode_r(size_t size, uint64_t nr, uint64_t fr)
 {
 	return onnodex(size, nr, fr);
 }
@@ -845,7 +850,7 @@ static __attribute__((noinline)) void *aligned_onnode_slow(size_t align, size_t 
 	return lg < 0 ? NULL : onnodex(size, (unsigned)node, ND_MALLOCX_LG_ALIGN(lg));
 }
 
-static void *aligned_alloc_onnode_r(size_t align, size_t size, uint64_t nr)
+ARGREG_BODY void *aligned_alloc_onnode_r(size_t align, size_t size, uint64_t nr)
 {
 	_nd_thread_t *t = _nd_tls;
 	size_t a;
@@ -915,7 +920,7 @@ static inline __attribute__((always_inline)) void *policyx(size_t size, const nd
 	return policyx_miss(size, p, fr);
 }
 
-static void *mallocx_policy_r(size_t size, const nd_policy_t *p, uint64_t fr)
+ARGREG_BODY void *mallocx_policy_r(size_t size, const nd_policy_t *p, uint64_t fr)
 {
 	return policyx(size, p, fr);
 }
