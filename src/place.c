@@ -770,7 +770,10 @@ static inline __attribute__((always_inline)) bool local_key_ok(const _nd_thread_
  * test of the flags for 0), then the bound of node (2 instructions over
  * nd_malloc_onnode for flags 0, the local heap's 3 over nd_malloc_local).
  * The local key comes before the class, so that other flags fail it
- * first: their x path tests the key again (as before: 4 instructions). */
+ * first: their x path tests the key again (as before: 4 instructions).
+ * The local heap's empty list is refilled with the heap and slab just
+ * found (x_refill_node, as a node's), not by onnodex_miss finding them
+ * again. */
 static inline __attribute__((always_inline)) void *onnodex(size_t size, uint64_t nr, uint64_t fr)
 {
 	_nd_thread_t *t = _nd_tls;
@@ -778,10 +781,12 @@ static inline __attribute__((always_inline)) void *onnodex(size_t size, uint64_t
 	if ((int)nr != ND_NODE_LOCAL)
 		return x_pop(t, size, fr, NULL, true, NULL, nr, NULL);
 	if (nd_likely(local_key_ok(t, fr)) && nd_likely(fast_cls(t, size, NULL, &c))) {
-		void *o = heap_pop(t->lheap, c);
+		struct nd_heap *h = t->lheap;
+		_nd_slab_hot_t *s = ((_nd_heap_hot_t *)(void *)h)->cur[c];
+		void *o = _nd_slab_pop(s);
 		if (nd_likely(o != NULL))
 			return o;
-		return onnodex_miss(size, nr, 0);
+		return x_refill_node(h, s, size, nr, 0);
 	}
 	if (fr) /* the node a constant: x_pop tests the local heap's key alone */
 		return x_pop(t, size, fr, NULL, true, NULL, (unsigned)ND_NODE_LOCAL, NULL);
