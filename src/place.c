@@ -174,7 +174,12 @@ static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
  * small bound, compared in 64 bits, such a register is the argument
  * zero-extended and indexes a table without the extension's instruction
  * (one on each of these calls); a stray upper half only fails the bound,
- * and the paths behind it use the low half. */
+ * and the paths behind it use the low half. A body is ARGREG_BODY: clang
+ * (14) inlines nothing into a static function that only an alias of a
+ * symbol declared before (nodalloc.h) refers to, so its always_inline fast
+ * path became calls (nd_mallocx_onnode about 100 instructions a pair
+ * against gcc's 53); marked used, it is compiled like any other. */
+#define ARGREG_BODY static __attribute__((used))
 #if defined(__clang__)
 #define ARGREG_ALIAS(decl, body) decl __attribute__((alias(#body)));
 #else
@@ -373,7 +378,7 @@ static __attribute__((noinline)) void *onnode_miss(size_t size, int node)
 
 /* Fast path: the malloc pop from the thread's heap of node plus an index
  * (nr: the node's register, ARGREG_ALIAS). */
-static void *malloc_onnode_r(size_t size, uint64_t nr)
+ARGREG_BODY void *malloc_onnode_r(size_t size, uint64_t nr)
 {
 	_nd_thread_t *t = _nd_tls;
 	unsigned c;
@@ -765,7 +770,10 @@ static inline __attribute__((always_inline)) bool local_key_ok(const _nd_thread_
  * test of the flags for 0), then the bound of node (2 instructions over
  * nd_malloc_onnode for flags 0, the local heap's 3 over nd_malloc_local).
  * The local key comes before the class, so that other flags fail it
- * first: their x path tests the key again (as before: 4 instructions). */
+ * first: their x path tests the key again (as before: 4 instructions).
+ * The local heap's empty list is refilled with the heap and slab just
+ * found (x_refill_node, as a node's), not by onnodex_miss finding them
+ * again. */
 static inline __attribute__((always_inline)) void *onnodex(size_t size, uint64_t nr, uint64_t fr)
 {
 	_nd_thread_t *t = _nd_tls;
@@ -773,10 +781,12 @@ static inline __attribute__((always_inline)) void *onnodex(size_t size, uint64_t
 	if ((int)nr != ND_NODE_LOCAL)
 		return x_pop(t, size, fr, NULL, true, NULL, nr, NULL);
 	if (nd_likely(local_key_ok(t, fr)) && nd_likely(fast_cls(t, size, NULL, &c))) {
-		void *o = heap_pop(t->lheap, c);
+		struct nd_heap *h = t->lheap;
+		_nd_slab_hot_t *s = ((_nd_heap_hot_t *)(void *)h)->cur[c];
+		void *o = _nd_slab_pop(s);
 		if (nd_likely(o != NULL))
 			return o;
-		return onnodex_miss(size, nr, 0);
+		return x_refill_node(h, s, size, nr, 0);
 	}
 	if (fr) /* the node a constant: x_pop tests the local heap's key alone */
 		return x_pop(t, size, fr, NULL, true, NULL, (unsigned)ND_NODE_LOCAL, NULL);
@@ -786,7 +796,7 @@ static inline __attribute__((always_inline)) void *onnodex(size_t size, uint64_t
 /* Each public x call inlines the body: calling each other cost a call
  * through the GOT (interposable, before -Bsymbolic-functions: CMakeLists.txt),
  * and costs a call still. */
-static void *mallocx_onnode_r(size_t size, uint64_t nr, uint64_t fr)
+ARGREG_BODY void *mallocx_onnode_r(size_t size, uint64_t nr, uint64_t fr)
 {
 	return onnodex(size, nr, fr);
 }
@@ -846,7 +856,7 @@ static __attribute__((noinline)) void *aligned_onnode_slow(size_t align, size_t 
 	return lg < 0 ? NULL : onnodex(size, (unsigned)node, ND_MALLOCX_LG_ALIGN(lg));
 }
 
-static void *aligned_alloc_onnode_r(size_t align, size_t size, uint64_t nr)
+ARGREG_BODY void *aligned_alloc_onnode_r(size_t align, size_t size, uint64_t nr)
 {
 	_nd_thread_t *t = _nd_tls;
 	size_t a;
@@ -916,7 +926,7 @@ static inline __attribute__((always_inline)) void *policyx(size_t size, const nd
 	return policyx_miss(size, p, fr);
 }
 
-static void *mallocx_policy_r(size_t size, const nd_policy_t *p, uint64_t fr)
+ARGREG_BODY void *mallocx_policy_r(size_t size, const nd_policy_t *p, uint64_t fr)
 {
 	return policyx(size, p, fr);
 }
