@@ -559,9 +559,13 @@ static inline __attribute__((always_inline)) uint32_t span_walk(slab_t *s, uint3
 	uintptr_t start = (uintptr_t)s->start;
 	uint64_t mul = s->mul;
 	for (void **pp = (void **)&s->free, **x; (x = *pp) != NULL; pp = x) {
-		uint32_t i = (uint32_t)_nd_slab_rotr(((uintptr_t)x - start) * mul); /* _nd_slab_index */
-		if (nd_unlikely(i >= carved)) /* check_link's test, of the link just followed */
+		/* check_link's test, of the link just followed: on all 64 bits
+		 * (a pointer into an object has the object's index in the low
+		 * 32, its offset's bits above them) */
+		uint64_t i64 = _nd_slab_rotr(((uintptr_t)x - start) * mul); /* _nd_slab_index */
+		if (nd_unlikely(i64 >= carved))
 			_nd_slab_corrupt_link(s, (void *const *)pp, "malloc");
+		uint32_t i = (uint32_t)i64;
 		uint64_t w, r;
 		/* loaded before i's byte is stored (no store to forward) */
 		__builtin_memcpy(&w, &fb[i + SPAN_KMAX - k], sizeof w); /* slots i - k + 1 .. */

@@ -11,7 +11,7 @@
  * Misuse is fatal (a child each): a span freed twice, a free, realloc or
  * malloc_usable_size of its inner slot (by the owner or another thread),
  * and so is a free list whose links were overwritten, met by the span
- * search's walk. Check mode takes no span. A span freed home after its
+ * search's walk (into the middle of an object, a kept one's too). Check mode takes no span. A span freed home after its
  * thread exited leaves its slab all remote: the parked heap's trim
  * releases it, and the header's next slab has no stale span bit. A span
  * kept past its thread's exit, freed by the thread that adopted the
@@ -267,6 +267,22 @@ static int run_case(const char *name)
 		sink = malloc(250);
 		return 0;
 	}
+	if (!strcmp(name, "corrupt_live")) {
+		/* the link of each free slot 4j + 3 (its slab's list head is
+		 * slot 255) into kept object 4j at +8, whose word there points
+		 * at free slot 4j + 1: an index whose low 32 bits are 4j, so a
+		 * walk that tested them alone took slots 4j, 4j + 1 as a run
+		 * and handed out the kept object (a release build returned) */
+		for (int i = 0; i < K; i += 4) {
+			*(void **)(obj[i] + 128 * 3) = obj[i] + 8;
+			*(void **)(obj[i] + 8) = obj[i] + 128;
+		}
+		sink = malloc(250);
+		for (int i = 0; i < K; i += 4)
+			if (sink == obj[i])
+				return 8; /* a kept object handed out again */
+		return 0;
+	}
 	char *p = malloc(250);
 	if (!p || slab_size_of(p) != 128)
 		return 3; /* no span: the case cannot run */
@@ -372,6 +388,7 @@ int main(int argc, char **argv)
 	expect(exe, "inner_realloc", "realloc(): invalid pointer");
 	expect(exe, "inner_usable", "malloc_usable_size(): invalid pointer");
 	expect(exe, "corrupt", "malloc(): corrupted free list in the slab of 128-byte objects");
+	expect(exe, "corrupt_live", /* exit 8: the kept object handed out */ "malloc(): corrupted free list in the slab of 128-byte objects");
 	char out[2048];
 	char *const pav[] = { exe, "parked", NULL };
 	int pst = run_child(exe, pav, NULL, NULL, false, out, sizeof out);
