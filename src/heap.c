@@ -1041,7 +1041,7 @@ void *_nd_heap_refill(size_t size)
 		 * free slots of smaller classes first */
 		if (t->bw_node1 > 0)
 			o = bw_lend(t, c);
-		if (!o && size > 80 && size <= 1024 && !t->heap->pol && span_maybe(t->heap, c))
+		if (!o && size >= ND_SPAN_LO && size <= ND_SPAN_HI && !t->heap->pol && span_maybe(t->heap, c))
 			o = _nd_slab_span_take(t->heap, size);
 	}
 	return o ? o : class_slow(t, c);

@@ -714,9 +714,12 @@ void _nd_slab_release(_nd_slab_t *s);
 /* A span of k adjacent free slots of a sparse 80-256 B slab of h (owner,
  * a node heap) for a plain malloc of size (81..1024), or NULL. */
 void *_nd_slab_span_take(_nd_heap_t *h, size_t size);
-/* Classes 80-256 B (4..11) whose slabs may lend spans (slab.c). */
+/* Classes 80-256 B (4..11) whose slabs may lend spans (slab.c), and the
+ * request sizes a span serves. */
 #define ND_SPAN_DLO 4u
 #define ND_SPAN_DHI 11u
+#define ND_SPAN_LO 81u
+#define ND_SPAN_HI 1024u
 /* Kept empty slabs (owner of h): a slab of class c from h's kept ones
  * (one of c as it was, else one of another class with as many pages,
  * made a slab of c), on no list; NULL if none. Every kept one back to the

@@ -646,8 +646,8 @@ static void *span_from(slab_t *s, uint32_t k)
  * may make an entry, all write the same (relaxed atomics). Made at every
  * search, the divisions and the sort cost wl_footprint (300,000) 8M
  * instructions. */
-#define SPAN_LO 81u
-#define SPAN_HI 1024u
+#define SPAN_LO ND_SPAN_LO
+#define SPAN_HI ND_SPAN_HI
 #define SPAN_CMAX 3u /* no size has more */
 #define SPAN_CDONE 0x8000u
 
@@ -745,8 +745,6 @@ unsigned _nd_slab_collect(slab_t *s)
 	return n;
 }
 
-/* True if every object out of s is on its remote list (nothing live):
- * then no further free can come, and the slab can go. */
 /* _nd_slab_all_remote of s holding spans (m), remote list v: a span is
  * k slots in used, one object on the list, so the list is walked (the
  * owner may: nodes leave it only by its exchange). A listed inner slot (a
@@ -765,6 +763,8 @@ static __attribute__((noinline)) bool span_all_remote(const slab_t *s, const _nd
 	return s->used + s->fbias == slots;
 }
 
+/* True if every object out of s is on its remote list (nothing live):
+ * then no further free can come, and the slab can go. */
 bool _nd_slab_all_remote(const slab_t *s)
 {
 	uintptr_t v = __atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE);

@@ -42,12 +42,13 @@ static const uint8_t xrows[ND_XLG_ROW - 4][ND_SLAB_DIRECT + 1] = { XROW(5), XROW
 	  .xmask = ND_XMASK_INIT, .xrow = XROW_INIT, .scls = ND_SCLS_INIT }
 
 const _nd_thread_t _nd_thread_boot = BOOT_INIT;
-/* gone is boot's copy, made at the first release (thread_lock; gone_ready
- * release/acquire), before any thread points at it: a constant copy sat
+/* gone is boot's copy, made at the first release under thread_lock,
+ * before any thread points at it (each points at it in its own release,
+ * under the lock after the copy): a constant copy sat
  * in .data.rel.ro, two of its four pages, written by their relocations in
  * every process (issue 11). Page-aligned: that copy writes one page. */
 ND_BIG_TABLE _nd_thread_gone_t _nd_thread_gone;
-static bool gone_ready;
+static bool gone_made; /* thread_lock */
 ND_TLS _nd_thread_t *_nd_tls = (_nd_thread_t *)&_nd_thread_boot;
 
 /* Protects pool, all, chunk carving and the key's creation. Taken with at
@@ -199,22 +200,18 @@ static void release(_nd_thread_t *t)
 {
 	if (exit_hook)
 		exit_hook(t);
-	if (!__atomic_load_n(&gone_ready, __ATOMIC_ACQUIRE)) {
-		_nd_lock(&thread_lock);
-		if (!gone_ready) {
-			memcpy(&_nd_thread_gone.t, &_nd_thread_boot, ND_THREAD_PAGE1); /* the rest is zero in both */
-#ifdef ND_DEBUG
-			/* never written again (nd_thread.h): debug builds fault on
-			 * a write, as on boot's (const) */
-			_nd_os_mprotect(&_nd_thread_gone, sizeof _nd_thread_gone, 1 /* PROT_READ */);
-#endif
-			__atomic_store_n(&gone_ready, true, __ATOMIC_RELEASE);
-		}
-		_nd_unlock(&thread_lock);
-	}
-	if (_nd_tls == t)
-		_nd_tls = &_nd_thread_gone.t;
 	_nd_lock(&thread_lock);
+	if (!gone_made) {
+		memcpy(&_nd_thread_gone.t, &_nd_thread_boot, ND_THREAD_PAGE1); /* the rest is zero in both */
+#ifdef ND_DEBUG
+		/* never written again (nd_thread.h): debug builds fault on a
+		 * write, as on boot's (const) */
+		_nd_os_mprotect(&_nd_thread_gone, sizeof _nd_thread_gone, 1 /* PROT_READ */);
+#endif
+		gone_made = true;
+	}
+	if (_nd_tls == t) /* before t goes to the pool, where another thread may take it */
+		_nd_tls = &_nd_thread_gone.t;
 	t->pool_next = pool;
 	pool = t;
 	_nd_unlock(&thread_lock);
