@@ -13,6 +13,7 @@
 #define ND_BENCH_WL_COMMON_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,21 @@ static inline long wl_arg(int argc, char **argv, int i, long dflt, const char *w
 		exit(2);
 	}
 	return v;
+}
+
+/* The seed of thread i (of nt) in round r of the thread-churn workloads. */
+static inline uint64_t wl_seed(long r, long nt, long i)
+{
+	return 0x9E3779B97F4A7C15ULL * (uint64_t)(r * nt + i + 1);
+}
+
+/* Starts fn(arg) in *th; exits with a message if it cannot. */
+static inline void wl_spawn(pthread_t *th, void *(*fn)(void *), void *arg, const char *prog)
+{
+	if (pthread_create(th, NULL, fn, arg)) {
+		fprintf(stderr, "%s: pthread_create failed\n", prog);
+		exit(1);
+	}
 }
 
 static inline void wl_oom(const char *prog, size_t size)

@@ -102,11 +102,8 @@ int main(int argc, char **argv)
 	double t0 = wl_now();
 	for (long r = 0; r < rounds; r++) {
 		for (long i = 0; i < nt; i++) {
-			ws[i].seed = 0x9E3779B97F4A7C15ULL * (uint64_t)(r * nt + i + 1);
-			if (pthread_create(&ws[i].th, NULL, work, &ws[i])) {
-				fprintf(stderr, "%s: pthread_create failed\n", argv[0]);
-				return 1;
-			}
+			ws[i].seed = wl_seed(r, nt, i);
+			wl_spawn(&ws[i].th, work, &ws[i], argv[0]);
 		}
 		for (long i = 0; i < nt; i++)
 			pthread_join(ws[i].th, NULL);

@@ -744,6 +744,11 @@ static void thread_exit_hook(_nd_thread_t *t)
 		if (n >= 0)
 			nodes[n / 64] |= 1ull << (n % 64);
 	}
+	if (t->page_drop) { /* its burst of run frees: the runs of a thread without heaps too */
+		int n = cpu_mem_node(_nd_topo_cpu());
+		if (n >= 0)
+			nodes[n / 64] |= 1ull << (n % 64);
+	}
 	int lim = _nd_topo()->node_limit;
 	for (int n = 0; n < lim && n < ND_MAX_NODES; n++)
 		if (spread || (nodes[n / 64] >> (n % 64) & 1))

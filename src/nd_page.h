@@ -135,7 +135,8 @@ typedef struct _nd_arena {
 	 * period's and the last one's (purge.c). */
 	uint64_t peak_cur, peak_prev;
 	/* The dirty limit's floor (same locking): the pages in use when a
-	 * thread exited, this decay period and the last (_nd_purge_exit). */
+	 * thread exited plus its burst, this decay period and the last
+	 * (_nd_purge_exit). */
 	uint64_t exit_cur, exit_prev;
 	/* The next dirty block's number at the last thread exit and the one
 	 * before (_nd_page_exit_stamp; under the slot lock). */
@@ -238,9 +239,11 @@ void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed);
  * slot past its dirty limit? A lock-free hint: the slab level keeps empty
  * slabs only while they would not (slab.c, keep_empty). */
 bool _nd_purge_over(int node, uint64_t n);
-/* A thread with heaps on node is exiting (heap.c, before its heaps give
- * their slabs back): the pages it gives back serve the next threads, so
- * the dirty limit keeps them up to the pages in use now. */
+/* A thread with heaps (or a burst, nd_thread.h page_drop) on node is
+ * exiting (heap.c, before its heaps give their slabs back): the pages it
+ * gives back, and the small runs it freed just before, serve the next
+ * threads, so the dirty limit keeps them up to the pages in use now plus
+ * its burst. */
 void _nd_purge_exit(int node);
 /* Decay: purge slots whose dirty pages have been free for decay_ns
  * (called on page-level calls; no thread). */

@@ -185,8 +185,13 @@ typedef struct _nd_thread {
 	uint32_t pol_gen;           /* generation pol_eff is from */
 	int il_node;                /* interleave cursor: node in turn (-1 none) */
 	/* ---- topology.c ---- */
-	int32_t cpu_override;       /* nd_emulate_cpu, -1 = real */
 	struct _nd_rseq_abi *rseq;  /* NULL = not looked up, (void *)1 = none */
+	int32_t cpu_override;       /* nd_emulate_cpu, -1 = real */
+	/* ---- page.c ---- */
+	/* pages of small node runs this thread freed, less those it took
+	 * since (not below 0, saturating): how far its runs fell from their
+	 * recent high, the burst its exit hands on (_nd_purge_exit) */
+	uint32_t page_drop;
 	/* ---- percpu.c ---- */
 	int fb_cpu;
 	unsigned fb_count;

@@ -140,6 +140,25 @@ static void huge_run(_nd_arena_t *a, uint64_t i, uint64_t n, bool on)
 		_nd_os_madvise(page_addr(a, s), (size_t)(e - s) << ND_PAGE_SHIFT, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 }
 
+/* The calling thread's burst (nd_thread.h, page_drop): a small node run
+ * it frees adds its pages, one it takes takes them off. A free makes the
+ * thread's record (large blocks alone make none), so that its exit hook
+ * runs and hands the burst on. Inlined: its callers are in the hot text
+ * (src/hot_text.ld). */
+static inline __attribute__((always_inline)) void drop_note(uint64_t n, bool freed)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (n >= g.purge_pages)
+		return;
+	if (_nd_thread_none(t) && (!freed || !(t = _nd_thread_make_free())))
+		return;
+	uint32_t d = t->page_drop;
+	if (freed)
+		t->page_drop = n >= UINT32_MAX - d ? UINT32_MAX : d + (uint32_t)n;
+	else
+		t->page_drop = n >= d ? 0 : d - (uint32_t)n;
+}
+
 static void *node_alloc(int node, uint64_t n, uint64_t align)
 {
 	if (node < 0 || node >= g.node_limit)
@@ -182,6 +201,7 @@ static void *node_alloc(int node, uint64_t n, uint64_t align)
 	}
 	_nd_room_committed(a, (int64_t)(n - rd));
 	_nd_room_stats(_nd_stats_in_use, node, (int64_t)n);
+	drop_note(n, false);
 	if (n >= HUGE_PAGES && g.thp_runs)
 		huge_run(a, i, n, true);
 	return page_addr(a, i);
@@ -309,6 +329,7 @@ static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big)
 		_nd_room_shrink(a);
 	_nd_unlock(&a->lock);
 	_nd_room_stats(_nd_stats_in_use, a->node, -(int64_t)n);
+	drop_note(n, true);
 }
 
 int _nd_page_free(void *p)

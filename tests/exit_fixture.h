@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Shared by the thread-exit tests of the page level (test_heap_exit_trim,
- * test_heap_exit_hold): a thread's own minor page faults, n objects of
- * 192 B allocated and touched, the committed free pages an exit trim
- * leaves. Include after _GNU_SOURCE. */
+ * test_heap_exit_hold, test_heap_exit_burst): a thread's own minor page
+ * faults, n objects of 192 B allocated and touched, node 0's committed
+ * free pages, those an exit trim leaves. Include after _GNU_SOURCE. */
 #ifndef ND_EXIT_FIXTURE_H
 #define ND_EXIT_FIXTURE_H
 #include <pthread.h>
@@ -47,6 +47,14 @@ static inline void check_reuse(int r, long f, long *first)
 	else
 		CHECK(f >= 0 && f < *first / 2, "worker %d faulted %ld pages, the first one %ld: the last one's pages were purged",
 		      r, f, *first);
+}
+
+/* Node 0's committed free pages. */
+static inline uint64_t dirty(void)
+{
+	_nd_page_info_t in;
+	CHECK(_nd_page_info(0, &in) == 0);
+	return in.dirty_pages;
 }
 
 /* The committed free pages an exit trim leaves: two purge blocks or half the pages in use. */

@@ -41,13 +41,6 @@ static void *idle(void *arg)
 	return NULL;
 }
 
-static uint64_t dirty(void)
-{
-	_nd_page_info_t in;
-	CHECK(_nd_page_info(0, &in) == 0);
-	return in.dirty_pages;
-}
-
 int main(void)
 {
 	memset(obj, 0, sizeof obj); /* the workers' faults are their objects' */
