@@ -307,10 +307,9 @@ static __attribute__((noinline)) void *heap_slow(nd_heap_t *h, size_t size, size
 	if (__atomic_load_n(&h->remote, __ATOMIC_RELAXED))
 		collect(h);
 	if (size <= ND_SLAB_MAX && align <= ND_PAGE_SIZE) {
-		if (align > 16) /* the class of the rounded size is aligned (malloc.c) */
-			size = ND_ALIGN_UP(size ? size : 1, align);
-		if (size <= ND_SLAB_MAX)
-			return _nd_heap_user_alloc(&h->sh, _nd_slab_cls_tab[(size + 15) >> 4]);
+		int c = _nd_slab_class_for(size ? size : 1, align); /* an aligned class (slab.c) */
+		if (c >= 0)
+			return _nd_heap_user_alloc(&h->sh, (unsigned)c);
 	}
 	return large_alloc(h, size, align);
 }

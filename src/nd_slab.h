@@ -171,8 +171,8 @@ static inline uint64_t _nd_slab_index(const _nd_slab_hot_t *s, const void *p)
 }
 
 /* The free fast path's check with start and lim folded into one word:
- * chk = ((B - lim) << 16) - start * mul (its low 16 bits are 0: start is
- * aligned to 2^tz and a page), so p * mul + chk = (p - start) * mul +
+ * chk = ((B - lim) << 16) - start * mul (start need not be aligned: a
+ * coloured slab's is 64-aligned, slab.c), so p * mul + chk = (p - start) * mul +
  * ((B - lim) << 16), whose rotation is k + B - lim for object k: below B
  * exactly when k < lim. A non-start stays >= B: low bits set rotate to
  * >= 2^48 whatever is added above them; else the index (q * d^-1 mod
@@ -819,6 +819,12 @@ uint32_t _nd_slab_bw_cap(unsigned c);
  * thread's borrowed lists (heap.c, bw_lend): those up to 3/2 of c's size;
  * none for a power-of-two class (aligned to its size). */
 extern uint8_t _nd_slab_cls_lend[ND_SLAB_CLASSES] __attribute__((visibility("hidden")));
+/* Per class c, the class that serves a size of c with an alignment above
+ * 64 B: c, or for a coloured class (slab.c: its objects only 64-aligned)
+ * the next power of two. */
+extern uint8_t _nd_slab_cls_al[ND_SLAB_CLASSES] __attribute__((visibility("hidden")));
+/* New slabs are not coloured while set (tests of a slab's page layout). */
+extern bool _nd_slab_nocolour __attribute__((visibility("hidden")));
 /* The objects on borrowed list b of a class of cap cap (not idle: its used
  * is cap + 1 - them, nd_thread.h's bwl[]). */
 static inline uint32_t _nd_slab_bw_len(const _nd_slab_hot_t *b, uint32_t cap)

@@ -53,7 +53,7 @@ _Static_assert(ND_SLAB_CLASSES <= 64, "class masks (rf_mask, a heap's notify) ar
  * first six fields and keeps its own read-mostly fields in the rest of
  * the first line. */
 typedef struct _nd_slab_hot {
-	char *start;     /* first object (page-aligned run) */
+	char *start;     /* first object (its run's start, or a coloured slab's 64 B multiple into it) */
 	uint64_t mul;    /* (size's odd part)^-1 << (16 - tz) mod 2^64: see nd_slab.h */
 	uint64_t chk;    /* atomic: start and lim (objects carved; 0 in check mode:
 			  * frees validate) folded for free's check, _nd_slab_live */

@@ -96,23 +96,32 @@ _Static_assert((LG_MASK | ND_MALLOCX_ZERO) == 0x7f, "x_mask covers the flags of 
  * holds a multiple m of a power of two a <= 4 KiB is a multiple of a
  * (classes between 2^k and 2^(k+1) step by 2^(k-2); m in (2^k, 2^(k+1)]
  * with a > 2^(k-2) is 3 * 2^(k-1) or 2^(k+1), both classes), and slabs
- * start on a page: rounding up is the whole alignment. x_fast(size,
+ * start on a page: rounding up is the whole alignment, but for an
+ * alignment above 64 of a coloured class (its slabs start 64-aligned:
+ * _nd_slab_cls_al's class, the next power of two). x_fast(size,
  * flags) holds (size >= 1: size 0 takes the slow path; flags <= 0x7f). */
 static inline size_t aligned_size(size_t size, unsigned flags)
 {
-	return ((size - 1) | x_mask[flags]) + 1;
+	size_t a = ((size - 1) | x_mask[flags]) + 1;
+	if (x_mask[flags] >= 127 && a > ND_SLAB_DIRECT)
+		a = _nd_slab_class_size(_nd_slab_cls_al[_nd_slab_cls_tab[(a + 15) >> 4]]);
+	return a;
 }
 
-/* The class of a rounded size - 1, a (with fast_cls's *max); false: the
- * slow path (size 0, too big). */
-static inline __attribute__((always_inline)) bool rounded_cls(const _nd_thread_t *t, size_t a, const uint32_t *max,
-							       unsigned *c)
+/* The class of a rounded size - 1, a = size - 1 | m (m: the alignment's
+ * mask; with fast_cls's *max); false: the slow path (size 0, too big). */
+static inline __attribute__((always_inline)) bool rounded_cls(const _nd_thread_t *t, size_t a, size_t m,
+							       const uint32_t *max, unsigned *c)
 {
 	if (nd_likely(a < ND_SLAB_DIRECT)) {
 		*c = t->scls[a + 1];
 		return true;
 	}
-	return a < ND_SLAB_MAX && fast_cls(t, a + 1, max, c);
+	if (a >= ND_SLAB_MAX || !fast_cls(t, a + 1, max, c))
+		return false;
+	if (m >= 127) /* aligned_size */
+		*c = _nd_slab_cls_al[*c];
+	return true;
 }
 
 /* The class of size <= ND_SLAB_DIRECT rounded up to 2^lg, lg <=
@@ -138,7 +147,7 @@ static inline __attribute__((always_inline)) bool x_cls(const _nd_thread_t *t, s
 		*c = row_cls(t, lg, size);
 		return true;
 	}
-	return rounded_cls(t, (size - 1) | x_mask[flags], max, c);
+	return rounded_cls(t, (size - 1) | x_mask[flags], x_mask[flags], max, c);
 }
 
 _Static_assert(ND_XLG_FAST == ND_PAGE_SHIFT && sizeof(_nd_thread_boot.xmask) == (ND_XLG_FAST + 1) * sizeof(uint64_t),
@@ -319,7 +328,7 @@ static inline __attribute__((always_inline)) void *x_lg_pop(_nd_thread_t *t, siz
 		found = true;
 	} else {
 		size_t m = __builtin_constant_p(lg) ? x_mask[lg] : t->xmask[lg];
-		found = rounded_cls(t, (size - 1) | m, max, &c);
+		found = rounded_cls(t, (size - 1) | m, m, max, &c);
 	}
 	if (nd_likely(found) && (!by_node || (h = node_heap(t, nr, true)))) {
 		_nd_slab_hot_t *s = ((_nd_heap_hot_t *)(void *)h)->cur[c];

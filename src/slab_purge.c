@@ -95,10 +95,28 @@ static inline char *obj_at(const slab_t *s, uint32_t k)
 	return s->start + (size_t)k * s->size;
 }
 
+/* Pages are counted from the run's start, objects from s->start: a
+ * coloured slab's first object is col(s) bytes into its run (slab.c,
+ * colour_of; runs are aligned to their size). */
+static inline size_t col(const slab_t *s)
+{
+	return (uintptr_t)s->start & (((uintptr_t)s->npages << ND_PAGE_SHIFT) - 1);
+}
+static inline char *run_of(const slab_t *s)
+{
+	return s->start - col(s);
+}
+/* Object k's first byte, from the run's start. */
+static inline size_t obj_off(const slab_t *s, uint32_t k)
+{
+	return col(s) + (size_t)k * s->size;
+}
+
 /* First object that starts in page p (may be >= carved). */
 static inline uint32_t first_in_page(const slab_t *s, unsigned p)
 {
-	return (uint32_t)((((size_t)p << ND_PAGE_SHIFT) + s->size - 1) / s->size);
+	size_t b = (size_t)p << ND_PAGE_SHIFT, c = col(s);
+	return b <= c ? 0 : (uint32_t)((b - c + s->size - 1) / s->size);
 }
 
 /* After object k, out and ending in page lp: the object that holds the
@@ -107,7 +125,7 @@ static inline uint32_t first_in_page(const slab_t *s, unsigned p)
  * object out, not by its 16 markers). */
 static inline uint32_t past_page(const slab_t *s, uint32_t k, unsigned lp)
 {
-	uint32_t n = (uint32_t)(((size_t)(lp + 1) << ND_PAGE_SHIFT) / s->size);
+	uint32_t n = (uint32_t)((((size_t)(lp + 1) << ND_PAGE_SHIFT) - col(s)) / s->size);
 	return n > k + 1 ? n : k + 1;
 }
 
@@ -130,7 +148,7 @@ static inline bool overlaps(uint64_t mask, unsigned hp, unsigned lp)
 /* Does object k of s overlap a page of mask? */
 static inline bool obj_overlaps(const slab_t *s, uint64_t mask, uint32_t k)
 {
-	size_t b = (size_t)k * s->size;
+	size_t b = obj_off(s, k);
 	return overlaps(mask, (unsigned)(b >> ND_PAGE_SHIFT), (unsigned)((b + s->size - 1) >> ND_PAGE_SHIFT));
 }
 
@@ -138,7 +156,7 @@ static inline bool obj_overlaps(const slab_t *s, uint64_t mask, uint32_t k)
  * when it starts in the one before, else 0 (never a start page). */
 static inline unsigned straddle_end(const slab_t *s, uint32_t k)
 {
-	size_t b = (size_t)k * s->size;
+	size_t b = obj_off(s, k);
 	unsigned hp = (unsigned)(b >> ND_PAGE_SHIFT), lp = (unsigned)((b + s->size - 1) >> ND_PAGE_SHIFT);
 	return s->size <= ND_PAGE_SIZE && lp != hp && lp < 64 ? lp : 0;
 }
@@ -169,7 +187,7 @@ static uint64_t give_units(slab_t *s, uint64_t units)
 		unsigned head = below ? 64 - (unsigned)__builtin_clzll(below) : 0;
 		/* no object out there: no free can look these pages up meanwhile */
 		_nd_slab_set_pages(s, p, q + 1, ND_USE_NONE);
-		if (_nd_page_free_inner(s->start + ((size_t)head << ND_PAGE_SHIFT), p - head, q - p + 1) == 0) {
+		if (_nd_page_free_inner(run_of(s) + ((size_t)head << ND_PAGE_SHIFT), p - head, q - p + 1) == 0) {
 			__atomic_store_n(&s->gone, s->gone | span, __ATOMIC_RELAXED); /* statistics read it */
 			s->purged &= ~span;
 			s->pstr &= ~span & ~(span << 1); /* their objects are lost now */
@@ -190,7 +208,7 @@ static uint64_t give_units(slab_t *s, uint64_t units)
 /* madvise [first, last] pages of s; false if the call failed. */
 static bool give_back(slab_t *s, unsigned first, unsigned last)
 {
-	return _nd_os_madvise(s->start + ((size_t)first << ND_PAGE_SHIFT),
+	return _nd_os_madvise(run_of(s) + ((size_t)first << ND_PAGE_SHIFT),
 			      (size_t)(last - first + 1) << ND_PAGE_SHIFT, _nd_page_g.advice) == 0;
 }
 
@@ -208,11 +226,11 @@ __attribute__((no_sanitize_thread)) static uint64_t maybe_free(const slab_t *s, 
 	uint64_t maybe = below >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << below) - 1;
 	uint32_t size = s->size;
 	for (uint32_t k = 0; k < s->carved;) {
-		size_t b = (size_t)k * size;
+		size_t b = obj_off(s, k);
 		unsigned hp = (unsigned)(b >> ND_PAGE_SHIFT), lp = (unsigned)((b + size - 1) >> ND_PAGE_SHIFT);
 		/* lost (overlaps a unit given back): no marker, never out */
 		if ((s->purged >> hp & 1) || overlaps(s->gone, hp, lp) ||
-		    ((void *const *)(s->start + b))[1] == (const void *)s) {
+		    ((void *const *)obj_at(s, k))[1] == (const void *)s) {
 			k++;
 			continue;
 		}
@@ -228,7 +246,7 @@ static unsigned purge_slab(slab_t *s)
 {
 	ND_ASSERT(s->fbias == 0 && s->npages <= MAX_PAGES && s->cap <= MAX_CAP, "a partial slab within the pass's bounds");
 	uint32_t carved = s->carved, size = s->size;
-	size_t end = carved == s->cap ? (size_t)s->npages << ND_PAGE_SHIFT : (size_t)carved * size;
+	size_t end = carved == s->cap ? (size_t)s->npages << ND_PAGE_SHIFT : obj_off(s, carved);
 	unsigned below = (unsigned)(end >> ND_PAGE_SHIFT);
 	/* Most slabs of small objects keep an object out in every page: an
 	 * address-order scan of the markers says so without walking the free
@@ -249,7 +267,7 @@ static unsigned purge_slab(slab_t *s)
 	 * free: their pages are marked) */
 	uint64_t cand = (below >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << below) - 1) & ~s->gone;
 	for (uint32_t k = 0; k < carved;) {
-		size_t b = (size_t)k * size;
+		size_t b = obj_off(s, k);
 		unsigned hp = (unsigned)(b >> ND_PAGE_SHIFT);
 		unsigned lp = (unsigned)((b + size - 1) >> ND_PAGE_SHIFT);
 		if ((fr[k / 64] >> (k % 64) & 1) || (s->purged >> hp & 1) || overlaps(s->gone, hp, lp) ||
@@ -281,7 +299,7 @@ static unsigned purge_slab(slab_t *s)
 	/* markers of the objects that will be withheld: cleared before the
 	 * pages go (madvise may keep the contents: MADV_FREE, failure) */
 	for (uint32_t k = 0; k < carved; k++)
-		if (((fr[k / 64] >> (k % 64) & 1) || in_pstr(s, k)) && (cand >> ((size_t)k * size >> ND_PAGE_SHIFT) & 1))
+		if (((fr[k / 64] >> (k % 64) & 1) || in_pstr(s, k)) && (cand >> (obj_off(s, k) >> ND_PAGE_SHIFT) & 1))
 			((void **)obj_at(s, k))[1] = NULL;
 	/* free objects that start in a kept page but overlap a unit given back */
 	if (units)
@@ -319,7 +337,7 @@ static unsigned purge_slab(slab_t *s)
 		if (!(fr[k / 64] >> (k % 64) & 1))
 			continue;
 		void **o = (void **)obj_at(s, k);
-		if (s->purged >> ((size_t)k * size >> ND_PAGE_SHIFT) & 1 || obj_overlaps(s, s->gone, k))
+		if (s->purged >> (obj_off(s, k) >> ND_PAGE_SHIFT) & 1 || obj_overlaps(s, s->gone, k))
 			continue;
 		unsigned e = straddle_end(s, k);
 		if (e && (s->purged >> e & 1)) {
@@ -370,7 +388,7 @@ bool _nd_slab_unpurge(slab_t *s)
 		if (head) {
 			/* the pages that only the last of them covers go too (no
 			 * object starts there: nothing is withheld in them) */
-			unsigned pe = (unsigned)(((size_t)stop * s->size - 1) >> ND_PAGE_SHIFT);
+			unsigned pe = (unsigned)((obj_off(s, stop) - 1) >> ND_PAGE_SHIFT);
 			for (unsigned q = p + 1; q <= pe && q < 64; q++)
 				if (first_in_page(s, q) == first_in_page(s, q + 1))
 					s->purged &= ~((uint64_t)1 << q);

@@ -48,6 +48,13 @@ static int run_case(const char *name)
 	} else if (!strcmp(name, "double")) {
 		free(p);
 		free(L(p));
+	} else if (!strcmp(name, "double_coloured")) {
+		char *q = malloc(6000); /* class 6144: a coloured slab (slab.c) */
+		free(q);
+		free(L(q));
+	} else if (!strcmp(name, "interior_coloured")) {
+		char *q = malloc(6000);
+		free(L(q) + 64);
 	} else if (!strcmp(name, "double_large")) {
 		char *l = malloc(100000);
 		free(l);
@@ -129,6 +136,8 @@ int main(int argc, char **argv)
 	expect(exe, "never_allocated", 0, "never allocated");
 	expect(exe, "interior_large", 0, "free(): invalid pointer");
 	expect(exe, "double", 0, "free(): double free of");
+	expect(exe, "double_coloured", 0, "free(): double free of");
+	expect(exe, "interior_coloured", 0, "not the start of an object");
 	expect(exe, "double_large", 0, "free(): invalid pointer");
 	expect(exe, "double_remote", 0, "free(): double free of");
 	expect(exe, "realloc_bad", 0, "realloc(): invalid pointer");

@@ -377,7 +377,9 @@ static void emptied_units(bool park)
 static void lost_start(void)
 {
 	void *obj[64], *extra[36];
+	_nd_slab_nocolour = true; /* the pages below are those of an uncoloured slab */
 	_nd_slab_t *s = full_slab(5000, obj, extra, 36);
+	_nd_slab_nocolour = false;
 	CHECK_EQ(s->size, 5120);
 	CHECK_EQ(s->npages, 16);
 	for (unsigned k = 0; k < s->cap; k++)
