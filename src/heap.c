@@ -1083,8 +1083,16 @@ void *_nd_heap_local(size_t size)
  * the full path of node. */
 static __attribute__((noinline)) void *refill_of_slow(struct nd_heap *h, unsigned c, const nd_policy_t *pol, int node)
 {
-	if (h == &heap_none)
+	if (h == &heap_none) {
+		/* heaps[] spans node_limit: a node of a gap in the ids gets
+		 * here too, and is no node (EINVAL, not the refill's ENOMEM) */
+		if (node >= 0 && !_nd_topo_valid_node(_nd_topo(), node)) {
+			_nd_msg_api("node %d does not exist", node);
+			errno = EINVAL;
+			return NULL;
+		}
 		return _nd_heap_onnode(_nd_slab_class_size(c), node);
+	}
 	cpu_recheck(_nd_tls);
 	return heap_refill(h, c, pol);
 }

@@ -15,6 +15,27 @@
  */
 #include "internal.h"
 
+/* The forking thread (its thread pointer) from the end of the prepare
+ * handler to the start of the parent's or child's: it holds every lock
+ * then, and a lock or unlock of its own is a no-op. Atfork handlers of
+ * others run inside that window (prepare handlers registered before
+ * ours run after it, parent and child ones before ours) and may
+ * allocate: glibc's malloc allows it, and without this they deadlocked
+ * on the lock prepare holds. Other threads still wait. */
+/* NO_HOLDER (no thread pointer is 1): the variable sits in .data, whose
+ * page free's fast path keeps resident (_nd_slab_map), not in a .bss
+ * page of its own (test_init_footprint). */
+#define NO_HOLDER ((uintptr_t)1)
+static uintptr_t fork_holder = NO_HOLDER;
+static bool fork_taken(const _nd_lock_t *l);
+
+/* l is one of the locks prepare holds for the calling thread. */
+static inline bool fork_held(const _nd_lock_t *l)
+{
+	uintptr_t h = __atomic_load_n(&fork_holder, __ATOMIC_RELAXED);
+	return nd_unlikely(h != NO_HOLDER) && h == (uintptr_t)__builtin_thread_pointer() && fork_taken(l);
+}
+
 bool _nd_trylock(_nd_lock_t *l)
 {
 	uint32_t z = 0;
@@ -26,6 +47,8 @@ void _nd_lock(_nd_lock_t *l)
 	for (int i = 0; i < 100; i++) {
 		if (_nd_trylock(l))
 			return;
+		if (i == 0 && fork_held(l))
+			return;
 		__builtin_ia32_pause();
 	}
 	/* 2 = locked, maybe with waiters: the unlocker must wake. */
@@ -36,6 +59,8 @@ void _nd_lock(_nd_lock_t *l)
 void _nd_unlock(_nd_lock_t *l)
 {
 	ND_ASSERT(l->v != 0, "a lock is held when it is released");
+	if (fork_held(l))
+		return; /* prepare's hold, released by the parent's handler */
 	if (__atomic_exchange_n(&l->v, 0, __ATOMIC_RELEASE) == 2)
 		_nd_os_futex_wake(&l->v, 1);
 }
@@ -85,6 +110,17 @@ int _nd_lock_classes(const _nd_lock_class_t **out, int max)
 	return n;
 }
 
+/* Only in the fork window (a lock an array gained since prepare is not
+ * held: its lock and unlock are real). */
+static bool fork_taken(const _nd_lock_t *l)
+{
+	for (int k = 0; k < norder; k++)
+		for (int i = 0; i < taken[k]; i++)
+			if (lock_at(order[k], i) == l)
+				return true;
+	return false;
+}
+
 void _nd_lock_fork_prepare(void)
 {
 	const _nd_lock_class_t *ord[MAX_CLASSES];
@@ -101,10 +137,12 @@ void _nd_lock_fork_prepare(void)
 		taken[k] = cnt[k];
 	}
 	norder = n;
+	__atomic_store_n(&fork_holder, (uintptr_t)__builtin_thread_pointer(), __ATOMIC_RELAXED);
 }
 
 void _nd_lock_fork_parent(void)
 {
+	__atomic_store_n(&fork_holder, NO_HOLDER, __ATOMIC_RELAXED);
 	for (int k = norder - 1; k >= 0; k--)
 		for (int i = taken[k] - 1; i >= 0; i--)
 			_nd_unlock(lock_at(order[k], i));
@@ -113,6 +151,7 @@ void _nd_lock_fork_parent(void)
 void _nd_lock_fork_child(void)
 {
 	/* one thread left, the one that held every lock */
+	fork_holder = NO_HOLDER;
 	for (int k = norder - 1; k >= 0; k--)
 		for (int i = count_of(order[k]) - 1; i >= 0; i--)
 			lock_at(order[k], i)->v = 0;

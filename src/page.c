@@ -218,14 +218,17 @@ static bool check_args(size_t npages, size_t *align)
 	return true;
 }
 
-/* A run no slot can hold: ENOMEM, and once a warning naming the cause. */
-static void *too_big(size_t npages)
+/* A run no slot can hold (its size or its alignment, in pages): ENOMEM,
+ * and once a warning naming the cause. */
+static void *too_big(size_t npages, size_t align)
 {
 	static int warned;
+	bool by_align = align > npages;
 	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
-		_nd_msg_warn("an allocation of %zu MiB is larger than an arena slot (%zu MiB, from NODALLOC_ARENA_RESERVE "
+		_nd_msg_warn("an %s of %zu MiB is larger than an arena slot (%zu MiB, from NODALLOC_ARENA_RESERVE "
 			     "or the address space limit); it and any like it fail with ENOMEM",
-			     npages >> (20 - ND_PAGE_SHIFT), ((size_t)1 << g.slot_shift) >> 20);
+			     by_align ? "alignment" : "allocation", (by_align ? align : npages) >> (20 - ND_PAGE_SHIFT),
+			     ((size_t)1 << g.slot_shift) >> 20);
 	errno = ENOMEM;
 	return NULL;
 }
@@ -240,7 +243,7 @@ static bool prepare(size_t npages, size_t *align)
 		return false;
 	}
 	if (_nd_page_ceil_log2(npages > *align ? npages : *align) > g.order_max) {
-		too_big(npages);
+		too_big(npages, *align);
 		return false;
 	}
 	_nd_purge_decay();
@@ -291,7 +294,7 @@ static void *alloc_spread(size_t npages, const nd_policy_t *pol, bool fixed, uin
 	if (_nd_policy_node_for_granule(pol, 0) < 0) /* not interleave: a plain run */
 		return _nd_page_alloc(npages, 1, pol, -1, NULL);
 	void *p = _nd_spread_alloc(npages, pol, fixed, first);
-	return p || errno != EFBIG ? p : too_big(npages);
+	return p || errno != EFBIG ? p : too_big(npages, 1);
 }
 
 void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol)

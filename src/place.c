@@ -481,13 +481,15 @@ static __attribute__((noinline)) void *policy_slow(size_t size, const nd_policy_
 		return _nd_boot_alloc(size, 16);
 	if (policy_small(size, p))
 		return _nd_heap_policy(size, p); /* validates, caches, reports */
+	/* the normalized copy, not p: a weighted p whose set has no weight
+	 * (the weights then come from the set) looped in the node choice */
 	char err[200];
-	if (nd_policy_check(p, err, sizeof err) != 0) {
+	const nd_policy_t *ip = _nd_policy_intern(p, err, sizeof err);
+	if (!ip) {
 		_nd_msg_api("nd_malloc_policy: %s", err);
-		errno = EINVAL;
-		return NULL;
+		return NULL; /* errno EINVAL or ENOMEM */
 	}
-	return alloc_policy(size, p);
+	return alloc_policy(size, ip);
 }
 
 /* The words of nd_policy_t the fast path loads (x86-64 ABI layout). */

@@ -97,7 +97,10 @@ void _nd_reserve_read_options(void)
 	if (g.dirty_limit < 256)
 		g.dirty_limit = 256;
 	int64_t ms = _nd_opt_int(ND_OPT_PURGE_DECAY_MS);
-	g.decay_ns = ms > 0 ? (uint64_t)ms * 1000000u : 0;
+	if (ms < 0)
+		_nd_opt_config_error("NODALLOC_PURGE_DECAY_MS: negative value %lld: no decay (as 0)", (long long)ms);
+	/* clamped as large.c's delay: ms * 10^6 must not wrap to a short decay */
+	g.decay_ns = ms > 0 ? (uint64_t)(ms > INT64_MAX / 1000000 ? INT64_MAX / 1000000 : ms) * 1000000u : 0;
 	const char *thp = _nd_opt_str(ND_OPT_THP);
 	g.thp = ND_THP_MADVISE;
 	if (streq_nocase(thp, "never"))

@@ -83,12 +83,23 @@ static int child_reserve(void)
 	return big == NULL && e == ENOMEM ? 0 : 6;
 }
 
+/* An alignment above the slot: the warning names the alignment (it said
+ * "an allocation of 0 MiB" for a small block). */
+static int child_align(void)
+{
+	errno = 0;
+	void *p = aligned_alloc(32 << 20, 100);
+	return p == NULL && errno == ENOMEM ? 0 : 7;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "aslimit") == 0)
 		return child_aslimit();
 	if (argc > 1 && strcmp(argv[1], "reserve") == 0)
 		return child_reserve();
+	if (argc > 1 && strcmp(argv[1], "align") == 0)
+		return child_align();
 	static char out[1 << 16];
 
 	int rc = run("aslimit", NULL, out, sizeof out);
@@ -102,5 +113,9 @@ int main(int argc, char **argv)
 	CHECK(strstr(out, "NODALLOC_ARENA_RESERVE") && strstr(out, "below the minimum"),
 	      "no warning naming the option:\n%.600s", out);
 	CHECK(strstr(out, "larger than an arena slot"), "malloc(32 MiB) failed without a word:\n%.600s", out);
+
+	rc = run("align", "NODALLOC_ARENA_RESERVE=4M", out, sizeof out);
+	CHECK(rc == 0, "aligned_alloc(32 MiB, 100) under 16 MiB slots: exit %d (7: not NULL with ENOMEM)", rc);
+	CHECK(strstr(out, "an alignment of 32 MiB is larger than an arena slot (16 MiB"), "the warning:\n%.600s", out);
 	return CHECK_DONE();
 }

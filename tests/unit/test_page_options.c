@@ -2,7 +2,8 @@
 /* Page level options: purge=free (MADV_FREE) still drops the committed
  * count of a freed big run and keeps the range usable; a small
  * arena_reserve gives small slots whose exhaustion is ENOMEM; a bad purge
- * value is reported by name. */
+ * value and a negative purge_decay_ms are reported by name; a decay too
+ * long for nanoseconds in 64 bits is clamped, not wrapped. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@ int main(void)
 	_nd_opt_set("msg_fd", fd);
 	CHECK(_nd_opt_set("purge", "sometimes") == 0); /* a string option: checked by page.c */
 	CHECK(_nd_opt_set("arena_reserve", "10M") == 0); /* rounds up to 16 MiB */
+	CHECK(_nd_opt_set("purge_decay_ms", "-7") == 0); /* an integer: checked by reserve.c */
 	char err[256] = "";
 	CHECK(nd_topology_emulate("0: cpus=0-1 mem=1G; 1: cpus=2-3 mem=1G", err, sizeof err) == 0, "%s", err);
 	void *p = _nd_page_alloc_exact(0, 1, 1); /* setup reads the options */
@@ -28,6 +30,15 @@ int main(void)
 	ssize_t n = read(pfd[0], msgs, sizeof msgs - 1);
 	msgs[n > 0 ? n : 0] = '\0';
 	CHECK(strstr(msgs, "nodalloc: warning: NODALLOC_PURGE: bad value 'sometimes'") != NULL, "got: %s", msgs);
+	CHECK(strstr(msgs, "nodalloc: warning: NODALLOC_PURGE_DECAY_MS: negative value -7") != NULL, "got: %s", msgs);
+	CHECK_EQ(_nd_page_g.decay_ns, 0);
+	/* 2^58 ms times 10^6 is 0 mod 2^64 (decay off): clamped, the longest */
+	CHECK(_nd_opt_set("purge_decay_ms", "288230376151711744") == 0);
+	_nd_reserve_read_options();
+	CHECK(_nd_page_g.decay_ns >= (uint64_t)INT64_MAX / 1000000 * 1000000, "decay %llu ns", (unsigned long long)_nd_page_g.decay_ns);
+	CHECK(_nd_opt_set("purge_decay_ms", "1000") == 0);
+	_nd_reserve_read_options();
+	CHECK_EQ(_nd_page_g.decay_ns, 1000000000);
 	_nd_page_info_t in;
 	CHECK(_nd_page_info(0, &in) == 0);
 	CHECK_EQ(in.slot_bytes, 16u << 20);
