@@ -616,6 +616,8 @@ typedef struct nd_heap {
 	uint64_t emask;                 /* classes whose empty[] list is not empty */
 	uint32_t epages;                /* pages of the kept empty slabs */
 	uint32_t spskip;                /* slab.c (owner): span searches skipped after one failed */
+	uint64_t spbusy;                /* slab.c, slab_purge.c (owner): classes spans took slots
+					 * of since the heap's last pass */
 } _nd_heap_t;
 _Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur), "_nd_heap_t starts with cur[]");
 

@@ -739,8 +739,10 @@ void *_nd_slab_span_take(heap_t *h, size_t size)
 			continue;
 		for (slab_t *s = h->cur[d]; s && look < SPAN_LOOK; s = s->next, look++) {
 			void *o = span_donor(s, k) ? span_from(s, k) : NULL;
-			if (o)
+			if (o) {
+				h->spbusy |= (uint64_t)1 << d; /* its pages stay (slab_purge.c) */
 				return o;
+			}
 		}
 	}
 	h->spskip = SPAN_SKIP;

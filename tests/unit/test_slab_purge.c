@@ -3,8 +3,8 @@
  * the pages are really gone (mincore, RSS), a live neighbour's contents
  * survive, the withheld objects come back (each once, never a live one),
  * calloc still returns zeros, withheld objects wait while other slabs of
- * their class have objects listed, and a heap's pass comes by itself when
- * the process grows. */
+ * their class have objects listed, a pass leaves the classes spans take
+ * slots of, and a heap's pass comes by itself when the process grows. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -408,6 +408,43 @@ static void lost_start(void)
 	CHECK(_nd_page_check(node, err, sizeof err) == 0, "%s", err);
 }
 
+/* A pass leaves the free pages of a class alone while spans take its
+ * free slots (heap.c's refill of a sparse heap: a page purged there is
+ * faulted in again when its withheld objects come back): an 8-page slab
+ * of 128 B objects keeps the first object of every page but page 1 out,
+ * a span of two slots comes from page 7 (the head of the free list), and
+ * the pass that follows keeps page 1; the next one, with no span between,
+ * purges it. */
+static void span_busy(void)
+{
+	void *obj[256], *extra[768];
+	_nd_slab_t *s = full_slab(128, obj, extra, 768);
+	CHECK_EQ(s->size, 128);
+	CHECK_EQ(s->npages, 8);
+	for (unsigned k = 0; k < s->cap; k++)
+		if (k % 32 || k / 32 == 1)
+			free(obj[k]);
+	_nd_heap_t *h = s->heap;
+	h->spskip = 0;
+	char *o = _nd_slab_span_take(h, 256);
+	CHECK(o == obj[254], "span %p, want slot 254 (%p)", (void *)o, obj[254]);
+	_nd_slab_purge_heap(h);
+	CHECK(s->purged == 0 && resident(obj[32]), "page 1 purged while spans take the class's slots (purged %#llx)",
+	      (unsigned long long)s->purged);
+	_nd_slab_purge_heap(h);
+	CHECK(s->purged == 0x2, "the next pass purges page 1 (purged %#llx)", (unsigned long long)s->purged);
+	CHECK(!resident(obj[32]), "page 1 resident");
+	free(o);
+	for (unsigned k = 0; k < s->cap; k += 32)
+		if (k / 32 != 1)
+			free(obj[k]);
+	for (int i = 0; i < 768; i++)
+		if (slab_of(extra[i]) != s)
+			free(extra[i]);
+	char err[256];
+	CHECK(_nd_page_check(0, err, sizeof err) == 0, "%s", err);
+}
+
 /* full_slab of a 4-page slab of `size`-byte objects, object k stamped k + 1. */
 static _nd_slab_t *stamped_slab(size_t req, unsigned size, void **obj, void **extra, int nextra)
 {
@@ -684,6 +721,7 @@ int main(void)
 		printf("test_slab_purge: NODALLOC_PURGE is not dontneed: RSS checks skipped\n");
 		return 0;
 	}
+	span_busy();
 	big_objects();
 	head_unit();
 	emptied_units(true);
