@@ -32,7 +32,10 @@ for build in "$@"; do
 		"$bin"/* | "$build"/* | */python3*) kind=w ;;
 		*) kind=g ;;
 		esac
+		# --dump-after: a process's profile in two parts, the second
+		# (the file without .1) what it runs after _nd_os_text_drop
 		eval "LD_PRELOAD=\"\$lib\" valgrind --tool=callgrind --demangle=no --trace-children=yes \
+			--dump-after=_nd_os_text_drop \
 			--callgrind-out-file=\"\$tmp/cg.$i.$kind.%p\" $cmd" >/dev/null 2>&1 || true
 	done <<EOF
 $bin/wl_small 20000
@@ -71,7 +74,11 @@ sort -u "$tmp/sections" >"$tmp/sec"
  * is the C runtime's and libc_nonshared's few functions (_init's helpers,
  * pthread_atfork); .fini runs at every exit. _nd_os_text_warm ends what
  * programs of any kind and the small workloads run (os.c makes the rest
- * a mapping of its own). */
+ * a mapping of its own); in it, what the small workloads run after the
+ * init and the page level's setup comes first, then (_nd_os_text_once)
+ * what runs only before, then (_nd_os_text_other) what only the other
+ * programs run after: mappings of their own, the last two dropped at
+ * the init's and the setup's end (os.c's _nd_os_text_drop). */
 *(.text)
 KEEP (*(SORT_NONE(.fini)))
 EOF2
@@ -88,15 +95,38 @@ EOF2
 	# then those most processes run, then by cost; and in the first part
 	# those that only contention runs (a lock waits): callgrind runs one
 	# thread at a time and sees them by chance
-	awk '{ c[$2] += $1; if (!(($2, $3) in in_p)) { in_p[$2, $3] = 1; n[$2]++; if ($3 ~ /[.]g[.]/) g[$2]++
-			if ($3 ~ /[.]r[.]/) r[$2] = 1 } }
-		END { for (f in c) print (g[f] || r[f]) + 0, g[f] && r[f] ? 2 : r[f] ? 1 : 0, g[f] + 0, n[f], c[f], f
-			print 1, 1, 0, 0, 0, "_nd_os_futex_wait"; print 1, 1, 0, 0, 0, "_nd_os_futex_wake" }' "$tmp/cost" |
+	# The first part in three, each a mapping of its own: those the
+	# small workloads run after the page level's setup
+	# (_nd_os_text_drop), then (_nd_os_text_once) those run only before
+	# it (the init, the setup), which the drop takes out of the process,
+	# then (_nd_os_text_other) those only the other programs run after
+	# it, from a page of its own (code the other programs run must not
+	# share a page with the dropped part). The first two fill the 64 KiB
+	# window that ld.so's call of _init faults in whole before
+	# _nd_os_text_split, which heads the second part with the
+	# constructor and _nd_init: the init's code in no other window.
+	# _nd_os_text_drop returns into the first part.
+	# A process that never set the page level up (no .1 part) but ran
+	# the init counts as before it; a fork's child (no init) as after.
+	awk 'NR == FNR { if ($3 ~ /[.]1$/) { b = $3; sub(/[.]1$/, "", b); has1[b] = 1 }
+			if ($2 == "_nd_init") init[$3] = 1; next }
+		{ c[$2] += $1; if (!(($2, $3) in in_p)) { in_p[$2, $3] = 1; n[$2]++; if ($3 ~ /[.]g[.]/) g[$2]++
+			if ($3 ~ /[.]r[.]/) r[$2] = 1
+			if ($3 !~ /[.]1$/ && (has1[$3] || !init[$3])) { if ($3 ~ /[.]r[.]/) ar[$2] = 1; if ($3 ~ /[.]g[.]/) ag[$2] = 1 } } }
+		END { for (f in c) print ar[f] ? 3 : ag[f] ? 1 : g[f] || r[f] ? 2 : 0, g[f] && r[f] ? 2 : r[f] ? 1 : 0, g[f] + 0, n[f], c[f], f
+			print 3, 1, 0, 0, 0, "_nd_os_futex_wait"; print 3, 1, 0, 0, 0, "_nd_os_futex_wake"
+			print 3, 1, 0, 0, 0, "_nd_os_text_drop"; print 2, 3, 0, 0, 0, "_nd_os_text_split"
+			print 2, 3, 0, 0, 0, "_nd_init"; print 2, 3, 0, 0, 0, "nd_constructor" }' "$tmp/cost" "$tmp/cost" |
 		sort -k1,1nr -k2,2nr -k3,3nr -k4,4nr -k5,5nr -k6 | cut -d' ' -f1,3- |
 		awk 'NR == FNR { sec[$1] = sec[$1] " " $2; next }
+			$1 < 3 && !once { once = 1; print "PROVIDE_HIDDEN (_nd_os_text_once = .);" }
+			$1 < 2 && !other { other = 1; print ". = ALIGN(CONSTANT (COMMONPAGESIZE));"
+				print "PROVIDE_HIDDEN (_nd_os_text_other = .);" }
 			!$1 && !warm { warm = 1; print "PROVIDE_HIDDEN (_nd_os_text_warm = .);" }
 			{ n = split(sec[$5], s, " "); for (j = 1; j <= n; j++) if (!seen[s[j]]++) printf "*(%s)\n", s[j] }
-			END { if (!warm) print "PROVIDE_HIDDEN (_nd_os_text_warm = .);" }' \
+			END { if (!once) print "PROVIDE_HIDDEN (_nd_os_text_once = .);"
+				if (!other) print ". = ALIGN(CONSTANT (COMMONPAGESIZE));\nPROVIDE_HIDDEN (_nd_os_text_other = .);"
+				if (!warm) print "PROVIDE_HIDDEN (_nd_os_text_warm = .);" }' \
 			"$tmp/sec" -
 } >src/hot_text.ld
 echo "src/hot_text.ld: $(grep -c '^\*(\.text\.' src/hot_text.ld) functions"

@@ -53,17 +53,29 @@ int _nd_os_remap_pages(void *src, size_t len, void *dst);
 int _nd_os_mprotect(void *p, size_t len, int prot);
 /* The kernel maps a file's pages 64 KiB about each one a process runs
  * (fault-around), but never across the end of a mapping: the library's
- * code past the functions every process runs (src/hot_text.ld) becomes a
- * mapping of its own (madvise MADV_RANDOM: cold code is run at random, if
- * at all), so running the hot code's last window does not bring in the
- * cold code after it (issue 11: a thread's first remote free, a fork's
- * child ran code past the first 64 KiB: 128 KiB of code resident, 68
- * since); so does the hot list's second part (_nd_os_text_warm: what
- * only some workloads run), so that a small process maps none of it, and
- * the read-only data past what a process reads (src/hot_rodata.ld).
- * Called at the init, before any cold code runs; 0, -ENOENT without the
- * link script's symbols, or -errno. */
+ * code past the functions every process runs (src/hot_text.ld) becomes
+ * a mapping of its own (madvise), so running the hot code's last window
+ * does not bring in the cold code after it (issue 11: a thread's first
+ * remote free, a fork's child ran code past the first 64 KiB: 128 KiB
+ * of code resident, 68 since); so do the hot list's other parts (what
+ * runs only before the page level's setup's end, what only programs
+ * other than the small workloads run after it, what only some workloads
+ * run: os.c), so that a small process maps none of them once its setup
+ * is done, and the read-only data past what a process reads
+ * (src/hot_rodata.ld). Called at the init, before any cold code runs; 0,
+ * -ENOENT without the link script's symbols, or -errno. */
 int _nd_os_text_split(void);
+/* The code run only by the init and the page level's setup (os.c's
+ * _nd_os_text_once part), in the window that ld.so's first call (_init)
+ * faults in before _nd_os_text_split, stayed resident for the process's
+ * life: the setup calls this once done, and the code from _nd_os_text_once
+ * to _nd_os_text_warm (what runs only before, what only other programs
+ * run after) leaves the process (MADV_DONTNEED: file pages, faulted in
+ * again if run). Called from code before _nd_os_text_once, whose return
+ * does not fault the pages back. A debugger's breakpoint in those pages,
+ * set before the call, is lost; the API's rarer calls (warm and cold
+ * parts) are not dropped, so breakpoints there stay. */
+void _nd_os_text_drop(void);
 /* mask is a bitmap of maxnode bits (kernel convention: maxnode = bits+1
  * is handled inside). */
 int _nd_os_mbind(void *p, size_t len, int mode, const uint64_t *mask, unsigned long maxnode_bits, unsigned flags);

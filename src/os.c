@@ -129,11 +129,16 @@ int _nd_os_mprotect(void *p, size_t len, int prot)
 	return (int)sc3(SYS_mprotect, p, len, prot);
 }
 
-/* The library's code, laid out by its link script (CMakeLists.txt): the
- * functions programs of any kind run (src/hot_text.ld) up to
- * _nd_os_text_warm, those only some workloads run up to _nd_os_text_cold,
- * the rest up to _nd_os_text_end. Undefined (0) in a link without that
- * script, such as a program linking the static library. */
+/* The library's code, laid out by its link script (CMakeLists.txt,
+ * src/hot_text.ld): what the small workloads run after the init and the
+ * page level's setup, from _nd_os_text_once what runs only before
+ * (init, setup), from _nd_os_text_other what only other programs run
+ * after, from _nd_os_text_warm what only some workloads run, from
+ * _nd_os_text_cold the rest, to _nd_os_text_end. Undefined (0) in a
+ * link without that script, such as a program linking the static
+ * library. */
+extern const char _nd_os_text_once[] __attribute__((weak, visibility("hidden")));
+extern const char _nd_os_text_other[] __attribute__((weak, visibility("hidden")));
 extern const char _nd_os_text_warm[] __attribute__((weak, visibility("hidden")));
 extern const char _nd_os_text_cold[] __attribute__((weak, visibility("hidden")));
 extern const char _nd_os_text_end[] __attribute__((weak, visibility("hidden")));
@@ -143,21 +148,35 @@ extern const char _nd_os_text_end[] __attribute__((weak, visibility("hidden")));
 extern const char _nd_os_rodata_cold[] __attribute__((weak, visibility("hidden")));
 extern const char _nd_os_rodata_end[] __attribute__((weak, visibility("hidden")));
 
+static inline uintptr_t page_up(const char *p)
+{
+	return ND_ALIGN_UP((uintptr_t)p, ND_PAGE_SIZE);
+}
+
 int _nd_os_text_split(void)
 {
-	uintptr_t lo = ND_ALIGN_UP((uintptr_t)_nd_os_text_cold, ND_PAGE_SIZE);
-	uintptr_t hi = ND_ALIGN_UP((uintptr_t)_nd_os_text_end, ND_PAGE_SIZE);
-	if (!_nd_os_text_cold || !_nd_os_text_end || hi <= lo)
+	uintptr_t once = page_up(_nd_os_text_once), oth = page_up(_nd_os_text_other), w = page_up(_nd_os_text_warm);
+	uintptr_t lo = page_up(_nd_os_text_cold), hi = page_up(_nd_os_text_end);
+	if (!_nd_os_text_once || !_nd_os_text_other || !_nd_os_text_warm || !_nd_os_text_cold || !_nd_os_text_end ||
+	    !(once <= oth && oth <= w && w <= lo && lo < hi))
 		return -ENOENT;
-	/* the warm part: another advice than the cold part's, or the two
-	 * mappings would merge (no huge pages: file text has none here) */
-	uintptr_t w = ND_ALIGN_UP((uintptr_t)_nd_os_text_warm, ND_PAGE_SIZE);
-	if (_nd_os_text_warm && w < lo)
-		sc3(SYS_madvise, w, lo - w, MADV_NOHUGEPAGE);
-	uintptr_t rlo = (uintptr_t)_nd_os_rodata_cold, rhi = ND_ALIGN_UP((uintptr_t)_nd_os_rodata_end, ND_PAGE_SIZE);
+	/* Each part a mapping: neighbours' advice differs, or they would
+	 * merge. MADV_RANDOM (code run at random, if at all: no read-ahead
+	 * of its file) on every other part, so that a split costs no more
+	 * calls than parts. */
+	uintptr_t rlo = (uintptr_t)_nd_os_rodata_cold, rhi = page_up(_nd_os_rodata_end);
 	if (_nd_os_rodata_cold && _nd_os_rodata_end && rlo < rhi)
 		sc3(SYS_madvise, rlo, rhi - rlo, MADV_RANDOM);
-	return (int)sc3(SYS_madvise, lo, hi - lo, MADV_RANDOM);
+	if (w < lo)
+		sc3(SYS_madvise, w, lo - w, MADV_RANDOM);
+	return once < oth ? (int)sc3(SYS_madvise, once, oth - once, MADV_RANDOM) : 0;
+}
+
+void _nd_os_text_drop(void)
+{
+	uintptr_t once = page_up(_nd_os_text_once), hi = page_up(_nd_os_text_warm);
+	if (once < hi) /* both 0 without the link script */
+		sc3(SYS_madvise, once, hi - once, MADV_DONTNEED);
 }
 
 /* ---- memory policy ----------------------------------------------------- */
@@ -263,7 +282,9 @@ static bool same_name(const char *a, const char *b)
 	return *a == *b;
 }
 
-static cgt_fn vdso_clock_gettime(void)
+/* Not inlined: run once, at the init or the setup, so that it sits in
+ * the code _nd_os_text_drop takes out (src/hot_text.ld). */
+static __attribute__((noinline)) cgt_fn vdso_clock_gettime(void)
 {
 	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
 	if (!eh || eh->e_ident[EI_MAG0] != ELFMAG0 || eh->e_ident[EI_MAG1] != ELFMAG1 || eh->e_ident[EI_MAG2] != ELFMAG2 ||

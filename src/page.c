@@ -50,7 +50,9 @@ static inline void *page_addr(const _nd_arena_t *a, uint64_t i)
 
 /* ---- setup (g.lock held) ------------------------------------------------ */
 
-static int setup_locked(void)
+/* Not inlined: its code runs once, before _nd_os_text_drop, and so sits
+ * in the code that call drops (src/hot_text.ld's setup part). */
+static __attribute__((noinline)) int setup_locked(void)
 {
 	/* From here on the topology cannot be replaced: slots follow it. */
 	_nd_topo_freeze();
@@ -103,12 +105,15 @@ static bool setup_slow(void)
 	if (__atomic_load_n(&g.failed, __ATOMIC_RELAXED))
 		return false; /* reported once; no retry per malloc */
 	_nd_lock(&g.lock);
-	bool ok = g.ready || (!g.failed && setup_locked() == 0);
+	bool made = !g.ready && !g.failed && setup_locked() == 0;
+	bool ok = g.ready || made;
 	if (ok)
 		__atomic_store_n(&g.ready, 1, __ATOMIC_RELEASE);
 	else
 		__atomic_store_n(&g.failed, 1, __ATOMIC_RELAXED);
 	_nd_unlock(&g.lock);
+	if (made)
+		_nd_os_text_drop(); /* the init's and this setup's code, run once */
 	return ok;
 }
 
