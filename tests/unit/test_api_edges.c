@@ -7,7 +7,11 @@
  *  - a weighted policy object whose node set has no weight (the weights
  *    then come from the set, or the set from the weights: nd_policy_check
  *    accepts both) places blocks of more than a page where its
- *    normalized form says (the raw object hung the node choice). */
+ *    normalized form says (the raw object hung the node choice).
+ * And edges2's:
+ *  - ND_NODE_LOCAL is the calling CPU's memory node for every call that
+ *    takes a node (nd_malloc_onnode refused it, the x calls took it). */
+
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -80,6 +84,51 @@ static void weighted_raw(void)
 	}
 }
 
+/* The calling CPU's memory node: emulated CPU 0 is on node 0, CPU 1 on 2. */
+static void local_node(void)
+{
+	static const size_t sizes[] = { 0, 10, 100, 5000, 32768, 40000, 1 << 20 };
+	for (int cpu = 0; cpu <= 1; cpu++) {
+		nd_emulate_cpu(cpu);
+		int want = cpu ? 2 : 0;
+		for (int round = 0; round < 2; round++) {
+			for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+				size_t sz = sizes[i];
+				void *p[5];
+				p[0] = nd_malloc_onnode(sz, ND_NODE_LOCAL);
+				p[1] = nd_mallocx_onnode(sz, ND_NODE_LOCAL, 0);
+				p[2] = nd_mallocx_onnode(sz, ND_NODE_LOCAL, ND_MALLOCX_ZERO | ND_MALLOCX_LG_ALIGN(6));
+				p[3] = nd_calloc_onnode(1, sz, ND_NODE_LOCAL);
+				p[4] = nd_aligned_alloc_onnode(256, sz, ND_NODE_LOCAL);
+				for (int k = 0; k < 5; k++) {
+					CHECK(p[k] != NULL && nd_node_of(p[k]) == want, "cpu %d call %d size %zu: %p on %d", cpu,
+					      k, sz, p[k], p[k] ? nd_node_of(p[k]) : -2);
+					free(p[k]);
+				}
+			}
+		}
+		/* a heap of the creating CPU's node */
+		nd_heap_t *h = nd_heap_new(ND_NODE_LOCAL);
+		CHECK(h != NULL, "nd_heap_new(local) on cpu %d: errno %d", cpu, errno);
+		void *a = h ? nd_heap_malloc(h, 100) : NULL, *b = h ? nd_heap_malloc(h, 100000) : NULL;
+		CHECK(a && b && nd_node_of(a) == want && nd_node_of(b) == want, "heap of cpu %d: %d %d", cpu,
+		      a ? nd_node_of(a) : -2, b ? nd_node_of(b) : -2);
+		if (h)
+			nd_heap_destroy(h);
+	}
+	nd_emulate_cpu(0);
+	/* any other negative node is still EINVAL */
+	errno = 0;
+	void *p = nd_malloc_onnode(100, -2);
+	CHECK(p == NULL && errno == EINVAL, "nd_malloc_onnode(-2) = %p errno %d", p, errno);
+	errno = 0;
+	p = nd_mallocx_onnode(100, -2, 0);
+	CHECK(p == NULL && errno == EINVAL, "nd_mallocx_onnode(-2) = %p errno %d", p, errno);
+	errno = 0;
+	nd_heap_t *h = nd_heap_new(-2);
+	CHECK(h == NULL && errno == EINVAL, "nd_heap_new(-2) = %p errno %d", (void *)h, errno);
+}
+
 int main(void)
 {
 	char err[256];
@@ -87,5 +136,6 @@ int main(void)
 	nd_emulate_cpu(0);
 	gap_node();
 	weighted_raw();
+	local_node();
 	return CHECK_DONE();
 }
