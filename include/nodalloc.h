@@ -141,7 +141,9 @@ ND_API void *nd_malloc_onnode(size_t size, int node);
 /* Memory on the calling CPU's memory node. */
 ND_API void *nd_malloc_local(size_t size);
 /* One allocation interleaved over nodes, switching node every granularity
- * bytes (rounded to pages; 0 = one page). */
+ * bytes: 4K times a power of two, at most 1G (as "@gran" of the policy
+ * grammar), or 0 for one page. Any other granularity: NULL with errno
+ * EINVAL (the message, under NODALLOC_VERBOSE, names it). */
 ND_API void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t granularity);
 /* One allocation under an explicit policy. */
 ND_API void *nd_malloc_policy(size_t size, const nd_policy_t *p);

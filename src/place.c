@@ -461,7 +461,9 @@ void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t gran
 	pol.nodes = *nodes;
 	int shift = _nd_policy_granularity_shift(granularity ? granularity : ND_PAGE_SIZE);
 	if (shift < 0) {
-		_nd_msg_api("nd_malloc_interleaved: bad granularity %zu", granularity);
+		_nd_msg_api("nd_malloc_interleaved: granularity %zu is not 0 (one page) or 4K times a power of two, "
+			    "at most 1G",
+			    granularity);
 		errno = EINVAL;
 		return NULL;
 	}

@@ -10,12 +10,17 @@
  *    normalized form says (the raw object hung the node choice).
  * And edges2's:
  *  - ND_NODE_LOCAL is the calling CPU's memory node for every call that
- *    takes a node (nd_malloc_onnode refused it, the x calls took it). */
+ *    takes a node (nd_malloc_onnode refused it, the x calls took it);
+ *  - nd_malloc_interleaved takes the granularities "@gran" takes (0 or
+ *    4K << k up to 1G): any other is EINVAL, named under
+ *    NODALLOC_VERBOSE (it was rounded up, and clamped to 1G). */
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "internal.h"
@@ -129,6 +134,49 @@ static void local_node(void)
 	CHECK(h == NULL && errno == EINVAL, "nd_heap_new(-2) = %p errno %d", (void *)h, errno);
 }
 
+static int pipefd[2];
+static char msgs[4096];
+static void drain(void)
+{
+	ssize_t n = read(pipefd[0], msgs, sizeof msgs - 1);
+	msgs[n > 0 ? n : 0] = '\0';
+}
+
+/* The granularities of "@gran" (policy_parse.c) and no other. */
+static void interleaved_gran(void)
+{
+	static const size_t good[] = { 0, 4096, 8192, 65536, 2 << 20, 1 << 30 };
+	static const size_t bad[] = { 1, 512, 4095, 4097, 12288, 6 << 20, (size_t)2 << 30, (size_t)1 << 40, SIZE_MAX };
+	nd_nodemask_t m;
+	nd_nodemask_zero(&m);
+	nd_nodemask_set(&m, 0);
+	nd_nodemask_set(&m, 2);
+	for (unsigned i = 0; i < sizeof good / sizeof good[0]; i++) {
+		void *p = nd_malloc_interleaved(1 << 20, &m, good[i]);
+		CHECK(p != NULL, "granularity %zu refused: errno %d", good[i], errno);
+		free(p);
+	}
+	CHECK(pipe(pipefd) == 0 && fcntl(pipefd[0], F_SETFL, O_NONBLOCK) == 0);
+	char fd[16];
+	snprintf(fd, sizeof fd, "%d", pipefd[1]);
+	CHECK(_nd_opt_set("msg_fd", fd) == 0);
+	for (int verbose = 0; verbose <= 1; verbose++) {
+		CHECK(_nd_opt_set("verbose", verbose ? "1" : "0") == 0);
+		for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+			errno = 0;
+			void *p = nd_malloc_interleaved(1 << 20, &m, bad[i]);
+			CHECK(p == NULL && errno == EINVAL, "granularity %zu: %p errno %d", bad[i], p, errno);
+			drain();
+			char want[128];
+			snprintf(want, sizeof want, "nd_malloc_interleaved: granularity %zu is not 0 (one page) or 4K", bad[i]);
+			CHECK(verbose ? strstr(msgs, want) != NULL : msgs[0] == '\0', "verbose %d, %zu: got '%s'", verbose,
+			      bad[i], msgs);
+		}
+	}
+	CHECK(_nd_opt_set("verbose", "0") == 0);
+	CHECK(_nd_opt_set("msg_fd", "2") == 0);
+}
+
 int main(void)
 {
 	char err[256];
@@ -137,5 +185,6 @@ int main(void)
 	gap_node();
 	weighted_raw();
 	local_node();
+	interleaved_gran();
 	return CHECK_DONE();
 }
