@@ -13,11 +13,14 @@
  *    takes a node (nd_malloc_onnode refused it, the x calls took it);
  *  - nd_malloc_interleaved takes the granularities "@gran" takes (0 or
  *    4K << k up to 1G): any other is EINVAL, named under
- *    NODALLOC_VERBOSE (it was rounded up, and clamped to 1G). */
-
+ *    NODALLOC_VERBOSE (it was rounded up, and clamped to 1G);
+ *  - memalign and friends at alignments of 2^62 + 1 and up give glibc
+ *    2.36's errno (memalign(2^63, 1): ENOMEM, not EINVAL). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -177,6 +180,53 @@ static void interleaved_gran(void)
 	CHECK(_nd_opt_set("msg_fd", "2") == 0);
 }
 
+/* glibc 2.36's answers (measured: a program run with and without the
+ * library preloaded); posix_memalign returns its error, keeps errno and
+ * *out. */
+#define NULL_ERRNO(expr, e)                                                                           \
+	do {                                                                                          \
+		errno = 0;                                                                            \
+		void *r_ = (expr);                                                                    \
+		CHECK(r_ == NULL && errno == (e), #expr " = %p errno %d, want %d", r_, errno, (e));   \
+	} while (0)
+#define PM_ERR(al, sz, e)                                                                                      \
+	do {                                                                                                   \
+		void *o_ = &errno;                                                                             \
+		errno = 4242;                                                                                  \
+		int r_ = posix_memalign(&o_, (al), (sz));                                                     \
+		CHECK(r_ == (e) && errno == 4242 && o_ == &errno, "posix_memalign(" #al ", " #sz ") = %d errno %d", r_, \
+		      errno);                                                                                  \
+	} while (0)
+/* at run time: gcc warns on constant sizes above PTRDIFF_MAX, clang on alignments above 2^32 */
+static volatile size_t vmax = SIZE_MAX, vh = (size_t)1 << 63;
+static void huge_align(void)
+{
+	const size_t h = vh, q = h >> 1, max = vmax;
+	NULL_ERRNO(memalign(h, 1), ENOMEM);
+	NULL_ERRNO(memalign(h, 0), ENOMEM);
+	NULL_ERRNO(memalign(h, max), ENOMEM);
+	NULL_ERRNO(memalign(q + 1, 1), ENOMEM); /* rounded up to 2^63 */
+	NULL_ERRNO(memalign(h - 1, 1), ENOMEM);
+	NULL_ERRNO(memalign(q, 1), ENOMEM);
+	NULL_ERRNO(memalign(h + 1, 1), EINVAL);
+	NULL_ERRNO(memalign(max, 1), EINVAL);
+	NULL_ERRNO(memalign(64, max), ENOMEM);
+	NULL_ERRNO(aligned_alloc(h, 1), ENOMEM);
+	NULL_ERRNO(aligned_alloc(h + 1, 1), EINVAL);
+	NULL_ERRNO(aligned_alloc(max, 1), EINVAL);
+	NULL_ERRNO(aligned_alloc(4096, max - 100), ENOMEM);
+	PM_ERR(h, 1, ENOMEM);
+	PM_ERR(h, 0, ENOMEM);
+	PM_ERR(h + 1, 1, EINVAL);
+	PM_ERR(max, 1, EINVAL);
+	PM_ERR(16, max, ENOMEM);
+	NULL_ERRNO(valloc(max), ENOMEM);
+	NULL_ERRNO(valloc(h), ENOMEM);
+	NULL_ERRNO(pvalloc(max), ENOMEM);
+	NULL_ERRNO(pvalloc(max - 4095), ENOMEM);
+	NULL_ERRNO(pvalloc(max - 4096), ENOMEM);
+}
+
 int main(void)
 {
 	char err[256];
@@ -186,5 +236,6 @@ int main(void)
 	weighted_raw();
 	local_node();
 	interleaved_gran();
+	huge_align();
 	return CHECK_DONE();
 }
