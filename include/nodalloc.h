@@ -132,12 +132,18 @@ ND_API void *nd_realloc(void *p, size_t size);
 ND_API void nd_free(void *p);
 ND_API void *nd_aligned_alloc(size_t align, size_t size);
 ND_API size_t nd_usable_size(const void *p);
+/* Every call below that takes a node also takes ND_NODE_LOCAL: the
+ * calling CPU's memory node (nd_heap_new: the creating CPU's, kept). A
+ * node that does not exist is EINVAL. */
+#define ND_NODE_LOCAL (-1)
 /* Memory on one node (falls back along the node's list if it is full). */
 ND_API void *nd_malloc_onnode(size_t size, int node);
 /* Memory on the calling CPU's memory node. */
 ND_API void *nd_malloc_local(size_t size);
 /* One allocation interleaved over nodes, switching node every granularity
- * bytes (rounded to pages; 0 = one page). */
+ * bytes: 4K times a power of two, at most 1G (as "@gran" of the policy
+ * grammar), or 0 for one page. Any other granularity: NULL with errno
+ * EINVAL (the message, under NODALLOC_VERBOSE, names it). */
 ND_API void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t granularity);
 /* One allocation under an explicit policy. */
 ND_API void *nd_malloc_policy(size_t size, const nd_policy_t *p);
@@ -153,7 +159,6 @@ ND_API int nd_version(void);
  * Alignment up to 4 KiB and zeroing stay on the fast path. node may be
  * ND_NODE_LOCAL (the calling CPU's memory node). Errors: NULL with errno
  * EINVAL (node does not exist, bad flags, invalid policy) or ENOMEM. */
-#define ND_NODE_LOCAL (-1)
 #define ND_MALLOCX_LG_ALIGN(lg) ((unsigned)(lg))   /* lg <= 30 */
 #if defined(__GNUC__)
 #define ND_MALLOCX_ALIGN(a) ((unsigned)__builtin_ctzll((unsigned long long)(a)))
@@ -197,8 +202,9 @@ ND_API size_t nd_good_size(size_t size);
  * Returns the pages counted (pages never touched are on no node), or -1
  * with errno EINVAL (NULL, max < 1) or the kernel's. */
 ND_API long nd_where(const void *p, size_t size, uint64_t *counts, int max);
-/* Moves the range's pages that are present to node (the neighbours that
- * share its first and last page move too). nodalloc's record is not
+/* Moves the range's pages that are present to node (ND_NODE_LOCAL: the
+ * calling CPU's memory node; the neighbours that share its first and
+ * last page move too). nodalloc's record is not
  * changed: nd_node_of still gives the node the block was allocated on,
  * and pages freed and faulted in again come back there. 0, or -1 with
  * errno EINVAL (node missing or without memory, NULL) or the first
@@ -218,6 +224,7 @@ ND_API int nd_move(void *p, size_t size, int node);
  * when no other thread uses the heap's objects any more (any thread may
  * call it then). realloc by another thread than the owner moves the block
  * out of the heap (to an ordinary block on the same node).
+ * nd_heap_new(ND_NODE_LOCAL): a heap of the creating CPU's memory node.
  * Errors: NULL with errno EINVAL (node missing, invalid policy, not a
  * heap, bad alignment) or ENOMEM. */
 typedef struct nd_heap_api nd_heap_t;

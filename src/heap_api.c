@@ -72,6 +72,8 @@ int nd_move(void *p, size_t size, int node)
 		return -1;
 	}
 	const _nd_topo_t *t = _nd_topo();
+	if (node == ND_NODE_LOCAL)
+		node = nd_mem_node_of_cpu(_nd_topo_cpu());
 	if (node < 0 || node >= t->node_limit || !t->has_mem[node]) {
 		errno = EINVAL;
 		return -1;
@@ -239,6 +241,8 @@ nd_heap_t *nd_heap_new(int node)
 		return NULL;
 	}
 	const _nd_topo_t *t = _nd_topo();
+	if (node == ND_NODE_LOCAL) /* the creating CPU's, for the heap's life */
+		node = nd_mem_node_of_cpu(_nd_topo_cpu());
 	if (node < 0 || node >= t->node_limit || !t->online[node]) {
 		errno = EINVAL;
 		return NULL;

@@ -495,12 +495,14 @@ OVERRIDE int posix_memalign(void **out, size_t align, size_t size)
 	return 0;
 }
 
-/* glibc: a non-power-of-two alignment is rounded up to one. */
+/* glibc (2.36): a non-power-of-two alignment is rounded up to one;
+ * above 2^63 (no power of two is) EINVAL, 2^63 itself ENOMEM like any
+ * alignment no run can have. */
 OVERRIDE void *memalign(size_t align, size_t size)
 {
 	if (align <= 16)
 		return nd_malloc(size);
-	if (align > ((size_t)1 << 62)) {
+	if (align > ((size_t)1 << 63)) {
 		errno = EINVAL;
 		return NULL;
 	}

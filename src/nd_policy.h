@@ -79,8 +79,9 @@ void _nd_policy_count(const _nd_policy_iter_t *it, int got);
  * weight w has w consecutive granules per round). -1 if pol is not
  * interleave or weighted. pol NULL = current. */
 int _nd_policy_node_for_granule(const nd_policy_t *pol, uint64_t g);
-/* Smallest k with 4096 << k >= bytes (at most 18 = 1 GiB): for
- * nd_malloc_interleaved's granularity argument. */
+/* k with 4096 << k == bytes, k <= 18 (1 GiB); -1 for any other bytes:
+ * the one rule of a granularity ("@gran", nd_malloc_interleaved,
+ * nodactl --granularity). */
 int _nd_policy_granularity_shift(uint64_t bytes);
 /* Tests: forget this thread's interleave cursor (next pick = first node). */
 void _nd_policy_reset_cursor(void);

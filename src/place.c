@@ -206,8 +206,8 @@ static __attribute__((noinline)) void *onnode_slow(size_t size, int node)
  * so node is valid; past ND_NHEAP_IN nodes, node < nbig the same in
  * heaps[]. nfast and nbig are 0 in check mode and on the boot record.
  * lheap: the heap of the CPU's memory node, valid while lkey matches;
- * local: node ND_NODE_LOCAL means it (a constant: nd_malloc_onnode
- * refuses -1). */
+ * local: node ND_NODE_LOCAL means it (false for nd_malloc_onnode, whose
+ * miss path takes ND_NODE_LOCAL to nd_malloc_local). */
 /* nr indexes the record's nheap (nfast is at most ND_NHEAP_IN: a constant
  * beyond, ND_NODE_LOCAL, is known not to). */
 static inline __attribute__((always_inline)) bool nheap_has(const _nd_thread_t *t, uint64_t nr)
@@ -380,6 +380,8 @@ static inline __attribute__((always_inline)) bool node_refill(size_t size, int n
 static __attribute__((noinline)) void *onnode_miss(size_t size, int node)
 {
 	void *o;
+	if (node == ND_NODE_LOCAL) /* here, off the node's fast path */
+		return nd_malloc_local(size);
 	if (node_refill(size, node, false, 0, &o))
 		return o;
 	return onnode_slow(size, node);
@@ -459,7 +461,9 @@ void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t gran
 	pol.nodes = *nodes;
 	int shift = _nd_policy_granularity_shift(granularity ? granularity : ND_PAGE_SIZE);
 	if (shift < 0) {
-		_nd_msg_api("nd_malloc_interleaved: bad granularity %zu", granularity);
+		_nd_msg_api("nd_malloc_interleaved: granularity %zu is not 0 (one page) or 4K times a power of two, "
+			    "at most 1G",
+			    granularity);
 		errno = EINVAL;
 		return NULL;
 	}

@@ -226,10 +226,10 @@ void _nd_policy_zero(nd_policy_t *p)
 
 int _nd_policy_granularity_shift(uint64_t bytes)
 {
-	unsigned k = 0;
-	while (k < MAX_GRAN_SHIFT && ((uint64_t)ND_PAGE_SIZE << k) < bytes)
-		k++;
-	return (int)k;
+	for (int k = 0; k <= MAX_GRAN_SHIFT; k++)
+		if (((uint64_t)ND_PAGE_SIZE << k) == bytes)
+			return k;
+	return -1;
 }
 
 /* "@2M" granularity in [s, e) into *shift; exact 4096 << k only. */
@@ -249,11 +249,10 @@ static int parse_gran(const char *s, const char *e, unsigned *shift, const char 
 	if (_nd_opt_parse_size(tmp, &v) != 0)
 		return _nd_policy_fail(err, errlen, "%s: granularity '%s' at position %zu is not a size (e.g. 4K, 64K, 2M)", ctx, tmp,
 			    pos);
-	for (unsigned k = 0; k <= MAX_GRAN_SHIFT; k++) {
-		if (((uint64_t)ND_PAGE_SIZE << k) == v) {
-			*shift = k;
-			return 0;
-		}
+	int k = _nd_policy_granularity_shift(v);
+	if (k >= 0) {
+		*shift = (unsigned)k;
+		return 0;
 	}
 	return _nd_policy_fail(err, errlen, "%s: granularity '%s' at position %zu must be 4K times a power of two, at most 1G", ctx,
 		    tmp, pos);

@@ -745,7 +745,7 @@ static int read_options(int argc, char **argv, raw_opt_t *raw, int *nraw, launch
 			break;
 		case O_GRANULARITY: {
 			uint64_t g;
-			if (_nd_opt_parse_size(optarg, &g) != 0 || g < 4096 || (g & (g - 1)) || g > (1ull << 30))
+			if (_nd_opt_parse_size(optarg, &g) != 0 || _nd_policy_granularity_shift(g) < 0)
 				return usage_error("--granularity expects a power-of-two size from 4K to 1G (e.g. 2M), got '%s'",
 						   optarg);
 			l->granularity = optarg;

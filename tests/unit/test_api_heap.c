@@ -230,7 +230,7 @@ int main(int argc, char **argv)
 	errno = 0;
 	CHECK(nd_heap_new(2) == NULL && errno == EINVAL, "node 2: errno %d", errno);
 	errno = 0;
-	CHECK(nd_heap_new(-1) == NULL && errno == EINVAL);
+	CHECK(nd_heap_new(-2) == NULL && errno == EINVAL); /* -1: ND_NODE_LOCAL */
 	nd_policy_t bad = pol("preferred:1");
 	bad.nodes.bits[0] = 3;
 	errno = 0;

@@ -3,7 +3,8 @@
  * touched page of a block is on a node the kernel reports (one-node
  * machine: all on node 0), pages never touched are on none, a move to the
  * node the pages are on succeeds and keeps them, a move to a node that does
- * not exist fails with EINVAL and moves nothing; bad arguments: EINVAL. */
+ * not exist fails with EINVAL and moves nothing, one to ND_NODE_LOCAL
+ * succeeds; bad arguments: EINVAL. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdbool.h>
@@ -73,9 +74,13 @@ int main(void)
 	errno = 0;
 	CHECK(nd_move(b, sz, limit) == -1 && errno == EINVAL, "node %d: errno %d", limit, errno);
 	errno = 0;
-	CHECK(nd_move(b, sz, -1) == -1 && errno == EINVAL, "node -1: errno %d", errno);
+	CHECK(nd_move(b, sz, -2) == -1 && errno == EINVAL, "node -2: errno %d", errno);
 	CHECK_EQ(nd_where(b, sz, c, MAXN), n);
 	CHECK_EQ((long)c[home], n); /* nothing moved */
+	/* ND_NODE_LOCAL: the calling CPU's memory node (a one-node machine: home) */
+	CHECK_EQ(nd_move(b, sz, ND_NODE_LOCAL), 0);
+	if (limit == 1)
+		CHECK(nd_where(b, sz, c, MAXN) == n && (long)c[home] == n, "moved away from node %d", home);
 
 	/* bad arguments */
 	errno = 0;

@@ -71,7 +71,7 @@ NULLCASE(aligned_not_pow2, nd_aligned_alloc(48, 96), EINVAL, EINVAL)
 NULLCASE(aligned_zero, nd_aligned_alloc(0, 16), EINVAL, EINVAL)
 NULLCASE(aligned_huge, nd_aligned_alloc((size_t)1 << 63, 16), EINVAL, ENOMEM)
 NULLCASE(aligned_size_huge, nd_aligned_alloc(4096, SIZE_MAX - 100), ENOMEM, EINVAL)
-NULLCASE(onnode_negative, nd_malloc_onnode(100, -1), EINVAL, EINVAL)
+NULLCASE(onnode_negative, nd_malloc_onnode(100, -2), EINVAL, EINVAL) /* -1: ND_NODE_LOCAL */
 NULLCASE(onnode_absent, nd_malloc_onnode(100, 1000), EINVAL, EINVAL)
 NULLCASE(onnode_beyond_max, nd_malloc_onnode(100, ND_MAX_NODES), EINVAL, EINVAL)
 NULLCASE(onnode_int_min, nd_malloc_onnode(100, INT32_MIN), EINVAL, EINVAL)

@@ -19,9 +19,9 @@
  *  - a thread's heaps[] entry of a node it has no heap for yet (heap.c's
  *    empty heap) sends nd_malloc_onnode to its slow path, also in a thread
  *    whose record was reused after another thread exited;
- *    nd_malloc_onnode(-1) is refused, nd_mallocx_onnode(-1, 0) is local
- *    (warm, it follows a CPU change at the next call) and the x call
- *    refuses nodes -3, -2, 2, 3;
+ *    nd_malloc_onnode(-1) and nd_mallocx_onnode(-1, 0) are local (warm,
+ *    they follow a CPU change at the next call; the first also with a
+ *    stray upper half) and the x call refuses nodes -3, -2, 2, 3;
  *  - a plain policy object changed in place between calls is seen at the
  *    next call for every word its mode reads: mode, node bits, flags,
  *    interleave granularity (an invalid one is refused at once), weights;
@@ -414,9 +414,7 @@ int main(void)
 	errno = 0;
 	CHECK(onx_r(48, hi | 1, hi | 0x80) == NULL && errno == EINVAL, "nd_mallocx_onnode(48, 1, 0x80 | upper): errno %d", errno);
 
-	/* node -1 is ND_NODE_LOCAL for the x call only */
-	errno = 0;
-	CHECK(nd_malloc_onnode(48, -1) == NULL && errno == EINVAL, "nd_malloc_onnode(48, -1): errno %d", errno);
+	/* node -1 is ND_NODE_LOCAL (nd_malloc_onnode's: on its miss path) */
 	errno = 0;
 	CHECK(nd_malloc_onnode(48, 2) == NULL && errno == EINVAL, "nd_malloc_onnode(48, 2): errno %d", errno);
 	/* the x call tests ND_NODE_LOCAL before the node's bound: warm, it
@@ -429,6 +427,10 @@ int main(void)
 			uint64_t before = _nd_slab_slow_count();
 			for (int i = 0; i < 200; i++) {
 				void *x = nd_mallocx_onnode(48 + (size_t)(i % 5) * 16, ND_NODE_LOCAL, 0);
+				off += !x || nd_node_of(x) != cpu / 2;
+				free(x);
+				x = i & 1 ? nd_malloc_onnode(48 + (size_t)(i % 5) * 16, ND_NODE_LOCAL)
+					  : on_r(48 + (size_t)(i % 5) * 16, hi | (uint32_t)ND_NODE_LOCAL);
 				off += !x || nd_node_of(x) != cpu / 2;
 				free(x);
 				/* flags fail the key test they are or'ed into: the

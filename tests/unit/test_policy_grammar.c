@@ -152,13 +152,17 @@ int main(void)
 	errno = 0;
 	CHECK(nd_set_policy(&h) == -1 && errno == EINVAL);
 
-	/* granularity helper for nd_malloc_interleaved: rounds up */
-	CHECK_EQ(_nd_policy_granularity_shift(0), 0);
-	CHECK_EQ(_nd_policy_granularity_shift(1), 0);
+	/* the granularity rule ("@gran", nd_malloc_interleaved, nodactl):
+	 * 4K << k up to 1G exactly */
+	CHECK_EQ(_nd_policy_granularity_shift(0), -1);
+	CHECK_EQ(_nd_policy_granularity_shift(1), -1);
 	CHECK_EQ(_nd_policy_granularity_shift(4096), 0);
-	CHECK_EQ(_nd_policy_granularity_shift(4097), 1);
+	CHECK_EQ(_nd_policy_granularity_shift(4097), -1);
+	CHECK_EQ(_nd_policy_granularity_shift(12288), -1);
 	CHECK_EQ(_nd_policy_granularity_shift(2 << 20), 9);
-	CHECK_EQ(_nd_policy_granularity_shift((uint64_t)1 << 40), 18);
+	CHECK_EQ(_nd_policy_granularity_shift(1 << 30), 18);
+	CHECK_EQ(_nd_policy_granularity_shift((uint64_t)2 << 30), -1);
+	CHECK_EQ(_nd_policy_granularity_shift((uint64_t)1 << 40), -1);
 
 	/* NODALLOC_POLICY at init: a bad value is reported by name, local stays */
 	CHECK(pipe(pipefd) == 0);
