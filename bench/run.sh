@@ -95,10 +95,9 @@ WANT_2N=${WANT_2N:-0}
 
 # ---- workloads: name and command line (op counts fixed: deterministic) ----
 # (docs/benchmarks.md describes each; issue 11 added large, threads, xfree2/4,
-# larsonbig)
-WL_NAMES=(small prodcons larson larsonbig footprint large threads xfree2 xfree4)
-# burst (wl_burst: rounds of a thread freeing 512 MiB of page runs just
-# before it exits) runs only when BENCH_WL names it: 0.5-0.6 GiB per run
+# larsonbig, burst: rounds of a thread freeing 128 MiB of page runs just
+# before it exits, about 0.15 GiB and 0.3-0.8 s a run)
+WL_NAMES=(small prodcons larson larsonbig footprint large threads xfree2 xfree4 burst)
 if [ "$QUICK" = 1 ]; then
 	declare -A WL=([small]="wl_small 1000000" [prodcons]="wl_prodcons 1 200000"
 		[larson]="wl_larson 2 2 50000" [larsonbig]="wl_larson 2 2 20000 1024 2000 16000 2"
@@ -111,7 +110,7 @@ else
 		[larson]="wl_larson 2 8 500000" [larsonbig]="wl_larson 2 8 500000 4096 2000 16000 2"
 		[footprint]="wl_footprint 300000"
 		[large]="wl_large 200" [threads]="wl_threads 4 50 20000"
-		[xfree2]="wl_xfree 2 2000000" [xfree4]="wl_xfree 4 1000000" [burst]="wl_burst 1 10 512")
+		[xfree2]="wl_xfree 2 2000000" [xfree4]="wl_xfree 4 1000000" [burst]="wl_burst 1 10 128")
 	CG_N=500000
 fi
 if [ -n "${BENCH_WL:-}" ]; then
