@@ -11,43 +11,28 @@
  * as without the workers. Before, each worker's burst raised node 1's
  * floor as well and node 1 kept all 10,240 pages. */
 #define _GNU_SOURCE
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-#include "check.h"
-#include "internal.h"
+#include "borrow_fixture.h"
+#include "exit_fixture.h"
 
 enum { BLOCK = 80 * 1024, N = 40 * 1024 * 1024 / BLOCK };
 
 static void *mine[N], *theirs[N];
 
-static uint64_t dirty(int node)
+static uint64_t dirty_of(int node)
 {
 	_nd_page_info_t in;
 	CHECK(_nd_page_info(node, &in) == 0);
 	return in.dirty_pages;
 }
 
-/* n blocks, each page touched; aborts when one fails (from any thread:
- * CHECK's counters belong to the main thread). */
 static void fill(void **obj)
 {
-	for (int i = 0; i < N; i++) {
-		obj[i] = malloc(BLOCK);
-		if (!obj[i]) {
-			fprintf(stderr, "malloc failed\n");
-			abort();
-		}
-		for (size_t o = 0; o < BLOCK; o += 4096)
-			((char *)obj[i])[o] = 1;
-	}
+	fill_pages(obj, N, BLOCK);
 }
 
 static void empty(void **obj)
 {
-	for (int i = 0; i < N; i++)
-		free(obj[i]);
+	free_all(obj, N);
 }
 
 static void *work(void *arg)
@@ -63,11 +48,8 @@ static void *work(void *arg)
 
 int main(void)
 {
-	char err[256];
-	if (nd_topology_emulate("0: cpus=0-1 mem=256M; 1: cpus=2-3 mem=256M; distance: 0-1=20", err, sizeof err) != 0) {
-		fprintf(stderr, "emulate: %s\n", err);
+	if (borrow_emulate() != 0) /* nodes 0 (CPUs 0-1) and 1 (CPUs 2-3) */
 		return 1;
-	}
 	nd_emulate_cpu(2);
 	_nd_page_info_t in;
 	CHECK(_nd_page_info(1, &in) == 0);
@@ -76,20 +58,20 @@ int main(void)
 	      (unsigned long long)in.purge_pages);
 	fill(mine);
 	empty(mine);
-	CHECK(dirty(1) <= cap + in.purge_pages, "node 1 after its own frees: %llu committed free pages (cap %llu)",
-	      (unsigned long long)dirty(1), (unsigned long long)cap);
+	CHECK(dirty_of(1) <= cap + in.purge_pages, "node 1 after its own frees: %llu committed free pages (cap %llu)",
+	      (unsigned long long)dirty_of(1), (unsigned long long)cap);
 	for (int r = 0; r < 3; r++) {
 		pthread_t t;
 		CHECK(pthread_create(&t, NULL, work, NULL) == 0);
 		pthread_join(t, NULL);
 		if (r > 0) /* the first burst went at the cap, the next ones stay */
-			CHECK(dirty(0) >= pages * 3 / 4, "node 0 after worker %d's exit: %llu committed free pages (of %llu)",
-			      r, (unsigned long long)dirty(0), (unsigned long long)pages);
+			CHECK(dirty_of(0) >= pages * 3 / 4, "node 0 after worker %d's exit: %llu committed free pages (of %llu)",
+			      r, (unsigned long long)dirty_of(0), (unsigned long long)pages);
 	}
 	fill(mine);
 	empty(mine);
-	CHECK(dirty(1) <= cap + in.purge_pages,
+	CHECK(dirty_of(1) <= cap + in.purge_pages,
 	      "node 1 after its frees, the workers' bursts on node 0: %llu committed free pages (cap %llu)",
-	      (unsigned long long)dirty(1), (unsigned long long)cap);
+	      (unsigned long long)dirty_of(1), (unsigned long long)cap);
 	return CHECK_DONE();
 }
