@@ -744,9 +744,9 @@ static void thread_exit_hook(_nd_thread_t *t)
 		if (n >= 0)
 			nodes[n / 64] |= 1ull << (n % 64);
 	}
-	if (t->page_drop) { /* its burst of run frees: the runs of a thread without heaps too */
-		int n = cpu_mem_node(_nd_topo_cpu());
-		if (n >= 0)
+	if (t->page_drop) { /* its burst of run frees: the runs' node, a thread without heaps too */
+		int n = (int)t->drop_node1 - 1;
+		if (n >= 0 && n < ND_MAX_NODES)
 			nodes[n / 64] |= 1ull << (n % 64);
 	}
 	int lim = _nd_topo()->node_limit;

@@ -100,6 +100,11 @@ typedef struct _nd_rfree {
  * memory touches one page, not the two or three of 7.7 KiB records
  * packed end to end (wl_prodcons: 6 pages -> 4 for its 3 threads). */
 #define ND_THREAD_PAGE1 4096
+/* page.c's burst in one word (page_drop below): pages, saturating at
+ * ND_DROP_MAX (8 GiB), and the node + 1 of its runs. */
+#define ND_DROP_BITS 21
+#define ND_DROP_MAX ((1u << ND_DROP_BITS) - 1)
+#define ND_DROP_NODES ((1u << (32 - ND_DROP_BITS)) - 1)
 typedef struct _nd_thread {
 	union {
 	struct {
@@ -190,8 +195,12 @@ typedef struct _nd_thread {
 	/* ---- page.c ---- */
 	/* pages of small node runs this thread freed, less those it took
 	 * since (not below 0, saturating): how far its runs fell from their
-	 * recent high, the burst its exit hands on (_nd_purge_exit) */
-	uint32_t page_drop;
+	 * recent high, the burst its exit hands on (_nd_purge_exit) to the
+	 * node of those runs, drop_node1 - 1 (0: none yet; a free on another
+	 * node starts the count again there). One word: the first page is
+	 * full. */
+	uint32_t page_drop : ND_DROP_BITS;
+	uint32_t drop_node1 : 32 - ND_DROP_BITS;
 	/* ---- percpu.c ---- */
 	int fb_cpu;
 	unsigned fb_count;
@@ -239,6 +248,7 @@ typedef struct _nd_thread {
 	int32_t il_credit[64];      /* pages each node (id mod 64) may still have */
 	uint64_t spread_cursor, spread_partials;
 } _nd_thread_t;
+_Static_assert(ND_MAX_NODES < 1u << (32 - ND_DROP_BITS), "drop_node1 holds every node + 1");
 _Static_assert(offsetof(_nd_thread_t, all_next) + sizeof(void *) <= ND_THREAD_PAGE1 &&
 		       offsetof(_nd_thread_t, cls_remote) == ND_THREAD_PAGE1,
 	       "the record's first page holds what every thread touches (all_next last)");

@@ -150,7 +150,7 @@ static void huge_run(_nd_arena_t *a, uint64_t i, uint64_t n, bool on)
  * thread's record (large blocks alone make none), so that its exit hook
  * runs and hands the burst on. Inlined: its callers are in the hot text
  * (src/hot_text.ld). */
-static inline __attribute__((always_inline)) void drop_note(uint64_t n, bool freed)
+static inline __attribute__((always_inline)) void drop_note(uint64_t n, bool freed, int node)
 {
 	_nd_thread_t *t = _nd_tls;
 	if (n >= g.purge_pages)
@@ -158,8 +158,14 @@ static inline __attribute__((always_inline)) void drop_note(uint64_t n, bool fre
 	if (_nd_thread_none(t) && (!freed || !(t = _nd_thread_make_free())))
 		return;
 	uint32_t d = t->page_drop;
+	if (t->drop_node1 != (uint32_t)node + 1) { /* a burst is one node's */
+		if (!freed)
+			return;
+		t->drop_node1 = ((uint32_t)node + 1) & ND_DROP_NODES;
+		d = 0;
+	}
 	if (freed)
-		t->page_drop = n >= UINT32_MAX - d ? UINT32_MAX : d + (uint32_t)n;
+		t->page_drop = n >= ND_DROP_MAX - d ? ND_DROP_MAX : d + (uint32_t)n;
 	else
 		t->page_drop = n >= d ? 0 : d - (uint32_t)n;
 }
@@ -206,7 +212,7 @@ static void *node_alloc(int node, uint64_t n, uint64_t align)
 	}
 	_nd_room_committed(a, (int64_t)(n - rd));
 	_nd_room_stats(_nd_stats_in_use, node, (int64_t)n);
-	drop_note(n, false);
+	drop_note(n, false, node);
 	if (n >= HUGE_PAGES && g.thp_runs)
 		huge_run(a, i, n, true);
 	return page_addr(a, i);
@@ -337,7 +343,7 @@ static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big)
 		_nd_room_shrink(a);
 	_nd_unlock(&a->lock);
 	_nd_room_stats(_nd_stats_in_use, a->node, -(int64_t)n);
-	drop_note(n, true);
+	drop_note(n, true, a->node);
 }
 
 int _nd_page_free(void *p)

@@ -889,12 +889,21 @@ static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy
 	if (!x_flags_ok(flags))
 		return NULL;
 	size_t align = (size_t)1 << (flags & LG_MASK);
+	bool dflt = !p || p->mode == ND_POLICY_DEFAULT;
+	_nd_thread_t *t = _nd_tls;
+	unsigned c;
 	void *q;
-	if (x_fast(size, flags) || align <= 16) {
+	if (align <= 16 || (x_fast(size, flags) && !dflt)) {
 		q = policy_slow(x_fast(size, flags) ? aligned_size(size, flags) : size, p);
+	} else if (x_fast(size, flags) && _nd_slab_key_ok(t, &t->key) && x_cls(t, size, flags, NULL, &c)) {
+		/* nd_malloc's heap, not its dir[]: that may be a borrowed list
+		 * of a bigger class, less aligned (heap.c, bw_lend) */
+		q = heap_pop(t->heap, c);
+		if (!q)
+			q = _nd_heap_refill_of(t->heap, c, t->hpol, -1);
 	} else if (!_nd_init_or_boot()) {
 		q = _nd_boot_alloc(size, align);
-	} else if (!p || p->mode == ND_POLICY_DEFAULT) {
+	} else if (dflt) {
 		q = _nd_malloc_aligned(align, size, NULL, -1);
 	} else {
 		const nd_policy_t *ip = _nd_policy_intern(p, NULL, 0);

@@ -246,7 +246,7 @@ void _nd_purge_exit(int node)
 		return;
 	_nd_arena_t *a = &g.arenas[node];
 	const _nd_thread_t *t = _nd_tls;
-	uint64_t burst = _nd_thread_none(t) ? 0 : t->page_drop;
+	uint64_t burst = !_nd_thread_none(t) && t->drop_node1 == (uint32_t)node + 1 ? t->page_drop : 0; /* its node's only */
 	_nd_lock(&a->lock);
 	uint64_t fl = __atomic_load_n(&a->used, __ATOMIC_RELAXED) + burst;
 	if (fl > a->exit_cur)

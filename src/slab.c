@@ -885,6 +885,14 @@ void _nd_slab_part_push_front(heap_t *h, slab_t *s)
  * LEND_LOOK: partial slabs looked at after a class's head (its own). */
 #define LEND_LOOK 8
 
+/* log2 of the alignment every object of class c has: the power of two
+ * that divides its size, 64 B for a coloured class (colour_of; an
+ * alignment above 64 takes cls_al[c]). */
+static inline unsigned cls_lg_align(unsigned c)
+{
+	return cls_col[c] ? 6 : (unsigned)__builtin_ctz(cls_size[c]);
+}
+
 bool _nd_slab_lend(heap_t *h, unsigned c)
 {
 	if (_nd_slab_check) /* check mode's sized free wants a block above half its size */
@@ -892,7 +900,7 @@ bool _nd_slab_lend(heap_t *h, unsigned c)
 	for (unsigned d = c + 1; d < ND_SLAB_CLASSES && cls_size[d] <= 2 * cls_size[c]; d++) {
 		/* c's objects are aligned to the power of two that divides its
 		 * size (aligned_alloc picks c by it), so d's must be too */
-		if (cls_size[d] <= SLAB_BIG_MAX || __builtin_ctz(cls_size[d]) < __builtin_ctz(cls_size[c]))
+		if (cls_size[d] <= SLAB_BIG_MAX || cls_lg_align(d) < cls_lg_align(c))
 			continue;
 		slab_t *head = h->cur[d];
 		if (head == &_nd_slab_empty)

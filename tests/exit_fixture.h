@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Shared by the thread-exit tests of the page level (test_heap_exit_trim,
- * test_heap_exit_hold, test_heap_exit_burst): a thread's own minor page
- * faults, n objects of 192 B allocated and touched, node 0's committed
- * free pages, those an exit trim leaves. Include after _GNU_SOURCE. */
+ * test_heap_exit_hold, test_heap_exit_burst, test_heap_exit_burst_node): a
+ * thread's own minor page faults, n objects of 192 B (or blocks of a size,
+ * each page) allocated and touched, node 0's committed free pages, those an
+ * exit trim leaves. Include after _GNU_SOURCE. */
 #ifndef ND_EXIT_FIXTURE_H
 #define ND_EXIT_FIXTURE_H
 #include <pthread.h>
@@ -36,6 +37,27 @@ static inline void fill_192(void **obj, int n)
 		}
 		((char *)obj[i])[0] = 1;
 	}
+}
+
+/* n blocks of size, each page touched; aborts when one fails (as
+ * fill_192). */
+static inline void fill_pages(void **obj, int n, size_t size)
+{
+	for (int i = 0; i < n; i++) {
+		obj[i] = malloc(size);
+		if (!obj[i]) {
+			fprintf(stderr, "malloc failed\n");
+			abort();
+		}
+		for (size_t o = 0; o < size; o += 4096)
+			((char *)obj[i])[o] = 1;
+	}
+}
+
+static inline void free_all(void **obj, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(obj[i]);
 }
 
 /* Worker r faulted f pages: the first one's in *first; each later one,

@@ -26,21 +26,12 @@ static long faults; /* the last worker's minor faults while it allocated */
 
 static void fill(void)
 {
-	for (int i = 0; i < N; i++) {
-		obj[i] = malloc(BLOCK);
-		if (!obj[i]) {
-			fprintf(stderr, "malloc failed\n");
-			abort();
-		}
-		for (size_t o = 0; o < BLOCK; o += 4096)
-			((char *)obj[i])[o] = 1;
-	}
+	fill_pages(obj, N, BLOCK);
 }
 
 static void empty(void)
 {
-	for (int i = 0; i < N; i++)
-		free(obj[i]);
+	free_all(obj, N);
 }
 
 static void *work(void *arg)
