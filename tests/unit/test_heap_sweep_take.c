@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "internal.h"
+#include "pin_fixture.h"
 
 static void *held[2];
 static atomic_int done, mode, pairing;
@@ -104,12 +105,7 @@ static void sweep_with(int m, void *obj, size_t size)
 
 int main(void)
 {
-	unsigned cpu = 0, node; /* every thread on main's CPU: one node's pool */
-	uint64_t one[16] = { 0 };
-	if (_nd_os_getcpu(&cpu, &node) != 0 || cpu >= 64 * 16)
-		cpu = 0;
-	one[cpu / 64] = (uint64_t)1 << (cpu % 64);
-	_nd_os_sched_setaffinity(0, sizeof one, one);
+	pin_here(); /* every thread on main's CPU: one node's pool */
 	free(malloc(16));
 	_nd_heap_sweep_hook = hook;
 

@@ -33,6 +33,7 @@
 #include "check.h"
 #include "child_fixture.h"
 #include "internal.h"
+#include "pin_fixture.h"
 
 #define K 2048 /* 128 B objects: 8 slabs of 256 */
 static unsigned char *obj[K];
@@ -318,6 +319,11 @@ static void expect(const char *self, const char *name, const char *msg)
 
 int main(int argc, char **argv)
 {
+	/* each malloc(250) below must reach the refill's span search: a
+	 * migration just before one sent it to the slow path, which took a
+	 * 256 B slab, and every later one popped from that (a tsan run
+	 * under make test's load; pin_fixture.h) */
+	pin_here();
 	if (argc > 1)
 		return run_case(argv[1]);
 	char exe[4096];

@@ -22,6 +22,7 @@
 #include "check.h"
 #include "child_fixture.h"
 #include "internal.h"
+#include "pin_fixture.h"
 
 #define K 2048 /* 128 B objects: 8 slabs of 256 */
 #define NB 16  /* freed by T: 2 per slab */
@@ -156,6 +157,7 @@ static int run_case(bool flush)
 
 int main(int argc, char **argv)
 {
+	pin_here(); /* B's malloc(250) reaches the span search (pin_fixture.h) */
 	if (argc > 1)
 		return run_case(!strcmp(argv[1], "flush"));
 	char exe[4096];
