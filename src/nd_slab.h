@@ -567,6 +567,12 @@ typedef struct _nd_slab {
 				    * span and kept with the header; NULL: none yet */
 	uint16_t spseen;           /* owner: carved - used when a span search last failed here */
 } _nd_slab_t;
+/* The run of s: its first object is start, or for a coloured slab (slab.c,
+ * colour_of) 64 B times a colour further; runs are aligned to their size. */
+static inline char *_nd_slab_run(const _nd_slab_t *s)
+{
+	return (char *)((uintptr_t)s->start & ~(((uintptr_t)s->npages << ND_PAGE_SHIFT) - 1));
+}
 /* s's stamp for owner tp (0: parked): with ND_TP_SPAN while s holds a span. */
 static inline uintptr_t _nd_slab_stamp(const _nd_slab_t *s, uintptr_t tp)
 {

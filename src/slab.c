@@ -205,7 +205,7 @@ static inline bool is_owner(const slab_t *s)
  * 2000 16000 2, cachegrind, 1 MiB 16-way L2: misses 704k -> 220k). Their
  * objects are 64-aligned only: an alignment above 64 takes a power of two
  * (_nd_slab_class_for, _nd_slab_cls_al). s->start is the first object;
- * the run starts at run_base(s) (runs are aligned to their size).
+ * the run starts at _nd_slab_run(s) (runs are aligned to their size).
  * _nd_slab_nocolour: tests that need an uncoloured slab's layout. */
 #define COL_MIN 2048u
 #define COL_MAX 16384u
@@ -216,17 +216,13 @@ static inline size_t colour_of(unsigned c, const char *run)
 		return 0;
 	return (size_t)(((uintptr_t)run >> (__builtin_ctz(cls_pages[c]) + ND_PAGE_SHIFT)) % cls_col[c]) << 6;
 }
-static inline char *run_base(const slab_t *s)
-{
-	return (char *)((uintptr_t)s->start & ~(((uintptr_t)s->npages << ND_PAGE_SHIFT) - 1));
-}
 
 /* Map entries of s's units in pages [from, to) name slab (s or NULL),
  * with slab's mul. */
 static void set_map(const slab_t *s, uint32_t from, uint32_t to, const slab_t *slab)
 {
 	for (uint32_t i = ND_ALIGN_UP(from, UNIT_PAGES); i < to; i += UNIT_PAGES)
-		_nd_meta_map_set(run_base(s) + ((size_t)i << ND_PAGE_SHIFT), slab);
+		_nd_meta_map_set(_nd_slab_run(s) + ((size_t)i << ND_PAGE_SHIFT), slab);
 }
 
 /* Pages [from, to) of s: descriptors and slab map entries name s (use
@@ -235,7 +231,7 @@ static inline void set_slab_pages(slab_t *s, uint32_t from, uint32_t to, uint8_t
 {
 	uintptr_t user = use == ND_USE_SLAB ? (uintptr_t)s : 0;
 	for (uint32_t i = from; i < to; i++) {
-		_nd_pagedesc_t *d = _nd_page_desc(run_base(s) + ((size_t)i << ND_PAGE_SHIFT));
+		_nd_pagedesc_t *d = _nd_page_desc(_nd_slab_run(s) + ((size_t)i << ND_PAGE_SHIFT));
 		if (d) {
 			d->use = use;
 			d->user = user;
@@ -345,7 +341,7 @@ void _nd_slab_drop(slab_t *s)
 		if (s->gone >> p & 1)
 			continue;
 		set_slab_pages(s, p, q, ND_USE_NONE);
-		_nd_page_free(run_base(s) + ((size_t)p << ND_PAGE_SHIFT));
+		_nd_page_free(_nd_slab_run(s) + ((size_t)p << ND_PAGE_SHIFT));
 	}
 	__atomic_store_n(&s->gone, 0, __ATOMIC_RELAXED); /* statistics read them */
 	__atomic_store_n(&s->lost, 0, __ATOMIC_RELAXED);
@@ -422,7 +418,7 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 	if (k != c) {
 		/* nothing of class k is out: carving starts again (objects
 		 * of k left in the pages are not reachable: never carved) */
-		s->start = run_base(s) + colour_of(c, run_base(s));
+		s->start = _nd_slab_run(s) + colour_of(c, _nd_slab_run(s));
 		set_class(s, c);
 		set_map(s, 0, s->npages, s); /* the map's mul is the new class's */
 		s->free = NULL;

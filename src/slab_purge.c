@@ -95,16 +95,12 @@ static inline char *obj_at(const slab_t *s, uint32_t k)
 	return s->start + (size_t)k * s->size;
 }
 
-/* Pages are counted from the run's start, objects from s->start: a
- * coloured slab's first object is col(s) bytes into its run (slab.c,
- * colour_of; runs are aligned to their size). */
+/* Pages are counted from the run's start (_nd_slab_run), objects from
+ * s->start: a coloured slab's first object is col(s) bytes into its run
+ * (slab.c, colour_of). */
 static inline size_t col(const slab_t *s)
 {
-	return (uintptr_t)s->start & (((uintptr_t)s->npages << ND_PAGE_SHIFT) - 1);
-}
-static inline char *run_of(const slab_t *s)
-{
-	return s->start - col(s);
+	return (size_t)(s->start - _nd_slab_run(s));
 }
 /* Object k's first byte, from the run's start. */
 static inline size_t obj_off(const slab_t *s, uint32_t k)
@@ -187,7 +183,7 @@ static uint64_t give_units(slab_t *s, uint64_t units)
 		unsigned head = below ? 64 - (unsigned)__builtin_clzll(below) : 0;
 		/* no object out there: no free can look these pages up meanwhile */
 		_nd_slab_set_pages(s, p, q + 1, ND_USE_NONE);
-		if (_nd_page_free_inner(run_of(s) + ((size_t)head << ND_PAGE_SHIFT), p - head, q - p + 1) == 0) {
+		if (_nd_page_free_inner(_nd_slab_run(s) + ((size_t)head << ND_PAGE_SHIFT), p - head, q - p + 1) == 0) {
 			__atomic_store_n(&s->gone, s->gone | span, __ATOMIC_RELAXED); /* statistics read it */
 			s->purged &= ~span;
 			s->pstr &= ~span & ~(span << 1); /* their objects are lost now */
@@ -208,7 +204,7 @@ static uint64_t give_units(slab_t *s, uint64_t units)
 /* madvise [first, last] pages of s; false if the call failed. */
 static bool give_back(slab_t *s, unsigned first, unsigned last)
 {
-	return _nd_os_madvise(run_of(s) + ((size_t)first << ND_PAGE_SHIFT),
+	return _nd_os_madvise(_nd_slab_run(s) + ((size_t)first << ND_PAGE_SHIFT),
 			      (size_t)(last - first + 1) << ND_PAGE_SHIFT, _nd_page_g.advice) == 0;
 }
 
