@@ -264,6 +264,41 @@ static int record_pages(void)
 	pthread_barrier_wait(&bar);
 	for (int i = 1; i < RECORDS; i++)
 		CHECK(pthread_join(th[i], NULL) == 0);
+	CHECK(pthread_barrier_destroy(&bar) == 0);
+	return res;
+}
+
+/* A thread that only frees objects main allocated (a consumer: no heap,
+ * every free sent home through its record's remote-free buffer). */
+enum { CONSUMED = 256 };
+static void *consumed[CONSUMED];
+
+static void *consume(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < CONSUMED; i++)
+		free(consumed[i]);
+	rec[0] = (uintptr_t)_nd_tls;
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* main counts the pages meanwhile */
+	return NULL;
+}
+
+/* Resident pages of the consumer's record while it lives. */
+static int consumer_pages(void)
+{
+	for (int i = 0; i < CONSUMED; i++)
+		consumed[i] = malloc((size_t)16 << (i % 7)); /* 16 B .. 1 KiB */
+	pthread_t th;
+	CHECK(pthread_barrier_init(&bar, NULL, 2) == 0);
+	CHECK(pthread_create(&th, NULL, consume, NULL) == 0);
+	pthread_barrier_wait(&bar);
+	uint64_t sent = ((_nd_thread_t *)rec[0])->rf_sent; /* the thread waits: a quiet read */
+	int res = own_pages(rec[0], rec[0] + sizeof(_nd_thread_t));
+	pthread_barrier_wait(&bar);
+	CHECK(pthread_join(th, NULL) == 0);
+	CHECK(pthread_barrier_destroy(&bar) == 0);
+	CHECK(sent > 0, "the consumer sent its frees home (%lu splices)", (unsigned long)sent);
 	return res;
 }
 
@@ -305,6 +340,12 @@ int main(void)
 	int rp = record_pages();
 	printf("thread records: %d pages resident for %d threads (%zu bytes each)\n", rp, RECORDS, sizeof(_nd_thread_t));
 	CHECK(rp <= RECORDS, "%d pages of %d threads' records resident (at most %d)", rp, RECORDS, RECORDS);
+	/* the remote-free counters it writes sat on its record's second
+	 * page (cls_remote): two pages; they are on the first (cls_sent) */
+	int cp = consumer_pages();
+	printf("a consumer's record: %d pages resident\n", cp);
+	CHECK(cp == 1, "%d pages of a thread's record resident after it freed %d objects of another thread (1 expected)",
+	      cp, CONSUMED);
 	int tres = bss_pages(&n);
 	printf(".bss: %d pages resident after %d threads exited\n", tres, RECORDS - 1);
 	CHECK(tres <= res + BSS_THREAD_PAGES, "%d pages of .bss resident after threads exited, %d before (at most %d more)",
