@@ -96,8 +96,10 @@
  * an eager slot's by powers of two from 2 MiB: its hole's head, at page
  * 512, was a descriptor page of its own (5 pages here); from 64 KiB, 4.
  * The hole's head of a slot nothing was given yet is implied, not written
- * at the init: the mixed slot's descriptors are left alone, at most
- * DESC_PAGES (4 before).
+ * at the init: the mixed slot's descriptors are left alone (4 before).
+ * The hole's head is implied at every size of the part now: at page 128
+ * (a part of 512 KiB) it was a descriptor page of its own: at most
+ * DESC_PAGES (3 before).
  *
  * The thread records (nd_thread.h, 64 KiB chunks, every byte written when
  * a thread gets one): the borrowed lists took two lines a class, 10.6 KiB
@@ -125,7 +127,7 @@
 
 extern char __bss_start[], _end[];
 
-enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 2, SO_BSS_KB = 20, SO_TEXT_KB = 56, WL_TEXT_KB = 44, SO_RODATA_KB = 24, SO_RODATA_GCC_KB = 4, SO_RO_KB = 20, SO_HDR_KB = 8, SO_FORK_TEXT_KB = 56, TEXT_MAPS = 5, DESC_PAGES = 3, RECORDS = 4 };
+enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 2, SO_BSS_KB = 20, SO_TEXT_KB = 56, WL_TEXT_KB = 44, SO_RODATA_KB = 24, SO_RODATA_GCC_KB = 4, SO_RO_KB = 20, SO_HDR_KB = 8, SO_FORK_TEXT_KB = 56, TEXT_MAPS = 5, DESC_PAGES = 2, RECORDS = 4 };
 
 /* Rss in KiB of the mappings inside [lo, hi) (/proc/self/smaps). */
 static long range_rss(uintptr_t lo, uintptr_t hi)
