@@ -7,7 +7,9 @@
  * Descriptor invariants (slab relies on them): the head of a free block is
  * ND_PG_FREE with its order, the head of a run is ND_PG_RUN with npages,
  * every other page is ND_PG_TAIL; the first page of a range that is not
- * mapped (yet) is ND_PG_HOLE with npages. A free block is aligned to its
+ * mapped (yet) is ND_PG_HOLE with npages, or implied (the page level's
+ * slots: a hole from the caller's limit to the slot's end, its head's
+ * descriptor not written; _nd_buddy_check_to). A free block is aligned to its
  * size. A run that is not a power of two takes a block and returns its
  * tail at once, so runs are exact.
  *
@@ -436,7 +438,17 @@ static int check_tails(const _nd_buddy_t *b, uint64_t i, uint64_t n, char *err, 
 
 int _nd_buddy_check(const _nd_buddy_t *b, char *err, size_t errlen)
 {
-	uint64_t end = 1ull << b->order_max, i = 0, freep = 0, blocks = 0, dirty = 0;
+	return _nd_buddy_check_to(b, 1ull << b->order_max, err, errlen);
+}
+
+int _nd_buddy_check_to(const _nd_buddy_t *b, uint64_t end, char *err, size_t errlen)
+{
+	uint64_t i = 0, freep = 0, blocks = 0, dirty = 0;
+	if (end > 1ull << b->order_max) {
+		_nd_msg_format(err, errlen, "limit %llu past the slot's %llu pages", (unsigned long long)end,
+			       1ull << b->order_max);
+		return -1;
+	}
 	while (i < end) {
 		const _nd_pagedesc_t *d = &b->desc[i];
 		if (d->state == ND_PG_FREE) {

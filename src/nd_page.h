@@ -103,8 +103,11 @@ uint64_t _nd_buddy_count_dirty(const _nd_buddy_t *b, uint64_t i, uint64_t n);
 void _nd_buddy_clear_dirty(_nd_buddy_t *b, uint64_t i, uint64_t n);
 /* Largest free order, -1 if none. */
 int _nd_buddy_largest(const _nd_buddy_t *b);
-/* Walk the slot and check every descriptor invariant; 0 or -1 with err. */
+/* Walk the slot and check every descriptor invariant; 0 or -1 with err.
+ * _to: pages [0, limit) only, the rest a hole whose head is implied (the
+ * page level's slots: room.c). */
 int _nd_buddy_check(const _nd_buddy_t *b, char *err, size_t errlen);
+int _nd_buddy_check_to(const _nd_buddy_t *b, uint64_t limit, char *err, size_t errlen);
 
 /* ---- the page level's shared state (page.c owns it; room.c, purge.c
  * and spread.c work on it). One per slot: ---- */
@@ -115,7 +118,8 @@ typedef struct _nd_arena {
 	bool mixed;       /* fixed at setup */
 	char *base;       /* fixed at setup */
 	_nd_buddy_t bd;
-	uint64_t mapped;  /* pages of the slot given to the buddy allocator, the rest a hole (room.c; lazy reservation: those mapped); lock */
+	uint64_t mapped;  /* pages of the slot given to the buddy allocator, the rest a hole (room.c; lazy reservation: those mapped); lock.
+			   * The hole's head is implied: its descriptors are TAILs no walk reaches (page.c, _nd_buddy_check_to) */
 	/* Atomics (no lock). For the mixed slot only cap is meaningful. */
 	uint64_t used;       /* pages in runs served by this node (node and mixed slots) */
 	uint64_t cap;        /* hard capacity in pages (emulated memory size) */

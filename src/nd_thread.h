@@ -178,8 +178,15 @@ typedef struct _nd_thread {
 	uint64_t rf_sent;       /* remote-free splices sent (tests) */
 	/* per class, for _nd_slab_class_stats (written by this thread with
 	 * relaxed stores, read by a snapshot with relaxed loads; folded into
-	 * slab.c's totals when the thread exits); cls_remote: page 2 */
-	uint64_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
+	 * slab.c's totals when the thread exits). 32 bits each, so that both
+	 * fit this page: from 2^31 on a count moves to its 64-bit word on
+	 * page 2 (_nd_thread_count). */
+	uint32_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
+	/* frees into other threads' slabs sent home (rf[], or one by one):
+	 * a thread that only frees others' objects (a consumer) counts them
+	 * here, not on page 2 (issue 11: one page less a thread; the
+	 * borrowed lists' count, cls_remote, is on page 2 with the lists) */
+	uint32_t cls_sent[ND_SLAB_CLASSES];
 	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
 	uint64_t rf_mask;        /* bit c: rf[c] holds a chain (a flush walks only these) */
 	int32_t bw_node1;        /* node + 1 the borrowed lists hold; 0: none */
@@ -212,11 +219,13 @@ typedef struct _nd_thread {
 	};
 	/* ---- page 2 ---- */
 	/* slab.c's statistics: frees into slabs of other threads, class c's
-	 * in cls_remote[c].n: 16 bytes apart, as the borrowed lists, so that
-	 * a flagged free indexes both with its slab's bwo (nd_slab.h) */
+	 * in cls_remote[c].n (borrowed ones, and cls_sent[c]'s overflow): 16
+	 * bytes apart, as the borrowed lists, so that a flagged free indexes
+	 * both with its slab's bwo (nd_slab.h); refill: cls_refill[c]'s
+	 * overflow */
 	struct _nd_nrem {
 		uint64_t n;
-		uint64_t pad_;
+		uint64_t refill;
 	} cls_remote[ND_SLAB_CLASSES];
 	/* borrowed lists (nd_slab.h, _nd_slab_free_push): objects this thread freed into
 	 * other threads' slabs on node bw_node1 - 1 (and into its own slabs
@@ -264,6 +273,20 @@ _Static_assert(offsetof(_nd_slab_hot_t, free) == ND_CACHE_LINE &&
  * 175.6M -> 173.3M instructions). */
 _Static_assert(sizeof(struct _nd_bw_line) == 16 && sizeof(struct _nd_nrem) == 16,
 	       "a borrowed list and a remote counter are 16 bytes (c << 4, a slab's bwo)");
+/* Adds k to a record's 32-bit counter lo (first page); from 2^31 on, the
+ * count moves to its 64-bit word hi (second page), so that a thread
+ * touches that page only after 2^31 events. Owner only; relaxed stores
+ * (a snapshot adds lo and hi: exact when the process is quiet). */
+static inline void _nd_thread_count(uint32_t *lo, uint64_t *hi, uint32_t k)
+{
+	uint32_t v = *lo + k;
+	if (nd_unlikely(v >> 31)) {
+		__atomic_store_n(hi, *hi + v, __ATOMIC_RELAXED);
+		v = 0;
+	}
+	__atomic_store_n(lo, v, __ATOMIC_RELAXED);
+}
+
 static inline _nd_slab_hot_t *_nd_thread_bw(_nd_thread_t *t, unsigned c)
 {
 	return (_nd_slab_hot_t *)(void *)((char *)t->bwl + ((size_t)c << 4));

@@ -423,7 +423,7 @@ int _nd_page_grow(void *run, size_t new_npages)
 		return -1;
 	_nd_lock(&a->lock);
 	for (uint64_t j = i + n; j < e;) {
-		if (a->bd.desc[j].state == ND_PG_HOLE && _nd_room_grow_to(a, e)) {
+		if (j == a->mapped && _nd_room_grow_to(a, e)) { /* the hole (its head implied) */
 			j = i + n; /* the new pages may have merged below the hole: walk again */
 			continue;
 		}
@@ -796,8 +796,8 @@ int _nd_page_check(int node, char *err, size_t errlen)
 	if (!a->usable)
 		return 0;
 	_nd_lock(&a->lock);
-	/* before its first growth a slot's hole head is implied (reserve.c) */
-	int rc = a->mapped || a->bd.desc[0].state == ND_PG_HOLE ? _nd_buddy_check(&a->bd, err, errlen) : 0;
+	/* up to the hole, whose head is implied (room.c) */
+	int rc = _nd_buddy_check_to(&a->bd, a->mapped, err, errlen);
 	_nd_unlock(&a->lock);
 	return rc;
 }

@@ -264,10 +264,10 @@ void _nd_reserve_slot_init(_nd_arena_t *a, int s, const _nd_topo_t *t)
 	 * (room.c): split from one block of the whole slot, the first run
 	 * wrote a free head at page 2^k for every order k below the slot's,
 	 * each on a page of descriptors of its own (64 KiB resident in every
-	 * process, issue 11). The hole's head is implied while nothing was
-	 * given (mapped 0: room.c writes it at the first growth), so a slot
-	 * never used (the mixed one, other nodes') leaves its descriptors
-	 * untouched. Eager: mapped and advised now, as a whole. */
+	 * process, issue 11). The hole's head is implied (mapped: room.c
+	 * never writes it), so a slot never used (the mixed one, other
+	 * nodes') leaves its descriptors untouched. Eager: mapped and advised
+	 * now, as a whole. */
 	a->mapped = 0;
 	if (g.lazy)
 		return;

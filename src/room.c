@@ -284,16 +284,14 @@ bool _nd_room_grow_to(_nd_arena_t *a, uint64_t need)
 		if (!a->mixed)
 			_nd_room_stats(_nd_stats_reserved, a->node, (int64_t)(want - m));
 	}
-	ND_ASSERT(b->desc[m].state == ND_PG_HOLE || (m == 0 && b->desc[0].state == ND_PG_TAIL),
-		  "a slot's grown part ends at its hole (implied at page 0 before the first growth)");
-	b->desc[m].state = ND_PG_TAIL;
-	b->desc[m].npages = 0;
+	/* The hole's head is implied by mapped, not written: at page 2^k
+	 * (k >= 7), it was the first descriptor of a page of its own, one
+	 * resident page in every process whose slot grew past 512 KiB
+	 * (issue 11). Past mapped every descriptor is a TAIL: never written,
+	 * or unlinked by a shrink. */
+	ND_ASSERT(b->desc[m].state == ND_PG_TAIL, "a slot's hole starts with an unwritten descriptor");
 	_nd_buddy_give(b, m, want - m, false, true);
 	a->mapped = want;
-	if (want < slot) {
-		b->desc[want].state = ND_PG_HOLE;
-		b->desc[want].npages = slot - want;
-	}
 	return true;
 }
 
@@ -328,13 +326,6 @@ void _nd_room_shrink(_nd_arena_t *a)
 		m -= 1ull << o;
 		_nd_buddy_del(b, (uint32_t)m);
 	}
-	if (m == old)
-		return;
-	if (old < (1ull << g.order_max)) {
-		b->desc[old].state = ND_PG_TAIL;
-		b->desc[old].npages = 0;
-	}
-	a->mapped = m;
-	b->desc[m].state = ND_PG_HOLE;
-	b->desc[m].npages = (1ull << g.order_max) - m;
+	if (m != old)
+		a->mapped = m; /* the unlinked heads are TAILs: the hole's, implied */
 }

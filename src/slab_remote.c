@@ -83,8 +83,7 @@ void _nd_slab_rf_flush(_nd_thread_t *t, _nd_rfree_t *e)
 	e->slab = NULL;
 	t->rf_mask &= ~((uint64_t)1 << s->cls);
 	t->rf_sent++;
-	uint64_t *nrem = &t->cls_remote[s->cls].n; /* statistics (a snapshot reads it) */
-	__atomic_store_n(nrem, *nrem + e->n, __ATOMIC_RELAXED);
+	_nd_thread_count(&t->cls_sent[s->cls], &t->cls_remote[s->cls].n, e->n); /* statistics */
 	remote_send(s, e->head, e->tail, e->n);
 }
 
@@ -114,7 +113,7 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
 	}
 	uint32_t m = rf_limit(s);
 	if (m < 2 || s->node1 == ND_SLAB_NODE1_UHEAP) {
-		__atomic_store_n(&t->cls_remote[s->cls].n, t->cls_remote[s->cls].n + 1, __ATOMIC_RELAXED);
+		_nd_thread_count(&t->cls_sent[s->cls], &t->cls_remote[s->cls].n, 1);
 		remote_send(s, o, o, 1);
 		return;
 	}
@@ -446,6 +445,14 @@ void _nd_slab_thread_done(_nd_thread_t *t)
 			__atomic_fetch_add(&gone_remote[c], t->cls_remote[c].n, __ATOMIC_RELAXED);
 			__atomic_store_n(&t->cls_remote[c].n, 0, __ATOMIC_RELAXED);
 		}
+		if (t->cls_remote[c].refill) {
+			__atomic_fetch_add(&gone_refill[c], t->cls_remote[c].refill, __ATOMIC_RELAXED);
+			__atomic_store_n(&t->cls_remote[c].refill, 0, __ATOMIC_RELAXED);
+		}
+		if (t->cls_sent[c]) {
+			__atomic_fetch_add(&gone_remote[c], t->cls_sent[c], __ATOMIC_RELAXED);
+			__atomic_store_n(&t->cls_sent[c], 0, __ATOMIC_RELAXED);
+		}
 		if (t->cls_refill[c]) {
 			__atomic_fetch_add(&gone_refill[c], t->cls_refill[c], __ATOMIC_RELAXED);
 			__atomic_store_n(&t->cls_refill[c], 0, __ATOMIC_RELAXED);
@@ -487,8 +494,10 @@ static void stats_thread(_nd_thread_t *t, void *arg)
 {
 	_nd_slab_class_stats_t *out = arg;
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		out[c].remote_frees += __atomic_load_n(&t->cls_remote[c].n, __ATOMIC_RELAXED);
-		out[c].refills += __atomic_load_n(&t->cls_refill[c], __ATOMIC_RELAXED);
+		out[c].remote_frees += __atomic_load_n(&t->cls_remote[c].n, __ATOMIC_RELAXED) +
+				       __atomic_load_n(&t->cls_sent[c], __ATOMIC_RELAXED);
+		out[c].refills += __atomic_load_n(&t->cls_remote[c].refill, __ATOMIC_RELAXED) +
+				  __atomic_load_n(&t->cls_refill[c], __ATOMIC_RELAXED);
 	}
 }
 

@@ -96,8 +96,10 @@
  * an eager slot's by powers of two from 2 MiB: its hole's head, at page
  * 512, was a descriptor page of its own (5 pages here); from 64 KiB, 4.
  * The hole's head of a slot nothing was given yet is implied, not written
- * at the init: the mixed slot's descriptors are left alone, at most
- * DESC_PAGES (4 before).
+ * at the init: the mixed slot's descriptors are left alone (4 before).
+ * The hole's head is implied at every size of the part now: at page 128
+ * (a part of 512 KiB) it was a descriptor page of its own: at most
+ * DESC_PAGES (3 before).
  *
  * The thread records (nd_thread.h, 64 KiB chunks, every byte written when
  * a thread gets one): the borrowed lists took two lines a class, 10.6 KiB
@@ -125,7 +127,7 @@
 
 extern char __bss_start[], _end[];
 
-enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 2, SO_BSS_KB = 20, SO_TEXT_KB = 56, WL_TEXT_KB = 44, SO_RODATA_KB = 24, SO_RODATA_GCC_KB = 4, SO_RO_KB = 20, SO_HDR_KB = 8, SO_FORK_TEXT_KB = 56, TEXT_MAPS = 5, DESC_PAGES = 3, RECORDS = 4 };
+enum { BSS_PAGES = 16, BSS_THREAD_PAGES = 2, SO_BSS_KB = 20, SO_TEXT_KB = 56, WL_TEXT_KB = 44, SO_RODATA_KB = 24, SO_RODATA_GCC_KB = 4, SO_RO_KB = 20, SO_HDR_KB = 8, SO_FORK_TEXT_KB = 56, TEXT_MAPS = 5, DESC_PAGES = 2, RECORDS = 4 };
 
 /* Rss in KiB of the mappings inside [lo, hi) (/proc/self/smaps). */
 static long range_rss(uintptr_t lo, uintptr_t hi)
@@ -264,6 +266,41 @@ static int record_pages(void)
 	pthread_barrier_wait(&bar);
 	for (int i = 1; i < RECORDS; i++)
 		CHECK(pthread_join(th[i], NULL) == 0);
+	CHECK(pthread_barrier_destroy(&bar) == 0);
+	return res;
+}
+
+/* A thread that only frees objects main allocated (a consumer: no heap,
+ * every free sent home through its record's remote-free buffer). */
+enum { CONSUMED = 256 };
+static void *consumed[CONSUMED];
+
+static void *consume(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < CONSUMED; i++)
+		free(consumed[i]);
+	rec[0] = (uintptr_t)_nd_tls;
+	pthread_barrier_wait(&bar);
+	pthread_barrier_wait(&bar); /* main counts the pages meanwhile */
+	return NULL;
+}
+
+/* Resident pages of the consumer's record while it lives. */
+static int consumer_pages(void)
+{
+	for (int i = 0; i < CONSUMED; i++)
+		consumed[i] = malloc((size_t)16 << (i % 7)); /* 16 B .. 1 KiB */
+	pthread_t th;
+	CHECK(pthread_barrier_init(&bar, NULL, 2) == 0);
+	CHECK(pthread_create(&th, NULL, consume, NULL) == 0);
+	pthread_barrier_wait(&bar);
+	uint64_t sent = ((_nd_thread_t *)rec[0])->rf_sent; /* the thread waits: a quiet read */
+	int res = own_pages(rec[0], rec[0] + sizeof(_nd_thread_t));
+	pthread_barrier_wait(&bar);
+	CHECK(pthread_join(th, NULL) == 0);
+	CHECK(pthread_barrier_destroy(&bar) == 0);
+	CHECK(sent > 0, "the consumer sent its frees home (%lu splices)", (unsigned long)sent);
 	return res;
 }
 
@@ -305,6 +342,12 @@ int main(void)
 	int rp = record_pages();
 	printf("thread records: %d pages resident for %d threads (%zu bytes each)\n", rp, RECORDS, sizeof(_nd_thread_t));
 	CHECK(rp <= RECORDS, "%d pages of %d threads' records resident (at most %d)", rp, RECORDS, RECORDS);
+	/* the remote-free counters it writes sat on its record's second
+	 * page (cls_remote): two pages; they are on the first (cls_sent) */
+	int cp = consumer_pages();
+	printf("a consumer's record: %d pages resident\n", cp);
+	CHECK(cp == 1, "%d pages of a thread's record resident after it freed %d objects of another thread (1 expected)",
+	      cp, CONSUMED);
 	int tres = bss_pages(&n);
 	printf(".bss: %d pages resident after %d threads exited\n", tres, RECORDS - 1);
 	CHECK(tres <= res + BSS_THREAD_PAGES, "%d pages of .bss resident after threads exited, %d before (at most %d more)",
