@@ -292,14 +292,26 @@ void nd_free(void *p)
 
 /* realloc's new block: on node (where the old one is, fallback along its
  * list), unless a bind policy is in force, which places it itself (node
- * first if it is in the set); node -1: by the policy. */
+ * first if it is in the set); node -1: by the policy. A small block
+ * under bind took the policy's heap, its first node (audit14: a node-1
+ * block under bind:0-1 came back on node 0); now node's heap if node is
+ * in the set, and the policy's if that fell back to another node. */
 static void *realloc_alloc(size_t size, int node)
 {
 	if (node < 0)
 		return nd_malloc(size);
-	if (_nd_policy_current()->mode == ND_POLICY_BIND)
-		return size > ND_SLAB_MAX ? _nd_large_alloc(size, 0, NULL, node) : nd_malloc(size);
-	return _nd_place_onnode(size, node);
+	const nd_policy_t *cur = _nd_policy_current();
+	if (cur->mode != ND_POLICY_BIND)
+		return _nd_place_onnode(size, node);
+	if (size > ND_SLAB_MAX)
+		return _nd_large_alloc(size, 0, NULL, node);
+	if (nd_nodemask_isset(&cur->nodes, node)) {
+		void *q = _nd_place_onnode(size, node);
+		if (!q || _nd_page_node_of(q) == node)
+			return q;
+		nd_free(q);
+	}
+	return nd_malloc(size);
 }
 
 static size_t usable(const void *p, const _nd_pagedesc_t *d)
