@@ -4,7 +4,8 @@
  * its policy on every call; bench/policy.sh's rows). Its hit compares
  * the thread's cache entry 0 with the set, granularity and mode it was
  * given: what must hold whatever the entry holds. Emulated two nodes:
- *  - objects of {0,1} share the nodes within a slab or so, at 4K and 64K;
+ *  - objects of {0,1} share the nodes within a slab or so, at 4K and 64K,
+ *    with a slow path (the counter) per page carved and per slab at most;
  *  - right after a hit, another set ({1}, then {0}) is served from its
  *    own node only; a plain policy object with the same set but another
  *    mode (weighted, interleave +tier) does not serve the interleaved call,
@@ -73,7 +74,12 @@ int main(void)
 	int n0, n1;
 	static const size_t grans[] = { 0, 65536 };
 	for (unsigned g = 0; g < 2; g++) {
+		uint64_t slow = _nd_slab_slow_count();
 		fill(&both, grans[g], &n0, &n1);
+		slow = _nd_slab_slow_count() - slow;
+		/* a slow path per page carved and per slab, never per object */
+		CHECK(slow <= (uint64_t)N / SLAB_OBJS * 5 + 4, "{0,1} @%zu: %llu slow paths for %d objects", grans[g],
+		      (unsigned long long)slow, N);
 		/* a 64 KiB granule is 16 pages: 4 slabs of 4 pages in a row */
 		int tol = grans[g] ? 4 * SLAB_OBJS + SLAB_OBJS : 2 * SLAB_OBJS;
 		CHECK(n0 + n1 == N && abs(n0 - n1) <= tol, "{0,1} @%zu: %d on node 0, %d on node 1 (tolerance %d)",
