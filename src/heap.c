@@ -630,16 +630,22 @@ static void heap_trim(heap_t *h)
 	}
 }
 
-void _nd_heap_trim_self(void)
+size_t _nd_heap_trim_self(void)
 {
 	_nd_thread_t *t = _nd_tls;
+	size_t n = 0;
 	if (_nd_thread_none(t))
-		return;
+		return 0;
 	for (int i = 0; i < t->nheaps; i++)
-		if (t->heaps[i] != &heap_none)
+		if (t->heaps[i] != &heap_none) {
 			_nd_slab_release_empty(t->heaps[i]);
-	for (int i = 0; i < t->nph; i++)
+			n += _nd_slab_purge_all(t->heaps[i]);
+		}
+	for (int i = 0; i < t->nph; i++) {
 		_nd_slab_release_empty(t->ph[i]);
+		n += _nd_slab_purge_all(t->ph[i]);
+	}
+	return n;
 }
 
 /* Thread gone (or a policy heap evicted): trim, then park the heap in its
