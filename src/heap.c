@@ -304,6 +304,63 @@ static __attribute__((noinline)) void sweep_pool(heap_t *h, bool absorb)
 	}
 }
 
+/* malloc_trim's for one pool: each parked heap out in turn (sweep_lock
+ * held, as sweep_pool: a thread starting meanwhile waits for it rather
+ * than make a heap), trimmed, its partial slabs' free pages purged, back
+ * at the tail. A thread's exit parks its heap without that purge (it cost
+ * the thread-churn workloads faults: docs/arenas.md), so these pages
+ * stayed until a thread adopted the heap. Nonzero if pages were purged. */
+static size_t trim_pool(heap_t **pool, _nd_lock_t *lk)
+{
+	size_t got = 0;
+	int n = 0;
+	_nd_lock(lk);
+	for (heap_t *p = *pool; p; p = p->pool_next)
+		n++;
+	_nd_unlock(lk);
+	for (; n > 0; n--) {
+		_nd_lock(&sweep_lock);
+		_nd_lock(lk);
+		heap_t *p = *pool;
+		if (p)
+			*pool = p->pool_next;
+		_nd_unlock(lk);
+		if (!p) {
+			_nd_unlock(&sweep_lock);
+			break;
+		}
+		heap_trim(p);
+		got += _nd_slab_purge_all(p);
+		uint64_t cls = part_classes(p);
+		p->pool_next = NULL;
+		_nd_lock(lk);
+		heap_t **pp = pool;
+		while (*pp)
+			pp = &(*pp)->pool_next;
+		*pp = p;
+		__atomic_fetch_or(pool_cls(p), cls, __ATOMIC_RELAXED);
+		_nd_unlock(lk);
+		_nd_unlock(&sweep_lock);
+	}
+	return got;
+}
+
+size_t _nd_heap_trim_parked(void)
+{
+	size_t got = 0;
+	_nd_lock_t *lk;
+	heap_t **pool;
+	for (int n = 0; n < _nd_topo()->node_limit; n++) {
+		pool = pool_of(NULL, n, &lk);
+		if (__atomic_load_n(pool, __ATOMIC_RELAXED))
+			got += trim_pool(pool, lk);
+	}
+	pool = pool_of(&_nd_policy_local, 0, &lk);
+	if (__atomic_load_n(pool, __ATOMIC_RELAXED))
+		got += trim_pool(pool, lk);
+	return got;
+}
+
 /* Before a new slab of class c: a partial slab of a parked heap of h's key
  * moves to h (the pool's lock makes the caller its owner meanwhile), so
  * the room left in the slabs of exited threads serves the running ones

@@ -469,15 +469,18 @@ OVERRIDE void free_sized(void *p, size_t size) __attribute__((alias("nd_free_siz
 OVERRIDE void free_aligned_sized(void *p, size_t align, size_t size) __attribute__((alias("nd_free_aligned_sized")));
 
 /* glibc's malloc_trim: every free page the library keeps committed goes
- * back to the OS now (the calling thread's kept empty slabs and the free
- * pages inside its partial slabs, the large-run caches, the page level's
- * dirty free pages); pad is ignored. 1 if memory was released, else 0. */
+ * back to the OS now (the kept empty slabs and the free pages inside the
+ * partial slabs of the calling thread's heaps and of the parked ones,
+ * exited threads': other running threads' heaps are theirs to touch; the
+ * large-run caches, the page level's dirty free pages); pad is ignored.
+ * 1 if memory was released, else 0. */
 OVERRIDE int malloc_trim(size_t pad)
 {
 	(void)pad;
 	if (!_nd_ensure_init())
 		return 0;
 	size_t b = _nd_heap_trim_self();
+	b += _nd_heap_trim_parked();
 	b += _nd_large_flush(-1);
 	b += _nd_page_trim(-1);
 	return b != 0;

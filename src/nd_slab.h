@@ -881,6 +881,9 @@ int _nd_heap_init(void);
  * level and their partial slabs' free pages to the OS (malloc_trim; other
  * threads' heaps are theirs to touch). Nonzero if pages were purged. */
 size_t _nd_heap_trim_self(void);
+/* The parked heaps of every pool (exited threads'): the same, each taken
+ * out of its pool in turn (malloc_trim). Nonzero if pages were purged. */
+size_t _nd_heap_trim_parked(void);
 /* Tests: called by a pool sweep while it has a parked heap out (NULL). */
 extern void (*_nd_heap_sweep_hook)(void) __attribute__((visibility("hidden")));
 /* Tests: the exit trim's rate bound in ns (10 ms; raised, only the count
