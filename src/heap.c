@@ -350,15 +350,13 @@ size_t _nd_heap_trim_parked(void)
 	size_t got = 0;
 	_nd_lock_t *lk;
 	heap_t **pool;
+	/* no peek without the lock: heap_abandon writes the pool under it */
 	for (int n = 0; n < _nd_topo()->node_limit; n++) {
 		pool = pool_of(NULL, n, &lk);
-		if (__atomic_load_n(pool, __ATOMIC_RELAXED))
-			got += trim_pool(pool, lk);
+		got += trim_pool(pool, lk);
 	}
 	pool = pool_of(&_nd_policy_local, 0, &lk);
-	if (__atomic_load_n(pool, __ATOMIC_RELAXED))
-		got += trim_pool(pool, lk);
-	return got;
+	return got + trim_pool(pool, lk);
 }
 
 /* Before a new slab of class c: a partial slab of a parked heap of h's key
