@@ -412,7 +412,9 @@ bool _nd_slab_purge_lent(slab_t *s)
  * pages of 80-256 B slabs) and 529 page faults (3,814 -> 3,285), its RSS
  * +280 KiB; leaving only the first 4, 8 or 16 slabs of such a class
  * saved 4-73 faults. */
-static size_t purge_heap(heap_t *h, uint64_t *walked)
+/* always inlined: pass's copy sits in the hot text (src/hot_text.ld), a
+ * function of its own would be cold code every pass runs */
+static inline __attribute__((always_inline)) size_t purge_heap(heap_t *h, uint64_t *walked)
 {
 	size_t n = 0;
 	uint64_t w = 0;
