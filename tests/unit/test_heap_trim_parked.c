@@ -21,70 +21,24 @@
 
 #include "check.h"
 #include "internal.h"
+#include "trim_fixture.h"
 
 enum { N = 16384, SZ = 256, KEEP = 64 };
 static unsigned char *o[N];
 
-static int live_page(uintptr_t pg)
-{
-	for (int i = 0; i < N; i += KEEP) {
-		uintptr_t a = (uintptr_t)o[i] & ~(uintptr_t)(ND_PAGE_SIZE - 1);
-		uintptr_t b = ((uintptr_t)o[i] + SZ - 1) & ~(uintptr_t)(ND_PAGE_SIZE - 1);
-		if (pg == a || pg == b)
-			return 1;
-	}
-	return 0;
-}
-
-/* Pages the freed objects start in that hold no live object: how many
- * (each counted once) and how many resident. */
-static void free_pages(int *n, int *res)
-{
-	static uintptr_t seen[N];
-	int ns = 0;
-	*n = *res = 0;
-	for (int i = 0; i < N; i++) {
-		if (i % KEEP == 0)
-			continue;
-		uintptr_t pg = (uintptr_t)o[i] & ~(uintptr_t)(ND_PAGE_SIZE - 1);
-		int dup = 0;
-		for (int j = ns - 1; j >= 0 && j >= ns - 64 && !dup; j--)
-			dup = seen[j] == pg;
-		if (dup || live_page(pg))
-			continue;
-		seen[ns++] = pg;
-		unsigned char v = 0;
-		CHECK(mincore((void *)pg, ND_PAGE_SIZE, &v) == 0, "mincore");
-		(*n)++;
-		*res += v & 1;
-	}
-}
+static uintptr_t seen[N];
 
 static void *worker(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < N; i++) {
-		o[i] = malloc(SZ);
-		CHECK(o[i] != NULL);
-		memset(o[i], (int)(i & 0x7f) + 1, SZ);
-	}
-	for (int i = 0; i < N; i++)
-		if (i % KEEP)
-			free(o[i]);
+	trim_fill(o, N, SZ, KEEP);
 	return NULL;
 }
 
 static void *again(void *arg)
 {
 	(void)arg;
-	for (int i = 0; i < N; i++)
-		if (i % KEEP) {
-			o[i] = malloc(SZ);
-			CHECK(o[i] != NULL);
-			memset(o[i], 0x5a, SZ);
-		}
-	for (int i = 0; i < N; i++)
-		free(o[i]);
+	trim_refill_free(o, N, SZ, KEEP);
 	return NULL;
 }
 
@@ -95,20 +49,16 @@ int main(void)
 	CHECK(pthread_create(&t, NULL, worker, NULL) == 0);
 	pthread_join(t, NULL);
 	int n, res;
-	free_pages(&n, &res);
+	trim_free_pages(o, N, SZ, KEEP, seen, &n, &res);
 	printf("after the worker's exit: %d of %d free pages resident\n", res, n);
 	CHECK(n >= (int)(N * SZ / ND_PAGE_SIZE / 2), "only %d pages without a live object", n);
 	CHECK(res == n, "%d of %d free pages resident before malloc_trim (the parked heap keeps them)", res, n);
 	CHECK(malloc_trim(0) == 1, "malloc_trim released nothing");
-	free_pages(&n, &res);
+	trim_free_pages(o, N, SZ, KEEP, seen, &n, &res);
 	printf("after main's malloc_trim: %d of %d free pages resident\n", res, n);
 	CHECK(res == 0, "%d of %d free pages of the exited thread's partial slabs resident after malloc_trim", res, n);
-	for (int i = 0; i < N; i += KEEP) {
-		int ok = 1;
-		for (int j = 0; j < SZ; j++)
-			ok &= o[i][j] == (unsigned char)((i & 0x7f) + 1);
-		CHECK(ok, "live object %d changed", i);
-	}
+	int bad = trim_live_changed(o, N, SZ, KEEP);
+	CHECK(bad == 0, "%d live objects changed", bad);
 	CHECK(pthread_create(&t, NULL, again, NULL) == 0);
 	pthread_join(t, NULL);
 	free(warm);
