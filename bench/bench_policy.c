@@ -17,7 +17,10 @@
  * alignon:N:A (nd_aligned_alloc_onnode(A, size, N)), mallocr:A (malloc of
  * the size rounded up to A: the classes an alignment A takes, the peer
  * of the aligned calls), mallocz (malloc, then memset of the size: the
- * peer of the zeroing calls, with calloc). F: flags as a number (64 =
+ * peer of the zeroing calls, with calloc), interleaved:G
+ * (nd_malloc_interleaved(size, every node, G)), callocpol:SPEC
+ * (nd_calloc_policy(1, size, prepared SPEC)), alignpol:A:SPEC
+ * (nd_aligned_alloc_policy(A, size, prepared SPEC)). F: flags as a number (64 =
  * ND_MALLOCX_ZERO, 6 = 64-byte alignment). Frees go through free(),
  * but for sized. "null" runs the loop without allocating (its
  * own cost, subtracted by policy.sh). Linked against the shared library,
@@ -50,7 +53,8 @@ static int node, kind;
 static unsigned flags;
 static const nd_policy_t *pp;
 static nd_heap_t *heap;
-static size_t align;
+static size_t align, gran;
+static nd_nodemask_t mask;
 /* libc's memset, called (gcc would inline a variable-size memset as rep
  * stos, counted per word): what the library's zeroing calls. */
 static void *(*volatile memset_call)(void *, int, size_t) = memset;
@@ -87,6 +91,9 @@ static inline __attribute__((always_inline)) int loop(int k, long iters)
 			case 10: p = nd_aligned_alloc_onnode(align, sz, node); break;
 			case 11: p = malloc((sz + align - 1) & ~(align - 1)); break;
 			case 12: p = malloc(sz); if (p) memset_call(p, 0, sz); break;
+			case 13: p = nd_malloc_interleaved(sz, &mask, gran); break;
+			case 14: p = nd_calloc_policy(1, sz, pp); break;
+			case 15: p = nd_aligned_alloc_policy(align, sz, pp); break;
 			default: p = calloc(1, sz); break;
 			}
 			if (!p) {
@@ -123,6 +130,9 @@ LOOP(9, loop_9)
 LOOP(10, loop_10)
 LOOP(11, loop_11)
 LOOP(12, loop_12)
+LOOP(13, loop_13)
+LOOP(14, loop_14)
+LOOP(15, loop_15)
 
 static int run(long iters)
 {
@@ -140,6 +150,9 @@ static int run(long iters)
 	case 10: return loop_10(iters);
 	case 11: return loop_11(iters);
 	case 12: return loop_12(iters);
+	case 13: return loop_13(iters);
+	case 14: return loop_14(iters);
+	case 15: return loop_15(iters);
 	default: return loop_7(iters);
 	}
 }
@@ -214,6 +227,26 @@ int main(int argc, char **argv)
 		}
 	} else if (strcmp(call, "mallocz") == 0) {
 		kind = 12;
+	} else if (strncmp(call, "interleaved:", 12) == 0) {
+		/* interleaved:GRAN (bytes): over every node */
+		kind = 13;
+		gran = strtoul(call + 12, NULL, 0);
+		for (int n = 0; n < nd_node_limit(); n++)
+			nd_nodemask_set(&mask, n);
+	} else if (strncmp(call, "callocpol:", 10) == 0 || strncmp(call, "alignpol:", 9) == 0) {
+		/* callocpol:SPEC, alignpol:ALIGN:SPEC: a prepared policy */
+		const char *spec = call + 10;
+		kind = 14;
+		if (call[0] == 'a') {
+			char *end;
+			kind = 15;
+			align = strtoul(call + 9, &end, 0);
+			spec = end + 1;
+		}
+		if (nd_policy_parse(spec, &pol, err, sizeof err) != 0 || !(pp = nd_policy_prepare(&pol))) {
+			fprintf(stderr, "bench_policy: %s\n", err);
+			return 2;
+		}
 	} else {
 		fprintf(stderr, "bench_policy: bad call '%s'\n", call);
 		return 2;

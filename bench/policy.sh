@@ -59,7 +59,7 @@ done
 row "nd_malloc_onnode(size, 0)" "" onnode:0
 row "nd_malloc_onnode(size, 1)" "" onnode:1
 row "nd_malloc_local(size)" "" local
-for pol in bind:1 preferred:1 interleave:all weighted:0=2,1=1@64K bind:0+tier; do
+for pol in bind:1 preferred:1 preferred-many:0-1 interleave:all weighted:0=2,1=1@64K bind:0+tier; do
 	row "nd_malloc_policy(size, $pol)" "" "policy:$pol"
 done
 for pol in bind:1 preferred:1 preferred-many:0-1 interleave:all weighted:0=2,1=1@64K bind:0+tier; do
@@ -74,6 +74,11 @@ row "nd_mallocx_policy(size, prepared il:all, ALIGN(64))" "" xpolicy:6:interleav
 row "nd_calloc_onnode(1, size, 1)" "" callocon:1
 row "nd_aligned_alloc_onnode(64, size, 1)" "" alignon:1:64
 row "nd_heap_malloc(nd_heap_new(1), size)" "" heap:1
+for g in 0 65536 2097152; do
+	row "nd_malloc_interleaved(size, all, $g)" "" "interleaved:$g"
+done
+row "nd_calloc_policy(1, size, prepared bind:1)" "" callocpol:bind:1
+row "nd_aligned_alloc_policy(64, size, prepared il:all)" "" alignpol:64:interleave:all
 row "malloc + nd_free_sized" "" sized
 row "calloc(1, size) (peer of ZERO)" "" calloc
 row "malloc + memset(size) (peer of ZERO)" "" mallocz

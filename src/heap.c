@@ -261,16 +261,14 @@ static uint64_t part_classes(const heap_t *h)
  * one heap, whose next owner used few of them while the other new threads
  * took fresh slabs (wl_threads: 340 slabs at 8% in one heap); steal()
  * hands them out one at a time. */
-static __attribute__((noinline)) void sweep_pool(heap_t *h, bool absorb)
+/* n turns of a pool (lk its lock): each takes its head out (sweep_lock
+ * held, not the pool's lock), trims it, absorbs it into h (absorb: h's
+ * key) or purges its partial slabs' free pages (purge), and puts it back
+ * at the tail. Nonzero if pages were purged. Always inlined: sweep_pool's
+ * copy is in the hot text (src/hot_text.ld), malloc_trim's is cold. */
+static inline __attribute__((always_inline)) size_t pool_turns(heap_t **pool, _nd_lock_t *lk, int n, heap_t *h, bool absorb, bool purge)
 {
-	_nd_lock_t *lk;
-	heap_t **pool = pool_of(h->pol, h->node, &lk);
-	_nd_lock(lk);
-	int n = 0;
-	for (heap_t *p = *pool; p; p = p->pool_next)
-		n++;
-	__atomic_store_n(_nd_meta_pool_dirty(h), 0, __ATOMIC_RELAXED);
-	_nd_unlock(lk);
+	size_t got = 0;
 	/* n turns, bounded: the head is a heap not swept yet, or one parked
 	 * meanwhile (in at the head; an old one then waits for the next
 	 * sweep), or, after others were taken, one swept again */
@@ -283,14 +281,16 @@ static __attribute__((noinline)) void sweep_pool(heap_t *h, bool absorb)
 		_nd_unlock(lk);
 		if (!p) {
 			_nd_unlock(&sweep_lock);
-			return;
+			break;
 		}
 		void (*hook)(void) = __atomic_load_n(&_nd_heap_sweep_hook, __ATOMIC_ACQUIRE);
-		if (hook)
+		if (hook && h)
 			hook();
 		heap_trim(p);
 		if (absorb && p->pol == h->pol && p->node == h->node)
 			heap_absorb(h, p);
+		if (purge)
+			got += _nd_slab_purge_all(p);
 		uint64_t cls = part_classes(p);
 		p->pool_next = NULL;
 		_nd_lock(lk);
@@ -298,10 +298,54 @@ static __attribute__((noinline)) void sweep_pool(heap_t *h, bool absorb)
 		while (*pp)
 			pp = &(*pp)->pool_next;
 		*pp = p;
-		__atomic_fetch_or(pool_cls(h), cls, __ATOMIC_RELAXED);
+		__atomic_fetch_or(pool_cls(p), cls, __ATOMIC_RELAXED);
 		_nd_unlock(lk);
 		_nd_unlock(&sweep_lock);
 	}
+	return got;
+}
+
+static __attribute__((noinline)) void sweep_pool(heap_t *h, bool absorb)
+{
+	_nd_lock_t *lk;
+	heap_t **pool = pool_of(h->pol, h->node, &lk);
+	_nd_lock(lk);
+	int n = 0;
+	for (heap_t *p = *pool; p; p = p->pool_next)
+		n++;
+	__atomic_store_n(_nd_meta_pool_dirty(h), 0, __ATOMIC_RELAXED);
+	_nd_unlock(lk);
+	pool_turns(pool, lk, n, h, absorb, false);
+}
+
+/* malloc_trim's for one pool: each parked heap in turn, as sweep_pool
+ * (a thread starting meanwhile waits for it rather than make a heap),
+ * trimmed and its partial slabs' free pages purged. A thread's exit parks
+ * its heap without that purge (it cost the thread-churn workloads faults:
+ * docs/arenas.md), so these pages stayed until a thread adopted the heap.
+ * Nonzero if pages were purged. */
+static size_t trim_pool(heap_t **pool, _nd_lock_t *lk)
+{
+	int n = 0;
+	_nd_lock(lk);
+	for (heap_t *p = *pool; p; p = p->pool_next)
+		n++;
+	_nd_unlock(lk);
+	return pool_turns(pool, lk, n, NULL, false, true);
+}
+
+size_t _nd_heap_trim_parked(void)
+{
+	size_t got = 0;
+	_nd_lock_t *lk;
+	heap_t **pool;
+	/* no peek without the lock: heap_abandon writes the pool under it */
+	for (int n = 0; n < _nd_topo()->node_limit; n++) {
+		pool = pool_of(NULL, n, &lk);
+		got += trim_pool(pool, lk);
+	}
+	pool = pool_of(&_nd_policy_local, 0, &lk);
+	return got + trim_pool(pool, lk);
 }
 
 /* Before a new slab of class c: a partial slab of a parked heap of h's key
@@ -629,16 +673,22 @@ static void heap_trim(heap_t *h)
 	}
 }
 
-void _nd_heap_trim_self(void)
+size_t _nd_heap_trim_self(void)
 {
 	_nd_thread_t *t = _nd_tls;
+	size_t n = 0;
 	if (_nd_thread_none(t))
-		return;
+		return 0;
 	for (int i = 0; i < t->nheaps; i++)
-		if (t->heaps[i] != &heap_none)
+		if (t->heaps[i] != &heap_none) {
 			_nd_slab_release_empty(t->heaps[i]);
-	for (int i = 0; i < t->nph; i++)
+			n += _nd_slab_purge_all(t->heaps[i]);
+		}
+	for (int i = 0; i < t->nph; i++) {
 		_nd_slab_release_empty(t->ph[i]);
+		n += _nd_slab_purge_all(t->ph[i]);
+	}
+	return n;
 }
 
 /* Thread gone (or a policy heap evicted): trim, then park the heap in its

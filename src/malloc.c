@@ -292,14 +292,26 @@ void nd_free(void *p)
 
 /* realloc's new block: on node (where the old one is, fallback along its
  * list), unless a bind policy is in force, which places it itself (node
- * first if it is in the set); node -1: by the policy. */
+ * first if it is in the set); node -1: by the policy. A small block
+ * under bind took the policy's heap, its first node (audit14: a node-1
+ * block under bind:0-1 came back on node 0); now node's heap if node is
+ * in the set, and the policy's if that fell back to another node. */
 static void *realloc_alloc(size_t size, int node)
 {
 	if (node < 0)
 		return nd_malloc(size);
-	if (_nd_policy_current()->mode == ND_POLICY_BIND)
-		return size > ND_SLAB_MAX ? _nd_large_alloc(size, 0, NULL, node) : nd_malloc(size);
-	return _nd_place_onnode(size, node);
+	const nd_policy_t *cur = _nd_policy_current();
+	if (cur->mode != ND_POLICY_BIND)
+		return _nd_place_onnode(size, node);
+	if (size > ND_SLAB_MAX)
+		return _nd_large_alloc(size, 0, NULL, node);
+	if (nd_nodemask_isset(&cur->nodes, node)) {
+		void *q = _nd_place_onnode(size, node);
+		if (!q || _nd_page_node_of(q) == node)
+			return q;
+		nd_free(q);
+	}
+	return nd_malloc(size);
 }
 
 static size_t usable(const void *p, const _nd_pagedesc_t *d)
@@ -457,7 +469,9 @@ OVERRIDE void free_sized(void *p, size_t size) __attribute__((alias("nd_free_siz
 OVERRIDE void free_aligned_sized(void *p, size_t align, size_t size) __attribute__((alias("nd_free_aligned_sized")));
 
 /* glibc's malloc_trim: every free page the library keeps committed goes
- * back to the OS now (the calling thread's kept empty slabs, the
+ * back to the OS now (the kept empty slabs and the free pages inside the
+ * partial slabs of the calling thread's heaps and of the parked ones,
+ * exited threads': other running threads' heaps are theirs to touch; the
  * large-run caches, the page level's dirty free pages); pad is ignored.
  * 1 if memory was released, else 0. */
 OVERRIDE int malloc_trim(size_t pad)
@@ -465,8 +479,9 @@ OVERRIDE int malloc_trim(size_t pad)
 	(void)pad;
 	if (!_nd_ensure_init())
 		return 0;
-	_nd_heap_trim_self();
-	size_t b = _nd_large_flush(-1);
+	size_t b = _nd_heap_trim_self();
+	b += _nd_heap_trim_parked();
+	b += _nd_large_flush(-1);
 	b += _nd_page_trim(-1);
 	return b != 0;
 }

@@ -855,6 +855,8 @@ void _nd_slab_thread_done(_nd_thread_t *t);
 void _nd_slab_purge_taken(_nd_heap_t *h, const _nd_slab_t *s);
 /* Every partial slab of h now (tests). Returns pages purged. */
 size_t _nd_slab_purge_heap(_nd_heap_t *h);
+/* malloc_trim's: every partial slab's free pages, busy classes too (owner). */
+size_t _nd_slab_purge_all(_nd_heap_t *h);
 /* s's free list is empty and s->purged != 0: the objects of its lowest
  * purged pages go back on the free list (with the one s->pstr withheld
  * that ends there). false if none did. */
@@ -876,8 +878,12 @@ void _nd_slab_set_pages(_nd_slab_t *s, uint32_t from, uint32_t to, uint8_t use);
 /* Registers the thread-exit hook (after _nd_slab_init). 0. */
 int _nd_heap_init(void);
 /* The calling thread's heaps give their kept empty slabs back to the page
- * level (malloc_trim; other threads' heaps are theirs to touch). */
-void _nd_heap_trim_self(void);
+ * level and their partial slabs' free pages to the OS (malloc_trim; other
+ * threads' heaps are theirs to touch). Nonzero if pages were purged. */
+size_t _nd_heap_trim_self(void);
+/* The parked heaps of every pool (exited threads'): the same, each taken
+ * out of its pool in turn (malloc_trim). Nonzero if pages were purged. */
+size_t _nd_heap_trim_parked(void);
 /* Tests: called by a pool sweep while it has a parked heap out (NULL). */
 extern void (*_nd_heap_sweep_hook)(void) __attribute__((visibility("hidden")));
 /* Tests: the exit trim's rate bound in ns (10 ms; raised, only the count

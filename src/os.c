@@ -172,11 +172,43 @@ int _nd_os_text_split(void)
 	return once < oth ? (int)sc3(SYS_madvise, once, oth - once, MADV_RANDOM) : 0;
 }
 
+/* MADV_DONTNEED on the parts run only before the setup's end and by other
+ * programs: a page of the file refaults as it was (another thread running
+ * it merely faults), but a private copy is lost: a debugger's breakpoint
+ * (ptrace, /proc/PID/mem), a uprobe or a patch written there. So only the
+ * pages pagemap says are the file's, or not present and not swapped (a
+ * swapped one is a private copy), go; pagemap unreadable (no /proc):
+ * none. A breakpoint set between the read and the call is lost: the
+ * window is this function. Inlined system calls: the helpers sit in the
+ * dropped part or the cold one (src/hot_text.ld). */
 void _nd_os_text_drop(void)
 {
-	uintptr_t once = page_up(_nd_os_text_once), hi = page_up(_nd_os_text_warm);
-	if (once < hi) /* both 0 without the link script */
-		sc3(SYS_madvise, once, hi - once, MADV_DONTNEED);
+	uintptr_t lo = page_up(_nd_os_text_once), hi = page_up(_nd_os_text_warm);
+	if (lo >= hi) /* both 0 without the link script */
+		return;
+	long fd = sc4(SYS_openat, AT_FDCWD, "/proc/self/pagemap", O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	uint64_t e[32]; /* 128 KiB of code a read: the parts are about 30 */
+	for (uintptr_t a = lo; a < hi;) {
+		size_t n = (hi - a) >> ND_PAGE_SHIFT;
+		n = n < 32 ? n : 32;
+		long r = sc4(SYS_pread64, fd, e, n * sizeof e[0], (long)((a >> ND_PAGE_SHIFT) * sizeof e[0]));
+		if (r != (long)(n * sizeof e[0]))
+			break;
+		uintptr_t run = a; /* start of the pages to drop */
+		for (size_t i = 0; i <= n; i++) {
+			uintptr_t pg = a + (i << ND_PAGE_SHIFT);
+			bool file = i < n && (e[i] >> 63 & 1 ? e[i] >> 61 & 1 : !(e[i] >> 62 & 1));
+			if (file)
+				continue;
+			if (run < pg)
+				sc3(SYS_madvise, run, pg - run, MADV_DONTNEED);
+			run = pg + ND_PAGE_SIZE;
+		}
+		a += n << ND_PAGE_SHIFT;
+	}
+	sc1(SYS_close, fd);
 }
 
 /* ---- memory policy ----------------------------------------------------- */

@@ -412,7 +412,9 @@ bool _nd_slab_purge_lent(slab_t *s)
  * pages of 80-256 B slabs) and 529 page faults (3,814 -> 3,285), its RSS
  * +280 KiB; leaving only the first 4, 8 or 16 slabs of such a class
  * saved 4-73 faults. */
-static size_t purge_heap(heap_t *h, uint64_t *walked)
+/* always inlined: pass's copy sits in the hot text (src/hot_text.ld), a
+ * function of its own would be cold code every pass runs */
+static inline __attribute__((always_inline)) size_t purge_heap(heap_t *h, uint64_t *walked)
 {
 	size_t n = 0;
 	uint64_t w = 0;
@@ -455,6 +457,19 @@ static size_t pass(heap_t *h, int node)
 size_t _nd_slab_purge_heap(heap_t *h)
 {
 	return pass(h, h->node);
+}
+
+/* malloc_trim's (owner): the free pages of every partial slab, the
+ * classes spans keep busy too (a pass leaves those, and spans that take
+ * slots between every two passes left them to the heap's end: audit14);
+ * pnext stays, so the passes keep their pace. */
+size_t _nd_slab_purge_all(heap_t *h)
+{
+	if (_nd_slab_check)
+		return 0;
+	uint64_t w;
+	h->spbusy = 0;
+	return purge_heap(h, &w);
 }
 
 void _nd_slab_purge_taken(heap_t *h, const slab_t *s)

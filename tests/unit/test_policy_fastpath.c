@@ -7,7 +7,10 @@
  * next allocation, and that a migration to a CPU of another node is seen
  * at the next allocation. Interleave and weighted choose the node per
  * slab: objects of one slab share a node, page shares stay within one
- * slab per node. */
+ * slab per node, from another node's CPU and across a migration in the
+ * middle of a run too (audit14: the check after a migration was one
+ * object on each node). The thread sequence and the process defaults
+ * include weighted, preferred-many and +tier policies. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -109,20 +112,43 @@ static void spread_policy(const char *spec, int w0, int w1, int w2)
 		mixed += _nd_slab_of(v[i]) == _nd_slab_of(v[i - 1]) && nd_node_of(v[i]) != nd_node_of(v[i - 1]);
 	CHECK(mixed == 0, "%s: %d objects off their slab's node", spec, mixed);
 	release(v, n);
-	/* migration changes nothing but the CPU: still spread */
+	/* migration changes nothing but the CPU: the same shares, within one
+	 * slab per node, and the fast path holds (was: at least one object
+	 * on each node of the set) */
 	nd_emulate_cpu(4);
-	n = per * 2 * total;
-	run(v, n, 48);
-	for (int k = 0; k < 3; k++)
-		CHECK(!w[k] || count_on(v, n, k) > 0, "%s from CPU 4: nothing on node %d", spec, k);
+	slow = run(v, n, 48);
+	CHECK(slow <= (uint64_t)nslabs * 5 + 4, "%s from CPU 4: %llu slow paths for %d slabs", spec,
+	      (unsigned long long)slow, nslabs);
+	for (int k = 0; k < 3; k++) {
+		int want = n / total * w[k], got = count_on(v, n, k);
+		CHECK(got >= want - per && got <= want + per, "%s from CPU 4: node %d has %d objects, share %d (+-%d)", spec,
+		      k, got, want, per);
+	}
+	release(v, n);
+	/* a migration in the middle of a run: the shares of the whole run */
+	nd_emulate_cpu(0);
+	uint64_t s0 = run(v, n / 2, 48);
+	nd_emulate_cpu(2);
+	s0 += run(v + n / 2, n - n / 2, 48);
+	CHECK(s0 <= (uint64_t)nslabs * 5 + 6, "%s migrating mid-run: %llu slow paths for %d slabs", spec,
+	      (unsigned long long)s0, nslabs);
+	for (int k = 0; k < 3; k++) {
+		int want = n / total * w[k], got = count_on(v, n, k);
+		CHECK(got >= want - 2 * per && got <= want + 2 * per,
+		      "%s migrating mid-run: node %d has %d objects, share %d (+-%d)", spec, k, got, want, 2 * per);
+	}
 	release(v, n);
 }
 
 static pthread_barrier_t bar;
-static int seen_node[3];
+/* the process defaults main sets in turn, and the node of each */
+static const char *pseq[] = { "bind:2", "weighted:1=1", "preferred-many:2+tier", "interleave:1@2M", "local" };
+static const int pwant[] = { 2, 1, 2, 1, 0 };
+enum { PSEQ = sizeof pseq / sizeof pseq[0] };
+static int seen_node[PSEQ + 1];
 
 /* No policy of its own: warm fast path on CPU 0, then the process default
- * changes (main), and the very next malloc follows it. */
+ * changes (main), and the very next malloc follows it, each time. */
 static void *inheritor(void *arg)
 {
 	(void)arg;
@@ -133,16 +159,18 @@ static void *inheritor(void *arg)
 	void *a = malloc(40);
 	seen_node[0] = nd_node_of(a);
 	free(a);
-	pthread_barrier_wait(&bar); /* main: default = bind:2 */
-	pthread_barrier_wait(&bar);
-	a = malloc(40);
-	seen_node[1] = nd_node_of(a);
-	free(a);
-	pthread_barrier_wait(&bar); /* main: default = local again */
-	pthread_barrier_wait(&bar);
-	a = malloc(40);
-	seen_node[2] = nd_node_of(a);
-	free(a);
+	for (int i = 0; i < PSEQ; i++) {
+		pthread_barrier_wait(&bar); /* main: the default changes */
+		pthread_barrier_wait(&bar);
+		run(w, N, 40); /* every one of the next N on the new node */
+		int all = 1;
+		for (int j = 0; j < N; j++)
+			all &= nd_node_of(w[j]) == pwant[i];
+		release(w, N);
+		a = malloc(40);
+		seen_node[i + 1] = all ? nd_node_of(a) : -2;
+		free(a);
+	}
 	return NULL;
 }
 
@@ -170,8 +198,11 @@ int main(void)
 
 	/* a thread policy change is seen at the next allocation, each time */
 	nd_emulate_cpu(0);
-	const char *seq[] = { "bind:1", "bind:2", "local", "preferred:1", "interleave:2", "bind:0" };
-	const int want[] = { 1, 2, 0, 1, 2, 0 };
+	const char *seq[] = { "bind:1",       "bind:2",      "local",          "preferred:1",       "interleave:2",
+			      "bind:0",       "weighted:1=1", "preferred-many:2", "interleave:1@64K", "bind:2+tier",
+			      "weighted:2=3", "preferred-many:1+tier", "local" };
+	const int want[] = { 1, 2, 0, 1, 2, 0, 1, 2, 1, 2, 2, 1, 0 };
+	_Static_assert(sizeof seq / sizeof seq[0] == sizeof want / sizeof want[0], "one node per policy");
 	for (unsigned i = 0; i < sizeof seq / sizeof seq[0]; i++) {
 		set(seq[i]);
 		void *a = malloc(100);
@@ -184,16 +215,17 @@ int main(void)
 	pthread_barrier_init(&bar, NULL, 2);
 	pthread_t th;
 	pthread_create(&th, NULL, inheritor, NULL);
-	pthread_barrier_wait(&bar);
-	nd_policy_t b2 = pol("bind:2");
-	CHECK(nd_set_default_policy(&b2) == 0);
-	pthread_barrier_wait(&bar);
-	pthread_barrier_wait(&bar);
-	CHECK(nd_set_default_policy(NULL) == 0);
-	pthread_barrier_wait(&bar);
+	for (int i = 0; i < PSEQ; i++) {
+		pthread_barrier_wait(&bar);
+		nd_policy_t dp = pol(pseq[i]);
+		CHECK(nd_set_default_policy(&dp) == 0, "nd_set_default_policy(%s)", pseq[i]);
+		pthread_barrier_wait(&bar);
+	}
 	pthread_join(th, NULL);
+	CHECK(nd_set_default_policy(NULL) == 0);
 	CHECK_EQ(seen_node[0], 0);
-	CHECK(seen_node[1] == 2, "after the process default became bind:2: node %d", seen_node[1]);
-	CHECK(seen_node[2] == 0, "after the process default became local: node %d", seen_node[2]);
+	for (int i = 0; i < PSEQ; i++)
+		CHECK(seen_node[i + 1] == pwant[i], "after the process default became %s: node %d (-2: not all of %d)",
+		      pseq[i], seen_node[i + 1], N);
 	return CHECK_DONE();
 }
