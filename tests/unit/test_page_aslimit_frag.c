@@ -34,12 +34,9 @@ static void *obj[ROOM / OBJ * 3 / 4];
 
 static int child(void)
 {
-	unsigned long vm = vm_bytes();
-	if (!vm)
-		return 255;
-	struct rlimit rl = { vm + ROOM, vm + ROOM };
-	if (setrlimit(RLIMIT_AS, &rl) != 0)
-		return 254;
+	int e = as_limit_room(ROOM);
+	if (e)
+		return e;
 	size_t n = 0;
 	for (; n < sizeof obj / sizeof obj[0]; n++) {
 		if (!(obj[n] = malloc(OBJ)))
