@@ -9,10 +9,12 @@
  * once and the largest block was 7 MiB (glibc: 160 MiB of 16 MiB blocks).
  * Now clean free pages of a lazy slot are unmapped (room.c maps a run's
  * pages when it is taken; a refused mapping gives every slot's free
- * address space back and retries) and the chunks are mapped outside it.
+ * address space back and retries), the chunks are mapped outside it, and
+ * the slot is twice the room (an aligned block above the small objects'
+ * peak, where an empty current slab stays).
  * A child (this binary re-executed) sets RLIMIT_AS to its address space
  * plus R = 96 MiB, fills 3/4 of R with 64 B objects, frees them, then
- * (status bits) 1: a 24 MiB block fails; 2: 16 MiB blocks until NULL
+ * (status bits) 1: a block of R / 2 fails; 2: 16 MiB blocks until NULL
  * give under half of R; 4: that NULL's errno is not ENOMEM; 8: small
  * objects fail again after the large blocks are freed.
  */
@@ -48,7 +50,7 @@ static int child(void)
 	for (size_t i = 0; i < n; i++)
 		free(obj[i]);
 	int st = 0;
-	void *one = malloc(24ul << 20);
+	void *one = malloc(ROOM / 2);
 	if (!one)
 		st |= 1;
 	free(one);
@@ -86,7 +88,7 @@ int main(int argc, char **argv)
 	waitpid(pid, &st, 0);
 	CHECK(WIFEXITED(st), "the child was killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 	int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	CHECK(rc == 0, "child status %d (1: 24 MiB failed, 2: 16 MiB blocks under half the room, 4: errno not ENOMEM, "
+	CHECK(rc == 0, "child status %d (1: a block of half the room failed, 2: 16 MiB blocks under half the room, 4: errno not ENOMEM, "
 		       "8: small objects failed again; 25x: setup)", rc);
 	return CHECK_DONE();
 }
