@@ -228,9 +228,11 @@ void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n)
 	 * the system's mode; madvise under the system's madvise mode: none
 	 * but big runs (page.c advises each), and NOHUGEPAGE everywhere else
 	 * (the same there) so that a big run's range, given back with
-	 * NOHUGEPAGE, merges with its neighbours again. The mixed slot keeps
-	 * its own rules (spread.c). */
-	if (!a->mixed && (g.thp != ND_THP_MADVISE || g.thp_runs))
+	 * NOHUGEPAGE, merges with its neighbours again; lazy slots need no
+	 * such advice (a freed big run is unmapped) and leave it out: one
+	 * call less per run mapped. The mixed slot keeps its own rules
+	 * (spread.c). */
+	if (!a->mixed && (g.thp != ND_THP_MADVISE || (g.thp_runs && !g.lazy)))
 		_nd_os_madvise(p, len, g.thp == ND_THP_ALWAYS ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 }
 
