@@ -967,6 +967,32 @@ static inline void count_slow(_nd_thread_t *t)
 		cpu_recheck(t);
 }
 
+/* Class c of t's current heap had nothing at hand: a refill (counted);
+ * count_slow's every 32nd call the CPU check. heap_refill written out
+ * once here, not in each caller (_nd_heap_refill, through malloc_slow too): one
+ * jump more a refill, and the part of the code every process runs
+ * (hot_text.ld) about 1 KiB shorter. */
+static __attribute__((noinline)) void *class_slow(_nd_thread_t *t, unsigned c)
+{
+	if (nd_unlikely(count_slow_due(t)))
+		cpu_recheck(t);
+	return heap_refill(t->heap, c, t->hpol);
+}
+
+/* A malloc whose key matched, as malloc.c's fast path: the borrowed list
+ * first (nd_slab.h, _nd_slab_bw_push: recently freed), else the current
+ * slab, else the same refill (_nd_heap_refill: borrowed lists, the
+ * exchange, lending, spans before a fresh slab). */
+static inline __attribute__((always_inline)) void *keyed_malloc(_nd_thread_t *t, size_t size)
+{
+	unsigned c = class_of(size);
+	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
+	void *o = _nd_slab_pop(b->free ? b : (_nd_slab_hot_t *)t->heap->cur[c]);
+	if (nd_likely(o != NULL))
+		return o;
+	return _nd_heap_refill(size);
+}
+
 /* Everything but a pop: first call (before the init: NULL), thread setup, CPU or policy
  * change, check mode. */
 static __attribute__((noinline)) void *malloc_slow(size_t size)
@@ -979,19 +1005,20 @@ static __attribute__((noinline)) void *malloc_slow(size_t size)
 		return NULL;
 	}
 	count_slow(t);
-	return alloc_class(class_of(size), NULL, -1);
-}
-
-/* Class c of t's current heap had nothing at hand: a refill (counted);
- * count_slow's every 32nd call the CPU check. heap_refill written out
- * once here, not in each caller (_nd_heap_refill, _nd_heap_malloc): one
- * jump more a refill, and the part of the code every process runs
- * (hot_text.ld) about 1 KiB shorter. */
-static __attribute__((noinline)) void *class_slow(_nd_thread_t *t, unsigned c)
-{
-	if (nd_unlikely(count_slow_due(t)))
-		cpu_recheck(t);
-	return heap_refill(t->heap, c, t->hpol);
+	/* A key miss (a migration, a policy change): resolve t's heap (key
+	 * stored), then the keyed malloc's pop and refill. alloc_class's
+	 * heap_refill took a fresh slab where the keyed refill reused the
+	 * borrowed lists or a span (test_slab_key_miss). */
+	heap_t *h = resolve(t);
+	if (!h)
+		return NULL;
+	if (nd_likely(_nd_slab_key_ok(t, &t->key))) {
+		uint64_t slow = t->slow;
+		void *o = keyed_malloc(t, size);
+		t->slow = slow; /* one slow path, counted above (not again by class_slow) */
+		return o;
+	}
+	return heap_refill(h, class_of(size), t->hpol); /* check mode: keys stay NONE */
 }
 
 /* Sizes above ND_SLAB_DIRECT, and malloc.c's fast path when the key
@@ -999,17 +1026,14 @@ static __attribute__((noinline)) void *class_slow(_nd_thread_t *t, unsigned c)
 void *_nd_heap_malloc(size_t size)
 {
 	_nd_thread_t *t = _nd_tls;
-	if (nd_likely(_nd_slab_key_ok(t, &t->key))) {
-		unsigned c = class_of(size);
-		/* the borrowed list first (nd_slab.h, _nd_slab_bw_push): recently freed */
-		_nd_slab_hot_t *b = _nd_thread_bw(t, c);
-		void *o = _nd_slab_pop(b->free ? b : (_nd_slab_hot_t *)t->heap->cur[c]);
-		if (nd_likely(o != NULL))
-			return o;
-		return class_slow(t, c);
-	}
+	if (nd_likely(_nd_slab_key_ok(t, &t->key)))
+		return keyed_malloc(t, size);
 	return malloc_slow(size);
 }
+
+
+/* Sizes above ND_SLAB_DIRECT, and malloc.c's fast path when the key
+ * missed: while the key holds, pop or refill from the current heap. */
 
 /* h's refill of class c would carve, or look beyond its partial list:
  * the current slab has nothing listed, remote or withheld, none follows,

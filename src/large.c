@@ -138,7 +138,11 @@ static void setup(void)
 		c.purge_pages = mi.purge_pages ? mi.purge_pages : 1;
 		c.mixed_lo = (uintptr_t)mi.base;
 		c.mixed_hi = (uintptr_t)mi.base + mi.slot_bytes;
-		if (ms > 0)
+		/* not under an address space limit: a cached run keeps its
+		 * address space, which a slab refill (below this layer) cannot
+		 * flush: small objects failed after large blocks were freed
+		 * (test_page_aslimit_frag) */
+		if (ms > 0 && !_nd_page_lazy())
 			c.delay_ns = (uint64_t)(ms > INT64_MAX / 1000000 ? INT64_MAX / 1000000 : ms) * 1000000u;
 	}
 	__atomic_store_n(&c.ready, 1, __ATOMIC_RELEASE);
@@ -667,6 +671,12 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 		p = _nd_page_alloc_spread(np, pol);
 	} else {
 		p = node_run(np, ap, pol, want_node, &reused);
+		/* under an address space limit the calling thread's kept
+		 * empty slabs may split the free space a large run needs */
+		if (!p && _nd_page_lazy()) {
+			_nd_heap_trim_self();
+			p = node_run(np, ap, pol, want_node, &reused);
+		}
 	}
 	if (!p) {
 		errno = ENOMEM;

@@ -28,13 +28,17 @@ void _nd_meta_note_node(int node)
 
 int _nd_meta_nodes_used(void) { return __atomic_load_n(&nodes_used, __ATOMIC_RELAXED); }
 
-/* A metadata chunk on node, else on its fallback nodes, else plain mmap. */
+/* A metadata chunk on node, else on its fallback nodes, else plain mmap.
+ * Under an address space limit always plain mmap: chunks are never freed,
+ * and in a slot every one split the free space around it (after a peak
+ * of small objects, the largest free block of a 256 MiB slot was 4 MiB:
+ * large blocks failed with most of the limit free). */
 static void *meta_chunk(int node, size_t bytes)
 {
 	size_t np = bytes >> ND_PAGE_SHIFT;
 	const _nd_topo_t *t = _nd_topo();
 	void *p = NULL;
-	if (node >= 0 && node < t->node_limit) {
+	if (node >= 0 && node < t->node_limit && !_nd_page_lazy()) {
 		p = _nd_page_alloc_exact(node, np, 1);
 		for (int i = 0; !p && i < t->fallback_len[node]; i++)
 			p = _nd_page_alloc_exact(t->fallback[node][i], np, 1);

@@ -214,22 +214,31 @@ uint64_t _nd_room_wm_reads(void);
 /* A newly mapped range [i, i+n) of slot a's pages: bound to its node,
  * huge page advice (NODALLOC_THP=always/never). */
 void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n);
-/* Grow slot a's part given to the buddy allocator into its hole (lazy
- * reservation: map it) so that a free block of order k exists / so that
- * it reaches page end; false if the slot is full or the mapping fails.
- * Lock held. */
+/* Grow slot a's part given to the buddy allocator into its hole so that
+ * a free block of order k exists / so that it reaches page end; false if
+ * the slot is full. Maps nothing. Lock held. */
 bool _nd_room_grow(_nd_arena_t *a, unsigned k);
 bool _nd_room_grow_to(_nd_arena_t *a, uint64_t end);
-/* Eager slot a (lock held): clean free blocks at the end of its grown
- * part back to the hole. */
+/* Lazy reservation: map [i, i+n) of slot a (a run's clean pages, just
+ * taken: no lock), bound and advised; 0 or -errno. _map_run: the clean
+ * pages of run [i, i+n) (dirty: how many carry ND_PGF_DIRTY). */
+int _nd_room_map(_nd_arena_t *a, uint64_t i, uint64_t n);
+int _nd_room_map_run(_nd_arena_t *a, uint64_t i, uint64_t n, uint64_t dirty);
+/* Slot a (lock held): clean free blocks at the end of its grown part
+ * back to the hole. */
 void _nd_room_shrink(_nd_arena_t *a);
 /* mbind [p, p+len) to node (bind or preferred, NODALLOC_STRICT). */
 int _nd_room_bind(void *p, size_t len, int node);
 
 /* ---- purge.c: giving memory back to the OS. ---- */
 /* [p, p+len) of slot a back to the OS; it reads as zero afterwards
- * whatever the kernel says. true when it kept its mapping (and policy). */
+ * whatever the kernel says (lazy reservation: unmapped, its address
+ * space given back). true when it kept its mapping (and policy). */
 bool _nd_purge_range(const _nd_arena_t *a, void *p, size_t len, int advice);
+/* Lazy reservation, a mapping refused (ENOMEM: the address space limit):
+ * every slot's dirty free pages purged and its clean free blocks
+ * unmapped, one slot lock at a time (none held on entry). */
+void _nd_purge_release(void);
 /* Every dirty free block of a node slot purged (merged madvise calls),
  * then merged. Slot lock held. Returns pages purged. */
 uint64_t _nd_purge_slot(_nd_arena_t *a);
@@ -320,6 +329,9 @@ uint64_t _nd_page_exit_stamp(int node);
 /* _nd_page_trim of node's dirty free blocks numbered below stamp: those
  * free since then and not reused (nor merged) in between. */
 size_t _nd_page_trim_older(int node, uint64_t stamp);
+/* Is the reservation lazy (an address space limit: docs/arenas.md
+ * "Layout")? Sets the page level up first; false if that fails. */
+bool _nd_page_lazy(void);
 /* Introspection for tests, tools and benchmarks. node -1 = mixed slot. */
 typedef struct _nd_page_info {
 	bool usable;

@@ -17,9 +17,10 @@
  *
  * Under an address space limit (ulimit -v) the slots are mapped lazily:
  * the layout (base, slot size, descriptors) is fixed at setup, sized to
- * the limit, but each slot maps only what its runs need, growing upward
- * (room.c, _nd_room_take_block); the unmapped rest is a hole the buddy
- * allocator never hands out. So one node can use nearly all the limit.
+ * the limit, and only runs and dirty free pages are mapped: a run maps
+ * its clean pages when taken (room.c, _nd_room_map_run), a purge unmaps
+ * (purge.c). So one node can use nearly all the limit, and large runs
+ * again after a peak of small ones.
  *
  * Locks: g.lock (setup, fork) and one lock per slot (its free lists, the
  * descriptors of its free blocks, its mapped extent). Lock order: g.lock
@@ -124,6 +125,11 @@ static inline bool ensure_setup(void)
 	return setup_slow();
 }
 
+bool _nd_page_lazy(void)
+{
+	return ensure_setup() && g.lazy;
+}
+
 int _nd_page_init(void)
 {
 	/* Arenas are built on the first allocation, so that an emulated
@@ -170,6 +176,26 @@ static inline __attribute__((always_inline)) void drop_note(uint64_t n, bool fre
 		t->page_drop = n >= d ? 0 : d - (uint32_t)n;
 }
 
+/* Lazy reservation: run [i, i+n) (rd dirty pages) could not map its
+ * clean pages; back to the free lists, every page clean and unmapped
+ * (its dirty ones no longer counted as committed). Not locked on entry. */
+static void unmap_undo(_nd_arena_t *a, uint32_t i, uint64_t n, uint64_t rd)
+{
+	_nd_os_munmap(page_addr(a, i), (size_t)n << ND_PAGE_SHIFT);
+	if (rd)
+		_nd_buddy_clear_dirty(&a->bd, i, n);
+	_nd_room_committed(a, -(int64_t)rd);
+	_nd_lock(&a->lock);
+	_nd_buddy_give(&a->bd, i, n, false, true);
+	_nd_room_give(a, n);
+	_nd_room_shrink(a);
+	_nd_unlock(&a->lock);
+}
+
+/* A run of n pages (align: a power of two) from node's slot; NULL if it
+ * has none. Lazy reservation: when the address space limit refuses the
+ * run's mapping, the address space of every slot's free pages goes back
+ * (_nd_purge_release) and the run is tried once more. */
 static void *node_alloc(int node, uint64_t n, uint64_t align)
 {
 	if (node < 0 || node >= g.node_limit)
@@ -178,6 +204,8 @@ static void *node_alloc(int node, uint64_t n, uint64_t align)
 	unsigned k = _nd_page_ceil_log2(n > align ? n : align);
 	if (!a->usable || k > g.order_max)
 		return NULL;
+	bool released = false;
+retry:;
 	bool maybe_fresh = __atomic_load_n(&a->bd.dirty_free, __ATOMIC_RELAXED) < n;
 	if (!_nd_room_take(a, n, maybe_fresh ? n : 0))
 		return NULL;
@@ -200,6 +228,14 @@ static void *node_alloc(int node, uint64_t n, uint64_t align)
 		rd -= _nd_buddy_give_tail(&a->bd, i, k, d, n);
 	_nd_buddy_mark_run(&a->bd, i, n, node);
 	_nd_unlock(&a->lock);
+	if (g.lazy && rd < n && _nd_room_map_run(a, i, n, rd) < 0) {
+		unmap_undo(a, i, n, rd);
+		if (released)
+			return NULL;
+		_nd_purge_release();
+		released = true;
+		goto retry;
+	}
 	/* The run's pages are ours now: mark them without the lock. Small
 	 * runs carry DIRTY on every page; big ones come from clean blocks
 	 * (invariant I) and are purged whole when freed. */
@@ -446,6 +482,13 @@ int _nd_page_grow(void *run, size_t new_npages)
 	}
 	a->bd.desc[i].npages = new_npages;
 	_nd_unlock(&a->lock);
+	if (g.lazy && rd < add && _nd_room_map_run(a, i + n, add, rd) < 0) {
+		_nd_lock(&a->lock);
+		a->bd.desc[i].npages = n;
+		_nd_unlock(&a->lock);
+		unmap_undo(a, (uint32_t)(i + n), add, rd);
+		return -1;
+	}
 	/* The new pages are ours (TAILs of our run): flags without the lock. */
 	if (new_npages < g.purge_pages) {
 		for (uint64_t j = i + n; j < e; j++)
@@ -495,6 +538,8 @@ void *_nd_page_grow_down(void *run, size_t new_npages)
 	uint64_t n = a->bd.desc[i].npages; /* unlocked: only the owner changes it */
 	if (a->bd.desc[i].state != ND_PG_RUN || n < g.purge_pages || new_npages <= n || new_npages - n > i)
 		return NULL;
+	if (g.lazy)
+		return NULL; /* its new pages would need mapping (room.c); the caller moves the block */
 	uint64_t add = new_npages - n, s = i - add;
 	bool maybe_fresh = __atomic_load_n(&a->bd.dirty_free, __ATOMIC_RELAXED) < add;
 	if (!_nd_room_take(a, add, maybe_fresh ? add : 0))

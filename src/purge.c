@@ -47,6 +47,10 @@ static int warned_mbind, warned_purge;
  */
 bool _nd_purge_range(const _nd_arena_t *a, void *p, size_t len, int advice)
 {
+	/* lazy reservation: clean pages hold no address space (room.c maps
+	 * them again when a run takes them) */
+	if (g.lazy && _nd_os_munmap(p, len) == 0)
+		return false;
 	int r = _nd_os_madvise(p, len, advice);
 	if (r == 0)
 		return true;
@@ -142,6 +146,33 @@ static uint64_t purge_oldest(_nd_arena_t *a, uint64_t keep, uint64_t before)
 uint64_t _nd_purge_slot(_nd_arena_t *a)
 {
 	return purge_oldest(a, 0, UINT64_MAX);
+}
+
+/* Unmaps slot a's clean free blocks of the lists from heads (lock held):
+ * clean pages may still be mapped (zero pages of a run taken and rolled
+ * back, a purge that fell back to a fresh mapping); unmapping a range
+ * that is not mapped costs the call only. */
+static void unmap_clean(_nd_arena_t *a, const uint32_t *heads)
+{
+	_nd_buddy_t *b = &a->bd;
+	for (unsigned o = 0; o <= b->order_max; o++)
+		for (uint32_t i = heads[o]; i != ND_BUDDY_NIL; i = b->desc[i].next)
+			_nd_os_munmap(a->base + ((uint64_t)i << ND_PAGE_SHIFT), (size_t)ND_PAGE_SIZE << o);
+}
+
+void _nd_purge_release(void)
+{
+	for (int s = 0; s < g.nslots; s++) {
+		_nd_arena_t *a = &g.arenas[s];
+		if (!a->usable)
+			continue;
+		_nd_lock(&a->lock);
+		_nd_purge_slot(a);
+		unmap_clean(a, a->bd.head);
+		unmap_clean(a, a->bd.shead);
+		_nd_room_shrink(a);
+		_nd_unlock(&a->lock);
+	}
 }
 
 uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp)

@@ -12,7 +12,6 @@
 #include "internal.h"
 
 #define g _nd_page_g
-#define GROW_MIN_PAGES ((uint64_t)ND_HUGE_SIZE >> ND_PAGE_SHIFT) /* lazy slots grow by 2 MiB at least */
 /* An eager slot's part starts at 64 KiB: its hole's head (and the free
  * heads of a part split for a few runs) sat at page 512, 128 KiB after
  * the slot's first descriptor, on a descriptor page of its own (issue 11:
@@ -229,21 +228,25 @@ void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n)
 	 * the system's mode; madvise under the system's madvise mode: none
 	 * but big runs (page.c advises each), and NOHUGEPAGE everywhere else
 	 * (the same there) so that a big run's range, given back with
-	 * NOHUGEPAGE, merges with its neighbours again. The mixed slot keeps
-	 * its own rules (spread.c). */
-	if (!a->mixed && (g.thp != ND_THP_MADVISE || g.thp_runs))
+	 * NOHUGEPAGE, merges with its neighbours again; lazy slots need no
+	 * such advice (a freed big run is unmapped) and leave it out: one
+	 * call less per run mapped. The mixed slot keeps its own rules
+	 * (spread.c). */
+	if (!a->mixed && (g.thp != ND_THP_MADVISE || (g.thp_runs && !g.lazy)))
 		_nd_os_madvise(p, len, g.thp == ND_THP_ALWAYS ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 }
 
 /*
  * A slot's part given to the buddy allocator (a->mapped) grows upward
- * into its hole: to at least need pages. Lazy: by at least 2 MiB or 1/8
- * of the part (fewer calls; MAP_NORESERVE commits nothing), less when the
- * address space limit refuses that; the new part is mapped now;
- * neighbouring chunks merge into one mapping (same flags, same policy).
- * Eager: it is mapped already; the part grows to a power of two of pages
- * (64 KiB at least). The new pages join the free lists clean; the hole
- * starts after them.
+ * into its hole: to at least need pages, up to a power of two of pages
+ * (64 KiB at least): the part's free blocks are those a buddy of the
+ * whole slot would have split off, and runs are placed as they were
+ * (adjacent when taken in turn: test_large_cache). Eager: the part is
+ * mapped already. Lazy (an address space limit): nothing is mapped here;
+ * a run maps its clean pages when it is taken (_nd_room_map), and clean
+ * free pages are unmapped (purge.c), so the slot holds address space
+ * only for runs and dirty free pages. The new pages join the free lists
+ * clean; the hole starts after them.
  */
 bool _nd_room_grow_to(_nd_arena_t *a, uint64_t need)
 {
@@ -252,38 +255,12 @@ bool _nd_room_grow_to(_nd_arena_t *a, uint64_t need)
 	if (need > slot || need <= m)
 		return false;
 	uint64_t want;
-	if (g.lazy) {
-		uint64_t step = m / 8 > GROW_MIN_PAGES ? m / 8 : GROW_MIN_PAGES;
-		want = ND_ALIGN_UP(m + step, GROW_MIN_PAGES);
-		if (want < need)
-			want = need;
-	} else {
-		/* up to a power of two: the part's free blocks are those a
-		 * buddy of the whole slot would have split off, and runs are
-		 * placed as they were (adjacent when taken in turn:
-		 * test_large_cache) */
-		for (want = GROW_MIN_EAGER; want < need; want <<= 1)
-			;
-	}
+	for (want = GROW_MIN_EAGER; want < need; want <<= 1)
+		;
 	if (want > slot)
 		want = slot;
-	if (g.lazy) {
-		char *p = a->base + (m << ND_PAGE_SHIFT);
-		int r = _nd_os_mmap_at(p, (size_t)(want - m) << ND_PAGE_SHIFT, true);
-		if (r == -ENOMEM && want > need) {
-			want = need;
-			r = _nd_os_mmap_at(p, (size_t)(want - m) << ND_PAGE_SHIFT, true);
-		}
-		if (r < 0) {
-			if (r != -ENOMEM && !__atomic_exchange_n(&warned_grow, 1, __ATOMIC_RELAXED))
-				_nd_msg_warn("page: slot of node %d cannot grow past %llu MiB (errno %d)", a->node,
-					     (unsigned long long)(m >> (20 - ND_PAGE_SHIFT)), -r);
-			return false;
-		}
-		_nd_room_fresh(a, m, want - m);
-		if (!a->mixed)
-			_nd_room_stats(_nd_stats_reserved, a->node, (int64_t)(want - m));
-	}
+	if (g.lazy && !a->mixed)
+		_nd_room_stats(_nd_stats_reserved, a->node, (int64_t)(want - m));
 	/* The hole's head is implied by mapped, not written: at page 2^k
 	 * (k >= 7), it was the first descriptor of a page of its own, one
 	 * resident page in every process whose slot grew past 512 KiB
@@ -295,6 +272,49 @@ bool _nd_room_grow_to(_nd_arena_t *a, uint64_t need)
 	return true;
 }
 
+/*
+ * Lazy reservation: pages [i, i+n) of slot a, just taken by a run (ours:
+ * no lock), are clean; map them (MAP_FIXED: a clean page is unmapped, or
+ * mapped and zero, so nothing is lost), bound to the node, with the huge
+ * page advice. 0, or -errno (-ENOMEM: the address space limit).
+ */
+int _nd_room_map(_nd_arena_t *a, uint64_t i, uint64_t n)
+{
+	int r = _nd_os_mmap_fixed(a->base + (i << ND_PAGE_SHIFT), (size_t)n << ND_PAGE_SHIFT, true);
+	if (r < 0) {
+		if (r != -ENOMEM && !__atomic_exchange_n(&warned_grow, 1, __ATOMIC_RELAXED))
+			_nd_msg_warn("page: slot of node %d: cannot map %llu pages (errno %d)", a->node,
+				     (unsigned long long)n, -r);
+		return r;
+	}
+	_nd_room_fresh(a, i, n);
+	return 0;
+}
+
+/* The run [i, i+n) just taken from lazy slot a maps its clean pages (those
+ * without ND_PGF_DIRTY: dirty ones are mapped), stretch by stretch. On
+ * failure the stretches mapped stay mapped (zero pages: still clean). */
+int _nd_room_map_run(_nd_arena_t *a, uint64_t i, uint64_t n, uint64_t dirty)
+{
+	if (!dirty)
+		return _nd_room_map(a, i, n);
+	const _nd_pagedesc_t *d = a->bd.desc;
+	for (uint64_t j = 0; j < n;) {
+		if (d[i + j].flags & ND_PGF_DIRTY) {
+			j++;
+			continue;
+		}
+		uint64_t e = j;
+		while (e < n && !(d[i + e].flags & ND_PGF_DIRTY))
+			e++;
+		int r = _nd_room_map(a, i + j, e - j);
+		if (r < 0)
+			return r;
+		j = e;
+	}
+	return 0;
+}
+
 bool _nd_room_grow(_nd_arena_t *a, unsigned k)
 {
 	uint64_t bl = 1ull << k;
@@ -302,15 +322,12 @@ bool _nd_room_grow(_nd_arena_t *a, unsigned k)
 }
 
 /*
- * Eager slots: clean free blocks that end where the grown part ends go
- * back to the hole, so a slot whose runs were all freed and purged is
- * one hole again, as at setup. Lazy slots keep their mapped part (the
- * hole is what is not mapped). Lock held.
+ * Clean free blocks that end where the grown part ends go back to the
+ * hole, so a slot whose runs were all freed and purged is one hole again,
+ * as at setup (lazy: those pages are unmapped already). Lock held.
  */
 void _nd_room_shrink(_nd_arena_t *a)
 {
-	if (g.lazy)
-		return;
 	_nd_buddy_t *b = &a->bd;
 	uint64_t m = a->mapped, old = m;
 	while (m) {
@@ -326,6 +343,9 @@ void _nd_room_shrink(_nd_arena_t *a)
 		m -= 1ull << o;
 		_nd_buddy_del(b, (uint32_t)m);
 	}
-	if (m != old)
-		a->mapped = m; /* the unlinked heads are TAILs: the hole's, implied */
+	if (m == old)
+		return;
+	a->mapped = m; /* the unlinked heads are TAILs: the hole's, implied */
+	if (g.lazy && !a->mixed) /* lazy: reserved follows the part (grow counts it) */
+		_nd_room_stats(_nd_stats_reserved, a->node, -(int64_t)(old - m));
 }

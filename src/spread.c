@@ -179,6 +179,22 @@ void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* Lazy reservation: the run's pages (clean: mixed runs are purged
+	 * when freed) are mapped now, once more after the address space of
+	 * free pages went back (page.c's node runs do the same) */
+	if (g.lazy) {
+		int r = _nd_room_map(m, i, npages);
+		if (r == -ENOMEM) {
+			_nd_purge_release();
+			r = _nd_room_map(m, i, npages);
+		}
+		if (r < 0) {
+			_nd_os_munmap(page_addr(m->base, i), (size_t)npages << ND_PAGE_SHIFT);
+			mixed_give_back(m, i, npages);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
 	/* Page-granule interleave on real nodes is the kernel's own (see
 	 * kernel_interleave_ok): page p goes to the set's node number
 	 * (p's address >> 12) mod |set|, so granule indexes follow the
@@ -187,8 +203,11 @@ void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64
 	bool kil = !fixed && gs == 0 && kernel_interleave_ok(pol);
 	uint64_t g0 = kil ? (uintptr_t)page_addr(m->base, i) >> ND_PAGE_SHIFT
 		: fixed ? first : _nd_policy_spread_start(pol, (uint64_t)npages >> gs, (npages & (gp - 1)) != 0);
-	if (npages >= HUGE_PAGES && !kil)
-		spread_fresh(page_addr(m->base, i), npages, g.huge_spread && gs >= ND_HUGE_SHIFT - ND_PAGE_SHIFT);
+	bool huge = g.huge_spread && gs >= ND_HUGE_SHIFT - ND_PAGE_SHIFT;
+	if (npages >= HUGE_PAGES && !kil && !g.lazy)
+		spread_fresh(page_addr(m->base, i), npages, huge);
+	else if (npages >= HUGE_PAGES && !kil && huge) /* lazy: mapped fresh above */
+		_nd_os_madvise(page_addr(m->base, i), (size_t)npages << ND_PAGE_SHIFT, MADV_HUGEPAGE);
 	/* Place every granule: its node by offset, else that node's fallback
 	 * under the policy. The pages are ours (limbo): no lock. Headroom:
 	 * each node is checked for its own share of the run (a node that has
@@ -302,7 +321,7 @@ void _nd_spread_free(_nd_arena_t *a, uint32_t i, uint64_t n, bool kil)
 	void *p = page_addr(a->base, i);
 	if (kil) {
 		_nd_purge_range(a, p, (size_t)n << ND_PAGE_SHIFT, MADV_DONTNEED);
-	} else if (n < HUGE_PAGES || spread_fresh(p, n, false) < 0) {
+	} else if (n < HUGE_PAGES || g.lazy || spread_fresh(p, n, false) < 0) { /* lazy: unmapped */
 		if (_nd_purge_range(a, p, (size_t)n << ND_PAGE_SHIFT, MADV_DONTNEED) && g.bind)
 			_nd_os_mbind(p, (size_t)n << ND_PAGE_SHIFT, ND_MPOL_DEFAULT, NULL, 0, 0);
 	}

@@ -6,6 +6,7 @@
 #define ND_TEST_VM_BYTES_H
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* Field i of /proc/self/statm (0: size, 1: resident), in pages. Resident
@@ -29,5 +30,18 @@ static unsigned long vm_bytes(void) __attribute__((unused));
 static unsigned long vm_bytes(void)
 {
 	return statm_pages(0) * 4096;
+}
+
+/* RLIMIT_AS (soft and hard) set to the address space mapped now plus
+ * room bytes: 0, 255 if statm was unreadable, 254 if setrlimit failed
+ * (a child's exit status). */
+static int as_limit_room(unsigned long room) __attribute__((unused));
+static int as_limit_room(unsigned long room)
+{
+	unsigned long vm = vm_bytes();
+	if (!vm)
+		return 255;
+	struct rlimit rl = { vm + room, vm + room };
+	return setrlimit(RLIMIT_AS, &rl) == 0 ? 0 : 254;
 }
 #endif

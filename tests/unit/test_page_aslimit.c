@@ -25,12 +25,9 @@
 
 static int child(unsigned long room, size_t block)
 {
-	unsigned long vm = vm_bytes();
-	if (!vm)
-		return 255;
-	struct rlimit rl = { vm + room, vm + room };
-	if (setrlimit(RLIMIT_AS, &rl) != 0)
-		return 254;
+	int e = as_limit_room(room);
+	if (e)
+		return e;
 	unsigned long got = 0;
 	for (;;) {
 		char *p = malloc(block);
