@@ -39,6 +39,12 @@ int _nd_os_munmap(void *p, size_t len);
  * unmaps only the latter. NULL on failure (*err = -errno). */
 void *_nd_os_small(size_t len, int *err);
 void _nd_os_small_free(void *p, size_t len);
+/* The small page's one tail: len zeroed bytes whose first head (a multiple
+ * of the cache line) end the small page, the rest following it (at most
+ * 132 KiB) in .bss: a table of which a process writes only the head
+ * shares the small tables' page. NULL if taken, too long, or the front
+ * has grown into the head. Lock-free; never freed. */
+void *_nd_os_small_tail(size_t len, size_t head);
 /* Fresh mapping over [p, p+len) (MAP_FIXED): pages, page tables, policy
  * dropped. 0 or -errno. */
 int _nd_os_mmap_fixed(void *p, size_t len, bool noreserve);

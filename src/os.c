@@ -89,18 +89,43 @@ int _nd_os_munmap(void *p, size_t len)
 /* The topology's tables (~0.8 KiB on one node and a few CPUs) and the
  * arena headers (1.4 KiB for one node and the mixed slot) had a mapping
  * of a page each: one page for both in a small process (issue 11).
- * small_used: bytes handed out (CAS), never given back. */
-static ND_BIG_TABLE char small_page[ND_PAGE_SIZE];
-static size_t small_used;
+ * The statistics' counters (1025 slots of 128 bytes, of which every
+ * process writes two: the process-wide one and node 0's) were a mapping
+ * of their own, its first page one more resident page: they are the
+ * tail (_nd_os_small_tail), whose head ends the small page and whose rest
+ * follows it in .bss, untouched unless written (other nodes' slots).
+ * small_used: bytes handed out from the front | the tail's head << 32,
+ * one word (CAS), so that the front never grows into a tail taken
+ * meanwhile; never given back. */
+#define SMALL_TAIL_MAX ((size_t)132 << 10)
+static ND_BIG_TABLE char small_page[ND_PAGE_SIZE + SMALL_TAIL_MAX];
+static uint64_t small_used;
 
 void *_nd_os_small(size_t len, int *err)
 {
 	size_t want = ND_ALIGN_UP(len, (size_t)ND_CACHE_LINE);
-	size_t at = __atomic_load_n(&small_used, __ATOMIC_RELAXED);
-	while (want <= sizeof small_page - at)
-		if (__atomic_compare_exchange_n(&small_used, &at, at + want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	uint64_t w = __atomic_load_n(&small_used, __ATOMIC_RELAXED);
+	for (;;) {
+		size_t at = (uint32_t)w, lim = ND_PAGE_SIZE - (size_t)(w >> 32); /* at <= lim */
+		if (want > lim - at)
+			break;
+		if (__atomic_compare_exchange_n(&small_used, &w, w + want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			return small_page + at;
+	}
 	return _nd_os_mmap(ND_ALIGN_UP(len, ND_PAGE_SIZE), false, err);
+}
+
+void *_nd_os_small_tail(size_t len, size_t head)
+{
+	if (head % ND_CACHE_LINE || head > len || len - head > SMALL_TAIL_MAX)
+		return NULL;
+	uint64_t w = __atomic_load_n(&small_used, __ATOMIC_RELAXED);
+	do {
+		if ((w >> 32) || head > ND_PAGE_SIZE - (uint32_t)w)
+			return NULL; /* taken, or the front has grown into its head */
+	} while (!__atomic_compare_exchange_n(&small_used, &w, w | (uint64_t)head << 32, false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return small_page + ND_PAGE_SIZE - head;
 }
 
 void _nd_os_small_free(void *p, size_t len)

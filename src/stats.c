@@ -12,8 +12,9 @@
  * share a line), updated with relaxed atomic adds; readers sum nothing,
  * they just load. The slots cover every possible node id (ND_MAX_NODES)
  * so that an emulated topology installed after init (tests, nodactl) needs
- * no resize; the mapping is MAP_NORESERVE, so only the slots of nodes that
- * are used ever get memory (node_limit * 128 bytes, rounded to pages).
+ * no resize; they are .bss (os.c's small page's tail) or a MAP_NORESERVE
+ * mapping, so only the slots of nodes that are used ever get memory
+ * (node_limit * 128 bytes, rounded to pages).
  * No lock anywhere: a reader may see a counter of an allocation before
  * the matching counter on another node (e.g. numa_miss before
  * numa_foreign); each counter on its own is exact.
@@ -36,9 +37,12 @@ _Static_assert(sizeof(stat_slot_t) == 128, "one slot is two cache lines");
  * (the sum of the nodes' in use) and P_PEAK (its highest value), kept on
  * the page-run path (_nd_stats_in_use), never in malloc's fast path. An
  * export has it after the nodes' (slots[PROC_SLOT], the file's layout);
- * the private mapping first, before slots[0] (proc_of), so that it
+ * the private slots first, before slots[0] (proc_of), so that it
  * shares node 0's page: after them it was a page of its own, 128 KiB
- * on, resident in every process (issue 11). */
+ * on, resident in every process (issue 11). The private slots are the
+ * small page's tail (_nd_os_small_tail): those two end the page of the
+ * init's small tables, touched by every process anyway (their own
+ * mapping was one more resident page); an mmap if that is refused. */
 #define PROC_SLOT ND_MAX_NODES
 #define N_SLOTS (ND_MAX_NODES + 1)
 enum { P_IN_USE, P_PEAK };
@@ -356,8 +360,12 @@ int _nd_stats_init(void)
 	if (export_map(&p) > 0)
 		shared = true;
 	if (!p) {
-		int err;
-		p = _nd_os_mmap(sizeof(stat_slot_t) * N_SLOTS, true, &err);
+		/* the process-wide slot and node 0's end the small tables'
+		 * page, the other nodes' follow (os.c): no page of their own */
+		int err = -ENOMEM;
+		p = _nd_os_small_tail(sizeof(stat_slot_t) * N_SLOTS, 2 * sizeof(stat_slot_t));
+		if (!p)
+			p = _nd_os_mmap(sizeof(stat_slot_t) * N_SLOTS, true, &err);
 		if (!p) {
 			/* Statistics are not worth failing the allocator for. */
 			_nd_msg_warn("statistics disabled: no memory for counters (error %d)", -err);

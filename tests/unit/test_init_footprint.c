@@ -33,7 +33,8 @@
  *
  * The statistics' counters: node 0's slot and the process-wide one
  * (updated on every page run) were 128 KiB apart, two pages; the
- * process-wide slot now comes first: one page.
+ * process-wide slot now comes first: one page. That page was a mapping
+ * of its own: the two slots now end the small tables' page (below).
  *
  * The shared library's code: the kernel maps a file's pages 64 KiB
  * (fault-around) about each one a process runs, and the functions run by
@@ -318,10 +319,13 @@ int main(void)
 
 	size_t slen = 0;
 	const void *sm = _nd_stats_private_map(&slen);
+	/* the slots start 256 bytes before a page's end (os.c's small page) */
+	uintptr_t sb = (uintptr_t)sm & ~(uintptr_t)4095;
+	slen += (uintptr_t)sm - sb;
 	size_t sn = (slen + 4095) / 4096;
 	unsigned char sv[64];
 	int sres = 0;
-	CHECK(sm && sn <= sizeof sv && mincore((void *)sm, slen, sv) == 0, "statistics mapping %p of %zu bytes", sm, slen);
+	CHECK(sm && sn <= sizeof sv && mincore((void *)sb, slen, sv) == 0, "statistics mapping %p of %zu bytes", sm, slen);
 	for (size_t i = 0; sm && i < sn && i < sizeof sv; i++)
 		sres += sv[i] & 1;
 	printf("statistics: %d of %zu pages resident\n", sres, sn);
@@ -333,6 +337,13 @@ int main(void)
 	printf("topology at %#lx, arena headers at %#lx\n", (unsigned long)tp, (unsigned long)ap);
 	CHECK(tp && ap && tp / 4096 == ap / 4096, "the topology (%#lx) and the arena headers (%#lx) on two pages", (unsigned long)tp,
 	      (unsigned long)ap);
+	/* the statistics' process-wide and node 0 slots (written by every
+	 * process) were a mapping of their own: now they end that page */
+	uintptr_t s0 = (uintptr_t)sm, s1 = s0 + 2 * 128 - 1;
+	printf("statistics' first slots at %#lx\n", (unsigned long)s0);
+	CHECK(s0 / 4096 == tp / 4096 && s1 / 4096 == tp / 4096,
+	      "the process-wide and node 0 statistics slots (%#lx..%#lx) are not on the small tables' page (%#lx)",
+	      (unsigned long)s0, (unsigned long)s1, (unsigned long)tp);
 
 	long dkb = range_rss((uintptr_t)_nd_page_g.desc, (uintptr_t)_nd_page_g.desc + _nd_page_g.desc_bytes);
 	printf("page descriptors: %ld KiB resident\n", dkb);
