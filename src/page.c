@@ -183,7 +183,18 @@ static void *node_alloc(int node, uint64_t n, uint64_t align)
 		return NULL;
 	_nd_lock(&a->lock);
 	uint64_t d;
-	uint32_t i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
+	/* a small run with no alignment starts where the last one ended if
+	 * it can (buddy.c, packed runs), else at the oldest of the largest
+	 * dirty blocks (where the runs freed first begin) */
+	bool packed = n < g.purge_pages && align == 1;
+	uint32_t i = packed ? _nd_buddy_take_next(&a->bd, n, k, &d) : ND_BUDDY_NIL;
+	if (i == ND_BUDDY_NIL && packed && !g.lazy && a->bd.next_at <= a->mapped && a->bd.next_at + n > a->mapped &&
+	    _nd_room_grow_to(a, a->bd.next_at + n)) /* at the grown part's end: an eager hole costs nothing */
+		i = _nd_buddy_take_next(&a->bd, n, k, &d);
+	if (i == ND_BUDDY_NIL)
+		i = packed ? _nd_buddy_take_oldest(&a->bd, k, true, &d) : _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
+	else
+		k = 0; /* exact already: no tail */
 	if (i == ND_BUDDY_NIL && !g.lazy && _nd_room_grow(a, k)) /* eager: the hole costs no purge, no call */
 		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL && a->bd.dirty_free && _nd_purge_slot(a)) /* dirty blocks kept buddies apart */
@@ -198,6 +209,8 @@ static void *node_alloc(int node, uint64_t n, uint64_t align)
 	uint64_t rd = d;
 	if (n < (1ull << k))
 		rd -= _nd_buddy_give_tail(&a->bd, i, k, d, n);
+	if (packed)
+		_nd_buddy_packed(&a->bd, i, n);
 	_nd_buddy_mark_run(&a->bd, i, n, node);
 	_nd_unlock(&a->lock);
 	/* The run's pages are ours now: mark them without the lock. Small
