@@ -263,16 +263,21 @@ static uint32_t block_of(const _nd_buddy_t *b, uint64_t j)
 	return NIL;
 }
 
-/* Pieces [s, e) of a taken block (bl pages, d dirty) back, unmerged and
- * never spare (their buddies overlap the run: nothing to merge). */
-static void give_pieces(_nd_buddy_t *b, uint64_t s, uint64_t e, uint64_t d, uint64_t bl)
+/* Pieces [s, e) of a taken block back, unmerged and never spare (their
+ * buddies overlap the run: nothing to merge); d of the bl pages of
+ * [s0, s0 + bl) (s0 <= s, e <= s0 + bl) are dirty. Returns the pieces'
+ * dirty pages. */
+static uint64_t give_pieces(_nd_buddy_t *b, uint64_t s, uint64_t e, uint64_t d, uint64_t bl)
 {
+	uint64_t td = 0;
 	while (s < e) {
 		unsigned o = piece_order(s, e - s);
 		uint64_t pn = 1ull << o, pd = part_dirty(b, d, bl, s, pn);
 		push(b, (uint32_t)s, o, pd, false);
+		td += pd;
 		s += pn;
 	}
+	return td;
 }
 
 /*
@@ -286,7 +291,8 @@ static void give_pieces(_nd_buddy_t *b, uint64_t s, uint64_t e, uint64_t d, uint
  * before, in their order, whatever their sizes (the caller starts a new
  * stretch at the oldest of the largest dirty blocks). Not on pages none of
  * which is dirty while a dirty block of a fitting order waits: that block
- * is there to be used.
+ * is there to be used. Flags are counted only in blocks partly dirty, and
+ * once: the first and last blocks' share is kept for the second pass.
  */
 uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *dirty)
 {
@@ -296,12 +302,20 @@ uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *d
 	uint32_t h = block_of(b, s);
 	if (h == NIL)
 		return NIL;
-	for (uint64_t j = h; j < e; j += 1ull << b->desc[j].order) {
+	uint64_t rd = 0, od_first = 0, od_last = 0;
+	for (uint64_t j = h, bl; j < e; j += bl) {
 		const _nd_pagedesc_t *d = &b->desc[j];
 		if (d->state != ND_PG_FREE || (d->flags & ND_PGF_SPARE))
 			return NIL;
+		bl = 1ull << d->order;
+		uint64_t lo = j > s ? j : s, hi = j + bl < e ? j + bl : e;
+		uint64_t od = part_dirty(b, d->npages, bl, lo, hi - lo); /* its pages in the run */
+		if (j == h)
+			od_first = od;
+		if (j + bl >= e)
+			od_last = od;
+		rd += od;
 	}
-	uint64_t rd = _nd_buddy_count_dirty(b, s, n);
 	if (rd == 0) {
 		unsigned top = b->purge_order + 1 <= b->order_max ? b->purge_order + 1 : b->order_max + 1;
 		for (unsigned o = k; o < top; o++)
@@ -310,11 +324,12 @@ uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *d
 	}
 	for (uint64_t j = h; j < e;) {
 		uint64_t bl = 1ull << b->desc[j].order, d = b->desc[j].npages;
+		uint64_t od = j == h ? od_first : j + bl >= e ? od_last : d, hd = 0;
 		_nd_buddy_del(b, (uint32_t)j);
 		if (j < s)
-			give_pieces(b, j, s, d, bl);
-		if (j + bl > e)
-			give_pieces(b, e, j + bl, d, bl);
+			hd = give_pieces(b, j, s, d, bl);
+		if (j + bl > e) /* the rest of its dirty pages, as part_dirty reads them */
+			give_pieces(b, e, j + bl, d - hd - od, j + bl - e);
 		j += bl;
 	}
 	*dirty = rd;

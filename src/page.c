@@ -349,6 +349,8 @@ static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big)
 		_nd_room_committed(a, -(int64_t)n);
 		_nd_lock(&a->lock);
 	}
+	if (!big && i + n == a->bd.next_at) /* the last packed run: the next one starts where it did */
+		_nd_buddy_packed(&a->bd, (uint32_t)i, 0);
 	_nd_buddy_give(&a->bd, i, n, !big, true);
 	_nd_room_give(a, n); /* first: the dirty limit follows the pages in use */
 	_nd_purge_after_free(a, n);

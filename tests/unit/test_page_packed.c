@@ -6,8 +6,9 @@
  * than the dirty part of the block it got took fresh pages while the
  * dirty tails of the others sat unused: 10-15% of the pages of every
  * round were fresh (wl_burst's refaults and its peak RSS, 1.17x glibc's).
- * Also: a packed run starts where the last one ended, across buddies, and
- * the slot's invariants hold (_nd_page_check). Counts on a CPU-less
+ * Also: a packed run starts where the last one ended, across buddies, or
+ * where the last one started once that one is freed, and the slot's
+ * invariants hold (_nd_page_check). Counts on a CPU-less
  * emulated node (TN) that malloc never touches. */
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,10 @@ int main(void)
 	CHECK(a == pin + 4096 && b == a + 20 * 4096, "runs of 20 and 25 pages right after a run of 1 (%p, %p, %p)",
 	      (void *)pin, (void *)a, (void *)b);
 	check_slot("packed runs");
+	/* the last one freed: the next one starts where it did */
+	CHECK(_nd_page_free(b) == 0);
+	b = _nd_page_alloc_exact(TN, 30, 1);
+	CHECK(b == a + 20 * 4096, "a run of 30 pages where the freed last one was (%p after %p)", (void *)b, (void *)a);
 	CHECK(_nd_page_free(a) == 0 && _nd_page_free(b) == 0);
 	check_slot("packed runs freed");
 	_nd_page_trim(TN);
