@@ -96,7 +96,8 @@ uint32_t _nd_buddy_take_oldest(_nd_buddy_t *b, unsigned k, bool small, uint64_t 
  * not) and its dirty pages in *dirty; the caller sets next_at
  * (_nd_buddy_packed). */
 uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *dirty);
-/* A run of n pages at i was cut: the next packed run starts after it. */
+/* The next packed run starts at i + n: after a run of n pages cut at i, or
+ * at i when the last packed run, there, is freed (n = 0). */
 static inline void _nd_buddy_packed(_nd_buddy_t *b, uint32_t i, uint64_t n)
 {
 	b->next_at = (uint32_t)(i + n);
