@@ -65,6 +65,7 @@ typedef struct _nd_buddy {
 	uint32_t dtail[ND_BUDDY_MAX_ORDER + 1]; /* their last (oldest) blocks: purges start there */
 	uint64_t seq;          /* dirty blocks pushed so far: a dirty free head's user is its number (its age) */
 	uint32_t shead[ND_BUDDY_MAX_ORDER + 1]; /* spare blocks by order: clean tails of big runs, taken last */
+	uint32_t next_at;      /* where the last packed run ended (_nd_buddy_take_next) */
 } _nd_buddy_t;
 /* An empty slot (no free block: the caller gives the usable range). */
 void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, unsigned purge_order);
@@ -83,6 +84,24 @@ uint64_t _nd_buddy_mark_clean(_nd_buddy_t *b, uint32_t i);
  * caller flags all its pages DIRTY); else the clean block of the smallest
  * order >= k; a spare block last. */
 uint32_t _nd_buddy_take(_nd_buddy_t *b, unsigned k, bool small, uint64_t *dirty);
+/* The same with the oldest dirty block of the largest order < top (packed
+ * runs: where the runs freed first were, so that the next ones go over
+ * them in their order). */
+uint32_t _nd_buddy_take_oldest(_nd_buddy_t *b, unsigned k, bool small, uint64_t *dirty);
+/* A run of exactly n pages (small: below the purge threshold; k its
+ * order) at next_at, the end of the last such run, across buddies: when
+ * free blocks, none spare, cover it and some of its pages are dirty or no
+ * dirty block of order k or above (what _nd_buddy_take would cut it from)
+ * is free. The blocks it touches are split around it. Its index (NIL if
+ * not) and its dirty pages in *dirty; the caller sets next_at
+ * (_nd_buddy_packed). */
+uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *dirty);
+/* The next packed run starts at i + n: after a run of n pages cut at i, or
+ * at i when the last packed run, there, is freed (n = 0). */
+static inline void _nd_buddy_packed(_nd_buddy_t *b, uint32_t i, uint64_t n)
+{
+	b->next_at = (uint32_t)(i + n);
+}
 /* Tail of a taken block (index i, 2^k pages, d dirty) after a run of n
  * pages back to the free lists, unmerged (spare if k >= purge_order).
  * Returns the tail's dirty pages. */

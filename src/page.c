@@ -211,7 +211,18 @@ retry:;
 		return NULL;
 	_nd_lock(&a->lock);
 	uint64_t d;
-	uint32_t i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
+	/* a small run with no alignment starts where the last one ended if
+	 * it can (buddy.c, packed runs), else at the oldest of the largest
+	 * dirty blocks (where the runs freed first begin) */
+	bool packed = n < g.purge_pages && align == 1;
+	uint32_t i = packed ? _nd_buddy_take_next(&a->bd, n, k, &d) : ND_BUDDY_NIL;
+	if (i == ND_BUDDY_NIL && packed && !g.lazy && a->bd.next_at <= a->mapped && a->bd.next_at + n > a->mapped &&
+	    _nd_room_grow_to(a, a->bd.next_at + n)) /* at the grown part's end: an eager hole costs nothing */
+		i = _nd_buddy_take_next(&a->bd, n, k, &d);
+	if (i == ND_BUDDY_NIL)
+		i = packed ? _nd_buddy_take_oldest(&a->bd, k, true, &d) : _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
+	else
+		k = 0; /* exact already: no tail */
 	if (i == ND_BUDDY_NIL && !g.lazy && _nd_room_grow(a, k)) /* eager: the hole costs no purge, no call */
 		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL && a->bd.dirty_free && _nd_purge_slot(a)) /* dirty blocks kept buddies apart */
@@ -226,6 +237,8 @@ retry:;
 	uint64_t rd = d;
 	if (n < (1ull << k))
 		rd -= _nd_buddy_give_tail(&a->bd, i, k, d, n);
+	if (packed)
+		_nd_buddy_packed(&a->bd, i, n);
 	_nd_buddy_mark_run(&a->bd, i, n, node);
 	_nd_unlock(&a->lock);
 	if (g.lazy && rd < n && _nd_room_map_run(a, i, n, rd) < 0) {
@@ -372,6 +385,8 @@ static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big)
 		_nd_room_committed(a, -(int64_t)n);
 		_nd_lock(&a->lock);
 	}
+	if (!big && i + n == a->bd.next_at) /* the last packed run: the next one starts where it did */
+		_nd_buddy_packed(&a->bd, (uint32_t)i, 0);
 	_nd_buddy_give(&a->bd, i, n, !big, true);
 	_nd_room_give(a, n); /* first: the dirty limit follows the pages in use */
 	_nd_purge_after_free(a, n);
