@@ -829,7 +829,8 @@ uint32_t _nd_slab_bw_cap(unsigned c);
 extern uint8_t _nd_slab_cls_lend[ND_SLAB_CLASSES] __attribute__((visibility("hidden")));
 /* Per class c, the class that serves a size of c with an alignment above
  * 64 B: c, or for a coloured class (slab.c: its objects only 64-aligned)
- * the next power of two. */
+ * the next power of two (4096 for 2560..3584), or ND_SLAB_CLASSES for
+ * none (5120..16384: a page run). */
 extern uint8_t _nd_slab_cls_al[ND_SLAB_CLASSES] __attribute__((visibility("hidden")));
 /* New slabs are not coloured while set (tests of a slab's page layout). */
 extern bool _nd_slab_nocolour __attribute__((visibility("hidden")));

@@ -87,7 +87,7 @@ size_t _nd_slab_class_size(unsigned c) { return c < ND_SLAB_CLASSES ? cls_size[c
  * that it comes back with room, not with one object: while it is on the
  * full list used is lowered by fbias, and the free path's "used <= 0"
  * test fires after those frees. */
-#define FULL_BACK(cap) ((uint32_t)(cap) / 2) /* every class has 8 objects or more (_nd_slab_init) */
+#define FULL_BACK(cap) ((uint32_t)(cap) / 2) /* every class has 7 objects or more (_nd_slab_init) */
 
 typedef _nd_slab_t slab_t;
 typedef _nd_heap_t heap_t;
@@ -197,18 +197,23 @@ static inline bool is_owner(const slab_t *s)
 #define UNIT_PAGES ((uint32_t)1 << (ND_SLAB_UNIT_SHIFT - ND_PAGE_SHIFT))
 
 /* Colouring (the kernel's SLAB colour; docs/malloc.md, "Colouring"): a
- * slab of a class in (COL_MIN, COL_MAX) that is not a power of two starts
- * its objects 64 B times a colour into its run, colours 0..slack/64 (the
- * run's unused end) picked by the run's address: no shared counter, and
- * neighbouring runs differ. Page-aligned starts put the first lines of
- * such objects in 1/8..1/32 of the cache sets (wl_larson 2 8 50000 4096
- * 2000 16000 2, cachegrind, 1 MiB 16-way L2: misses 704k -> 220k). Their
- * objects are 64-aligned only: an alignment above 64 takes a power of two
- * (_nd_slab_class_for, _nd_slab_cls_al). s->start is the first object;
+ * slab of a class in (COL_MIN, COL_MAX] starts its objects 64 B times a
+ * colour into its run, colours 0..slack/64 (the run's unused end) picked
+ * by the run's address: no shared counter, and neighbouring runs differ.
+ * The powers of two from COL_POW2 (8192, 16384) hold one object fewer (7)
+ * for a slack of one object; 2048 and 4096 keep 8 and their alignment
+ * (2048's slabs are lent to 1024 B, _nd_slab_lend; page-aligned 4 KiB
+ * blocks stay slab objects). Page-aligned starts put the first lines of
+ * such objects in 1/8..1/64 of the cache sets (wl_larson 2 8 50000 4096
+ * 2000 16000 2, cachegrind, 1 MiB 16-way L2: misses 704k -> 220k, the
+ * powers of two too 22k). Their objects are 64-aligned only: an alignment
+ * above 64 takes 4096 for 2049..4096 B and a page run for 4097..16384 B
+ * (_nd_slab_class_for, _nd_slab_cls_al: ND_SLAB_CLASSES). s->start is the first object;
  * the run starts at _nd_slab_run(s) (runs are aligned to their size).
  * _nd_slab_nocolour: tests that need an uncoloured slab's layout. */
 #define COL_MIN 2048u
 #define COL_MAX 16384u
+#define COL_POW2 8192u
 bool _nd_slab_nocolour;
 static inline size_t colour_of(unsigned c, const char *run)
 {
@@ -1024,8 +1029,11 @@ int _nd_slab_class_for(size_t size, size_t align)
 	size = ND_ALIGN_UP(size, align);
 	if (size > ND_SLAB_MAX)
 		return -1;
-	for (unsigned c = class_of(size); c < ND_SLAB_CLASSES; c++)
-		if (cls_size[c] % align == 0 && (align <= 64 || !cls_col[c]))
+	unsigned c = class_of(size);
+	if (align > 64) /* a coloured class's objects are 64-aligned only */
+		c = cls_al[c];
+	for (; c < ND_SLAB_CLASSES; c++)
+		if (cls_size[c] % align == 0)
 			return (int)c;
 	return -1;
 }
@@ -1352,10 +1360,14 @@ int _nd_slab_init(void)
 			np <<= 1;
 		cls_pages[c] = (uint8_t)np;
 		cls_cap[c] = (uint16_t)((np << ND_PAGE_SHIFT) / cls_size[c]);
+		bool pow2 = !(cls_size[c] & (cls_size[c] - 1));
+		bool col = cls_size[c] > COL_MIN && cls_size[c] <= COL_MAX && (!pow2 || cls_size[c] >= COL_POW2);
+		if (col && pow2)
+			cls_cap[c]--; /* a power of two fills its run: an object's room to colour */
 		size_t slack = (np << ND_PAGE_SHIFT) - (size_t)cls_cap[c] * cls_size[c];
-		if (cls_size[c] > COL_MIN && cls_size[c] < COL_MAX && (cls_size[c] & (cls_size[c] - 1)) && slack >= 64)
+		if (col && slack >= 64)
 			cls_col[c] = (uint8_t)(slack / 64 + 1 > 255 ? 255 : slack / 64 + 1);
-		ND_ASSERT(cls_cap[c] >= 8, "every class has 8 objects or more (FULL_BACK)");
+		ND_ASSERT(cls_cap[c] >= 7, "every class has 7 objects or more (FULL_BACK)");
 		ND_ASSERT(cls_cap[c] < ND_SLAB_CHK_B, "free's check (_nd_slab_live) needs B above every capacity");
 		uint64_t d = cls_size[c] >> __builtin_ctz(cls_size[c]), x = d;
 		for (int i = 0; i < 6; i++) /* Newton: each step doubles the correct bits */
@@ -1386,12 +1398,14 @@ int _nd_slab_init(void)
 		for (unsigned k = 0; k < ND_SLAB_CLASSES; k++)
 			if (cls_pages[k] == cls_pages[c])
 				cls_same[c] |= (uint64_t)1 << k;
-		/* a coloured class's alignments (up to 2^tz of its size) come
-		 * from the next power of two, which is not coloured */
+		/* a coloured class's objects are 64-aligned only: an alignment
+		 * above 64 takes the next class that is not coloured if that is
+		 * a power of two (4096), else a page run (ND_SLAB_CLASSES: none;
+		 * the next, 20480, would hold 16 KiB for 4 KiB) */
 		unsigned k = c;
 		while (cls_col[k])
 			k++;
-		cls_al[c] = (uint8_t)k;
+		cls_al[c] = (uint8_t)(k == c || !(cls_size[k] & (cls_size[k] - 1)) ? k : ND_SLAB_CLASSES);
 	}
 	_nd_slab_check = _nd_opt_int(ND_OPT_CHECK) != 0;
 	_nd_meta_map_init();

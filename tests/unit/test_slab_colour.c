@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
-/* Slab colouring (slab.c, colour_of): slabs of the classes between 2 and
- * 16 KiB that are not powers of two start their objects at a multiple of
- * 64 B into the run, the colours varying from slab to slab and the last
- * object inside the run; such objects free and report their size as any
- * (test_malloc_badfree: their double and interior frees); every alignment above 64 B still holds (malloc's
- * family, the x calls' fast and slow paths, public heaps), taken from a
- * power-of-two class; and a purge of a coloured slab gives back only
- * pages no live object overlaps (slab_purge.c counts pages from the run). */
+/* Slab colouring (slab.c, colour_of): slabs of the classes above 2 KiB up
+ * to 16 KiB start their objects at a multiple of 64 B into the run, the
+ * colours varying from slab to slab and the last object inside the run
+ * (8192 and 16384 hold 7 objects for the room; 2048 and 4096 keep 8 and
+ * their page-aligned start); such objects free and report their size as
+ * any (test_malloc_badfree: their double and interior frees); every
+ * alignment above 64 B still holds (malloc's family, the x calls' fast
+ * and slow paths, public heaps), taken from class 4096 up to 4096 B and a
+ * page run above, not a bigger class; and a purge of a coloured slab
+ * gives back only pages no live object overlaps (slab_purge.c counts
+ * pages from the run). */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <stdlib.h>
@@ -44,22 +47,23 @@ static bool holds(const unsigned char *p, size_t n, int v)
 
 #define NOBJ 240
 
-/* 10000 B (class 10240: 12 in a 128 KiB run, 8 KiB of slack): the slabs'
- * colours are multiples of 64, several differ, every object lies in the
- * run and is an ordinary block. */
-static void colours(void)
+/* n B of class cls (10000 B: 12 in a 128 KiB run, 8 KiB of slack; the
+ * powers of two: 7 in a run of 8, one object of slack): the slabs' colours
+ * are multiples of 64, several differ, every object lies in the run and is
+ * an ordinary block. */
+static void colours(size_t n, unsigned cls, unsigned cap)
 {
 	static void *o[NOBJ];
 	_nd_slab_t *seen[NOBJ];
 	size_t cols[NOBJ];
 	int ns = 0, ncol = 0;
 	for (int i = 0; i < NOBJ; i++) {
-		o[i] = malloc(10000);
+		o[i] = malloc(n);
 		CHECK(o[i] != NULL && ((uintptr_t)o[i] & 63) == 0, "object %p 64-aligned", o[i]);
-		memset(o[i], 0x5a, 10000);
-		CHECK_EQ(malloc_usable_size(o[i]), 10240);
+		memset(o[i], 0x5a, n);
+		CHECK_EQ(malloc_usable_size(o[i]), cls);
 		_nd_slab_t *s = slab_of(o[i]);
-		CHECK(s != NULL && s->size == 10240);
+		CHECK(s != NULL && s->size == cls && s->cap == cap, "class %u: %u objects", cls, s ? s->cap : 0);
 		size_t c = colour(s);
 		CHECK(c % 64 == 0 && c + (size_t)s->cap * s->size <= (size_t)s->npages << ND_PAGE_SHIFT,
 		      "colour %zu of a %u-page run of %u objects", c, s->npages, s->cap);
@@ -77,11 +81,22 @@ static void colours(void)
 		}
 	}
 	CHECK(ns >= 16, "%d slabs", ns);
-	CHECK(ncol >= ns / 2, "%d colours among %d slabs", ncol, ns);
-	/* the powers of two keep their page-aligned start */
-	void *q = malloc(8000);
-	CHECK(q != NULL && colour(slab_of(q)) == 0);
-	free(q);
+	CHECK(ncol >= ns / 2, "%d colours among %d slabs of %u B", ncol, ns, cls);
+	for (int i = 0; i < NOBJ; i++)
+		free(o[i]);
+}
+
+/* 2048 and 4096 B keep 8 objects and a page-aligned start: 2048's slabs
+ * are lent to 1024 B, which aligned_alloc(1024) takes; page-aligned 4 KiB
+ * blocks stay slab objects. */
+static void uncoloured(size_t n, unsigned cls)
+{
+	static void *o[NOBJ];
+	for (int i = 0; i < NOBJ; i++) {
+		o[i] = malloc(n);
+		_nd_slab_t *s = slab_of(o[i]);
+		CHECK(s != NULL && s->size == cls && s->cap == 8 && colour(s) == 0 && ((uintptr_t)o[i] & (cls - 1)) == 0);
+	}
 	for (int i = 0; i < NOBJ; i++)
 		free(o[i]);
 }
@@ -107,6 +122,14 @@ static void alignments(void)
 			      k, o[k][i], n, a);
 			memset(o[k][i], 1, n);
 		}
+		/* up to 4096 B class 4096, above a page run of the size, not a
+		 * bigger class (20480 B, the next one not coloured) */
+		for (int k = 0; k < 5; k++) {
+			CHECK(malloc_usable_size(o[k][i]) < ((n + a - 1) & ~(a - 1)) + 4096, "call %d: %zu B for %zu, alignment %zu",
+			      k, malloc_usable_size(o[k][i]), n, a);
+			if (((n + a - 1) & ~(a - 1)) <= 4096)
+				CHECK(slab_of(o[k][i]) != NULL && slab_of(o[k][i])->size == 4096, "call %d: %zu B, alignment %zu", k, n, a);
+		}
 	}
 	for (int i = 0; i < NOBJ; i++)
 		for (int k = 0; k < 5; k++)
@@ -116,13 +139,15 @@ static void alignments(void)
 
 /* A full coloured slab of 10240 B objects with a colour of a page or more,
  * all freed but the first and last (stamped): the pass gives back pages of
- * the free objects only; the live ones stay resident and intact. */
+ * the free objects only; the live ones stay resident and intact. PNOBJ:
+ * more slabs (133) than colours (129), whatever runs the page level gives. */
+#define PNOBJ 1600
 static void purge(void)
 {
-	static void *o[NOBJ];
+	static void *o[PNOBJ];
 	_nd_slab_t *s = NULL;
 	int n = 0;
-	for (; n < NOBJ; n++) {
+	for (; n < PNOBJ; n++) {
 		o[n] = malloc(10000);
 		_nd_slab_t *t = slab_of(o[n]);
 		/* a slab whose first object this call took, coloured past a page */
@@ -156,7 +181,7 @@ static void purge(void)
 	char err[256];
 	CHECK(_nd_page_check(s->node, err, sizeof err) == 0, "%s", err);
 	/* the class's mallocs take the free ones back, writable */
-	void *again[NOBJ];
+	void *again[NOBJ / 2];
 	for (int i = 0; i < NOBJ / 2; i++) {
 		again[i] = malloc(10000);
 		CHECK(again[i] != first && again[i] != last);
@@ -172,7 +197,11 @@ static void purge(void)
 int main(void)
 {
 	free(malloc(1)); /* the init */
-	colours();
+	colours(10000, 10240, 12);
+	colours(8000, 8192, 7);
+	colours(16000, 16384, 7);
+	uncoloured(2000, 2048);
+	uncoloured(4000, 4096);
 	alignments();
 	if (_nd_page_g.advice == MADV_DONTNEED)
 		purge();
