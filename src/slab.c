@@ -206,7 +206,7 @@ static inline bool is_owner(const slab_t *s)
  * blocks stay slab objects). Page-aligned starts put the first lines of
  * such objects in 1/8..1/64 of the cache sets (wl_larson 2 8 50000 4096
  * 2000 16000 2, cachegrind, 1 MiB 16-way L2: misses 704k -> 220k, the
- * powers of two too 22k). Their objects are 64-aligned only: an alignment
+ * powers of two too 33k). Their objects are 64-aligned only: an alignment
  * above 64 takes 4096 for 2049..4096 B and a page run for 4097..16384 B
  * (_nd_slab_class_for, _nd_slab_cls_al: ND_SLAB_CLASSES). s->start is the first object;
  * the run starts at _nd_slab_run(s) (runs are aligned to their size).
