@@ -465,7 +465,7 @@ static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const n
 static inline __attribute__((always_inline)) void *heap_refill(heap_t *h, unsigned c, const nd_policy_t *pol)
 {
 	ND_ASSERT(h->owner == _nd_tls, "heap_refill runs on h's owner");
-	uint64_t *nref = &h->owner->cls_refill[c]; /* statistics (the snapshot reads it) */
+	uint64_t *nref = &h->owner->cls_refill[_nd_slab_cls_tc[c]]; /* statistics (the snapshot reads it) */
 	__atomic_store_n(nref, *nref + 1, __ATOMIC_RELAXED);
 	slab_t *s = h->cur[c], *b;
 	if (dry(s)) {

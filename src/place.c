@@ -74,6 +74,13 @@ static void zero_block(void *p, size_t size)
 		memset(p, 0, size); /* slab objects are reused; bootstrap too */
 }
 
+/* Served by a class (alignment at most a page, no other flag): the
+ * aligned size stays <= ND_SLAB_MAX, a multiple of every such alignment. */
+static inline bool x_fast(size_t size, unsigned flags)
+{
+	return size - 1 < ND_SLAB_MAX && (flags & ~ND_MALLOCX_ZERO) <= ND_PAGE_SHIFT;
+}
+
 /* flags -> the mask (alignment - 1) the x fast paths round the size with,
  * for the low 7 bits (ND_MALLOCX_ZERO, an lg): an lg above a page gives
  * all ones, so the rounded size is too big for a class and the slow path
@@ -85,27 +92,15 @@ static void zero_block(void *p, size_t size)
 static const uint32_t x_mask[LG_MASK + ND_MALLOCX_ZERO + 1] = { XM64(0), XM64(64) };
 _Static_assert((LG_MASK | ND_MALLOCX_ZERO) == 0x7f, "x_mask covers the flags of the fast path");
 
-/* Served by a class (alignment at most a page, no other flag): the
- * aligned size stays <= ND_SLAB_MAX, a multiple of every such alignment;
- * not an alignment above 64 of 4097..16384 B (coloured classes, 64-aligned
- * objects, and no power of two next to them: a page run, _nd_slab_cls_al). */
-static inline bool x_fast(size_t size, unsigned flags)
-{
-	if (size - 1 >= ND_SLAB_MAX || (flags & ~ND_MALLOCX_ZERO) > ND_PAGE_SHIFT)
-		return false;
-	size_t a = ((size - 1) | x_mask[flags]) + 1;
-	return x_mask[flags] < 127 || a <= ND_SLAB_DIRECT ||
-	       _nd_slab_cls_al[_nd_slab_cls_tab[(a + 15) >> 4]] < ND_SLAB_CLASSES;
-}
-
 /* The aligned size whose class serves the alignment: every class that
  * holds a multiple m of a power of two a <= 4 KiB is a multiple of a
  * (classes between 2^k and 2^(k+1) step by 2^(k-2); m in (2^k, 2^(k+1)]
  * with a > 2^(k-2) is 3 * 2^(k-1) or 2^(k+1), both classes), and slabs
  * start on a page: rounding up is the whole alignment, but for an
  * alignment above 64 of a coloured class (its slabs start 64-aligned:
- * _nd_slab_cls_al's class, 4096, or a page run: x_fast). x_fast(size, flags) holds (size >= 1: size 0 takes the slow
- * path; flags <= 0x7f). */
+ * _nd_slab_cls_al's class, the next power of two, not coloured: 4096 or
+ * the twin of 8192 or 16384). x_fast(size, flags) holds (size >= 1: size
+ * 0 takes the slow path; flags <= 0x7f). */
 static inline size_t aligned_size(size_t size, unsigned flags)
 {
 	size_t a = ((size - 1) | x_mask[flags]) + 1;
@@ -125,11 +120,8 @@ static inline __attribute__((always_inline)) bool rounded_cls(const _nd_thread_t
 	}
 	if (a >= ND_SLAB_MAX || !fast_cls(t, a + 1, max, c))
 		return false;
-	if (m >= 127) { /* aligned_size; none: a page run (x_fast) */
+	if (m >= 127) /* aligned_size */
 		*c = _nd_slab_cls_al[*c];
-		if (*c >= ND_SLAB_CLASSES)
-			return false;
-	}
 	return true;
 }
 

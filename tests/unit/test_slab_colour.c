@@ -6,12 +6,16 @@
  * their page-aligned start); such objects free and report their size as
  * any (test_malloc_badfree: their double and interior frees); every
  * alignment above 64 B still holds (malloc's family, the x calls' fast
- * and slow paths, public heaps), taken from class 4096 up to 4096 B and a
- * page run above, not a bigger class; and a purge of a coloured slab
- * gives back only pages no live object overlaps (slab_purge.c counts
- * pages from the run). */
+ * and slow paths, public heaps), taken from class 4096 up to 4096 B and
+ * from the uncoloured twins of 8192 and 16384 above (slab objects, not
+ * page runs: branch pow2al), not a bigger class; the twins' objects free
+ * locally and remotely (borrowed by their size's class) and serve no
+ * plain malloc from their own lists; nothing lends a twin's slab to a
+ * bigger class; and a purge of a coloured slab gives back only pages no
+ * live object overlaps (slab_purge.c counts pages from the run). */
 #define _GNU_SOURCE
 #include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -122,19 +126,140 @@ static void alignments(void)
 			      k, o[k][i], n, a);
 			memset(o[k][i], 1, n);
 		}
-		/* up to 4096 B class 4096, above a page run of the size, not a
+		/* up to 4096 B class 4096, above the twin of the next power
+		 * of two (a slab object of that size, uncoloured), not a
 		 * bigger class (20480 B, the next one not coloured) */
-		for (int k = 0; k < 5; k++) {
-			CHECK(malloc_usable_size(o[k][i]) < ((n + a - 1) & ~(a - 1)) + 4096, "call %d: %zu B for %zu, alignment %zu",
-			      k, malloc_usable_size(o[k][i]), n, a);
-			if (((n + a - 1) & ~(a - 1)) <= 4096)
-				CHECK(slab_of(o[k][i]) != NULL && slab_of(o[k][i])->size == 4096, "call %d: %zu B, alignment %zu", k, n, a);
+		size_t r = (n + a - 1) & ~(a - 1), want = r <= 4096 ? 4096 : r <= 8192 ? 8192 : 16384;
+		for (int k = 0; k < 6; k++) {
+			_nd_slab_t *s = slab_of(o[k][i]);
+			CHECK(s != NULL && s->size == want && colour(s) == 0 && s->cap == 8 &&
+				      (want == 4096 || s->cls >= ND_SLAB_SIZED),
+			      "call %d: %zu B, alignment %zu: a slab of %zu", k, n, a, want);
+			if (k < 5)
+				CHECK_EQ(malloc_usable_size(o[k][i]), want);
 		}
 	}
 	for (int i = 0; i < NOBJ; i++)
 		for (int k = 0; k < 5; k++)
 			free(o[k][i]);
 	nd_heap_destroy(h);
+}
+
+/* Alignments of a page and above (8192 and 16384: page runs, as before
+ * colouring) of 4097..16384 B, and the sizes next to the twins: aligned,
+ * writable, freed. */
+static void big_alignments(void)
+{
+	static void *o[3][NOBJ];
+	for (int i = 0; i < NOBJ; i++) {
+		size_t a = (size_t)4096 << (i % 3); /* 4096 .. 16384 */
+		size_t n = 4097 + (size_t)(i * 211) % 12288;
+		if (i % 7 == 0)
+			n = i % 2 ? 8192 : 16384;
+		CHECK(posix_memalign(&o[0][i], a, n) == 0);
+		o[1][i] = aligned_alloc(a, (n + a - 1) & ~(a - 1));
+		o[2][i] = memalign(a, n);
+		for (int k = 0; k < 3; k++) {
+			CHECK(o[k][i] != NULL && ((uintptr_t)o[k][i] & (a - 1)) == 0, "call %d: %p of %zu B, alignment %zu",
+			      k, o[k][i], n, a);
+			CHECK(malloc_usable_size(o[k][i]) >= n);
+			memset(o[k][i], 0x40 + k, n);
+		}
+	}
+	for (int i = 0; i < NOBJ; i++) {
+		size_t n = 4097 + (size_t)(i * 211) % 12288;
+		if (i % 7 == 0)
+			n = i % 2 ? 8192 : 16384;
+		for (int k = 0; k < 3; k++) {
+			CHECK(holds(o[k][i], n, 0x40 + k), "call %d: object %d intact", k, i);
+			free(o[k][i]);
+		}
+	}
+}
+
+/* Page-aligned I/O buffers of 8 and 16 KiB made here, stamped, freed by
+ * another thread of the node (remote frees: its borrowed lists of 8192
+ * and 16384, whose plain mallocs may take them), and made again. */
+static void *tw[NOBJ];
+static size_t tw_size(int i)
+{
+	return i % 2 ? 8192 : 16384;
+}
+static void *remote_freer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < NOBJ; i++) {
+		CHECK(holds(tw[i], tw_size(i), (unsigned char)i), "object %d intact in the other thread", i);
+		free(tw[i]);
+	}
+	/* its plain mallocs of the sizes may take them back: ordinary blocks */
+	static void *p[NOBJ];
+	for (int i = 0; i < NOBJ; i++) {
+		p[i] = malloc(tw_size(i) - 100);
+		CHECK(p[i] != NULL && malloc_usable_size(p[i]) == tw_size(i));
+		memset(p[i], 0x77, tw_size(i) - 100);
+	}
+	for (int i = 0; i < NOBJ; i++)
+		free(p[i]);
+	return NULL;
+}
+static void remote(void)
+{
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < NOBJ; i++) {
+			CHECK(posix_memalign(&tw[i], 4096, tw_size(i)) == 0);
+			_nd_slab_t *s = slab_of(tw[i]);
+			CHECK(s != NULL && s->cls >= ND_SLAB_SIZED && s->size == tw_size(i) && ((uintptr_t)tw[i] & 4095) == 0,
+			      "round %d: a twin's object", round);
+			memset(tw[i], i, tw_size(i));
+		}
+		pthread_t th;
+		CHECK(pthread_create(&th, NULL, remote_freer, NULL) == 0);
+		pthread_join(th, NULL);
+		_nd_slab_flush_remote(); /* the node's exchange goes home */
+	}
+	/* plain mallocs never pop a twin's list: coloured slabs of 7 */
+	for (int i = 0; i < NOBJ; i++) {
+		tw[i] = malloc(tw_size(i) - 100);
+		_nd_slab_t *s = slab_of(tw[i]);
+		CHECK(s != NULL && s->cls < ND_SLAB_SIZED && s->cap == 7);
+	}
+	for (int i = 0; i < NOBJ; i++)
+		free(tw[i]);
+}
+
+/* No class lends to a bigger one from a twin (smaller than the classes
+ * before it): the borrowed lists' lenders (cls_lend) and the partial
+ * slabs' (_nd_slab_lend) stay among the classes by size. Fully carved
+ * partial slabs of the twins with objects listed are what a lend to
+ * 20480..32768 B would take. */
+static void no_twin_lend(void)
+{
+	for (unsigned c = 0; c < ND_SLAB_SIZED; c++)
+		CHECK(c + _nd_slab_cls_lend[c] < ND_SLAB_SIZED, "class %u: %u lenders", c, _nd_slab_cls_lend[c]);
+	static void *o[64];
+	for (int i = 0; i < 64; i++)
+		CHECK(posix_memalign(&o[i], 4096, i % 2 ? 8192 : 16384) == 0);
+	for (int i = 0; i < 48; i++)
+		if (i % 8 < 6) {
+			free(o[i]);
+			o[i] = NULL;
+		}
+	_nd_heap_t *h = slab_of(o[63])->heap;
+	/* as after a purge pass that left them listed (_nd_slab_purge_lent
+	 * purges only past a pass's count of free objects) */
+	int listed = 0;
+	for (unsigned c = ND_SLAB_SIZED; c < ND_SLAB_CLASSES; c++)
+		for (_nd_slab_t *s = h->cur[c]; s && s != &_nd_slab_empty; s = s->next) {
+			s->pfree = (uint32_t)s->carved - s->used;
+			listed += s != h->cur[c] && s->carved == s->cap && s->free != NULL;
+		}
+	CHECK(listed >= 2, "%d partial twin slabs with objects listed", listed);
+	for (unsigned c = 44; c < ND_SLAB_SIZED; c++)
+		if (_nd_slab_lend(h, c))
+			CHECK(h->cur[c]->size >= _nd_slab_class_size(c), "class %u lent a slab of %u B", c, h->cur[c]->size);
+	for (int i = 0; i < 64; i++)
+		free(o[i]);
 }
 
 /* A full coloured slab of 10240 B objects with a colour of a page or more,
@@ -203,6 +328,9 @@ int main(void)
 	uncoloured(2000, 2048);
 	uncoloured(4000, 4096);
 	alignments();
+	big_alignments();
+	remote();
+	no_twin_lend();
 	if (_nd_page_g.advice == MADV_DONTNEED)
 		purge();
 	return CHECK_DONE();
