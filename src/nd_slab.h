@@ -347,6 +347,22 @@ static inline unsigned _nd_slab_tcls(const _nd_slab_hot_t *s)
 {
 	return (unsigned)s->bwo >> 4;
 }
+/* s's entries in t's record, addressed with bwo as it is (the remote
+ * paths: no shift of it back to the class): its borrowed list, its
+ * remote counter, its remote-free buffer entry. */
+_Static_assert(sizeof(_nd_rfree_t) == 32, "a buffer entry is 32 bytes: bwo << 1");
+static inline _nd_slab_hot_t *_nd_slab_bw_of(_nd_thread_t *t, const _nd_slab_hot_t *s)
+{
+	return (_nd_slab_hot_t *)(void *)((char *)t->bwl + s->bwo);
+}
+static inline uint64_t *_nd_slab_nrem_of(_nd_thread_t *t, const _nd_slab_hot_t *s)
+{
+	return &((struct _nd_nrem *)(void *)((char *)t->cls_remote + s->bwo))->n;
+}
+static inline _nd_rfree_t *_nd_slab_rf_of(_nd_thread_t *t, const _nd_slab_hot_t *s)
+{
+	return (_nd_rfree_t *)(void *)((char *)t->rf + ((size_t)s->bwo << 1));
+}
 
 /* The push of a free object o of a flagged slab s onto the caller's
  * borrowed list of its class (t: the caller's record, _nd_slab_bw_ok
@@ -360,9 +376,9 @@ static inline __attribute__((always_inline)) bool _nd_slab_bw_push(_nd_thread_t 
 	ND_ASSERT(!(d & ND_TP_BITS), "only a flagged slab's frees of the list's node go on a borrowed list");
 	ND_ASSERT(s->bwo == (uint16_t)(_nd_slab_cls_tc[s->cls] << 4), "a slab's bwo is its class's list offset");
 #ifdef ND_TSAN
-	uint64_t *nrem = &t->cls_remote[_nd_slab_tcls(s)].n;
+	uint64_t *nrem = _nd_slab_nrem_of(t, s);
 	__atomic_store_n(nrem, *nrem + (d > ND_TP_BITS), __ATOMIC_RELAXED);
-	return _nd_slab_push(_nd_thread_bw(t, _nd_slab_tcls(s)), o);
+	return _nd_slab_push(_nd_slab_bw_of(t, s), o);
 #else
 	/* The list and the counter addressed from the record with the
 	 * slab's bwo, in one asm: gcc shifted cls and made the list's
@@ -459,7 +475,7 @@ static inline __attribute__((always_inline)) void _nd_slab_free_push(_nd_slab_ho
 	if (nd_likely(!(d & ND_TP_BITS))) {
 		/* its own push, not a jump back to a shared one */
 		if (nd_unlikely(_nd_slab_bw_push(t, s, d, p)))
-			_nd_slab_free_pushed(_nd_thread_bw(t, _nd_slab_tcls(s)), s);
+			_nd_slab_free_pushed(_nd_slab_bw_of(t, s), s);
 		return;
 	}
 	if (d > ND_TP_BITS) { /* not the owner (_nd_slab_owns) */

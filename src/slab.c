@@ -1142,8 +1142,7 @@ static bool bw_owner_idle(const slab_t *s, uint32_t n, unsigned c)
  * record borrows nothing and its entries hold none). */
 static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
 {
-	unsigned c = _nd_slab_tcls((_nd_slab_hot_t *)s);
-	_nd_rfree_t *e = &t->rf[c];
+	_nd_rfree_t *e = _nd_slab_rf_of(t, (_nd_slab_hot_t *)s);
 	if (nd_likely(e->slab == (_nd_slab_hot_t *)s)) {
 		o[0] = e->head;
 		e->head = o;
@@ -1258,8 +1257,8 @@ void _nd_slab_free_other(void *p, _nd_slab_hot_t *s)
 	if (!(tp & ND_TP_MIX))
 		__atomic_compare_exchange_n(&s->tp, &tp, tp | _nd_slab_tp_mix((int32_t)s->node1), false, __ATOMIC_RELAXED,
 					    __ATOMIC_RELAXED);
-	_nd_slab_hot_t *b = _nd_thread_bw(t, _nd_slab_tcls(s));
-	uint64_t *nrem = &t->cls_remote[_nd_slab_tcls(s)].n; /* statistics (a snapshot reads it) */
+	_nd_slab_hot_t *b = _nd_slab_bw_of(t, s);
+	uint64_t *nrem = _nd_slab_nrem_of(t, s); /* statistics (a snapshot reads it) */
 	__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);
 	if (nd_unlikely(_nd_slab_push(b, p)))
 		bw_pushed(t, sl);
