@@ -509,7 +509,8 @@ static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const n
 static inline __attribute__((always_inline)) void *heap_refill(heap_t *h, unsigned c, const nd_policy_t *pol)
 {
 	ND_ASSERT(h->owner == _nd_tls, "heap_refill runs on h's owner");
-	_nd_thread_count(&h->owner->cls_refill[c], &h->owner->cls_remote[c].refill, 1); /* statistics */
+	unsigned tc = _nd_slab_cls_tc[c]; /* the record's class (a twin: its size's) */
+	_nd_thread_count(&h->owner->cls_refill[tc], &h->owner->cls_remote[tc].refill, 1); /* statistics */
 	slab_t *s = h->cur[c], *b;
 	if (dry(s)) {
 		if (s->carved < s->cap) {

@@ -339,6 +339,31 @@ static inline __attribute__((always_inline)) bool _nd_slab_owns(uintptr_t tp)
 	return (tp & ~ND_TP_FLAGS) == me;
 }
 
+/* Per class c, its class in the thread record (nd_thread.h: rf[], bwl[],
+ * cls_remote[], cls_refill[], cdir[]): c, or a twin's size's class. */
+extern uint8_t _nd_slab_cls_tc[ND_SLAB_CLASSES] __attribute__((visibility("hidden")));
+/* s's class in the thread record: bwo's (_nd_slab_cls_tc of its class). */
+static inline unsigned _nd_slab_tcls(const _nd_slab_hot_t *s)
+{
+	return (unsigned)s->bwo >> 4;
+}
+/* s's entries in t's record, addressed with bwo as it is (the remote
+ * paths: no shift of it back to the class): its borrowed list, its
+ * remote counter, its remote-free buffer entry. */
+_Static_assert(sizeof(_nd_rfree_t) == 32, "a buffer entry is 32 bytes: bwo << 1");
+static inline _nd_slab_hot_t *_nd_slab_bw_of(_nd_thread_t *t, const _nd_slab_hot_t *s)
+{
+	return (_nd_slab_hot_t *)(void *)((char *)t->bwl + s->bwo);
+}
+static inline uint64_t *_nd_slab_nrem_of(_nd_thread_t *t, const _nd_slab_hot_t *s)
+{
+	return &((struct _nd_nrem *)(void *)((char *)t->cls_remote + s->bwo))->n;
+}
+static inline _nd_rfree_t *_nd_slab_rf_of(_nd_thread_t *t, const _nd_slab_hot_t *s)
+{
+	return (_nd_rfree_t *)(void *)((char *)t->rf + ((size_t)s->bwo << 1));
+}
+
 /* The push of a free object o of a flagged slab s onto the caller's
  * borrowed list of its class (t: the caller's record, _nd_slab_bw_ok
  * holds; d: s's tp ^ the caller's thread pointer, up to ND_TP_BITS for
@@ -349,11 +374,11 @@ static inline __attribute__((always_inline)) bool _nd_slab_bw_push(_nd_thread_t 
 								   void **o)
 {
 	ND_ASSERT(!(d & ND_TP_BITS), "only a flagged slab's frees of the list's node go on a borrowed list");
-	ND_ASSERT(s->bwo == (uint16_t)(s->cls << 4), "a slab's bwo is its class's list offset");
+	ND_ASSERT(s->bwo == (uint16_t)(_nd_slab_cls_tc[s->cls] << 4), "a slab's bwo is its class's list offset");
 #ifdef ND_TSAN
-	uint64_t *nrem = &t->cls_remote[s->cls].n;
+	uint64_t *nrem = _nd_slab_nrem_of(t, s);
 	__atomic_store_n(nrem, *nrem + (d > ND_TP_BITS), __ATOMIC_RELAXED);
-	return _nd_slab_push(_nd_thread_bw(t, s->cls), o);
+	return _nd_slab_push(_nd_slab_bw_of(t, s), o);
 #else
 	/* The list and the counter addressed from the record with the
 	 * slab's bwo, in one asm: gcc shifted cls and made the list's
@@ -450,7 +475,7 @@ static inline __attribute__((always_inline)) void _nd_slab_free_push(_nd_slab_ho
 	if (nd_likely(!(d & ND_TP_BITS))) {
 		/* its own push, not a jump back to a shared one */
 		if (nd_unlikely(_nd_slab_bw_push(t, s, d, p)))
-			_nd_slab_free_pushed(_nd_thread_bw(t, s->cls), s);
+			_nd_slab_free_pushed(_nd_slab_bw_of(t, s), s);
 		return;
 	}
 	if (d > ND_TP_BITS) { /* not the owner (_nd_slab_owns) */
@@ -657,7 +682,7 @@ typedef struct _nd_meta_node {
 	_Alignas(ND_CACHE_LINE) uint64_t xmask;
 	struct _nd_xfer {
 		_Alignas(ND_CACHE_LINE) uintptr_t slot[ND_XFER_K];
-	} xfer[ND_SLAB_CLASSES];
+	} xfer[ND_SLAB_SIZED]; /* by the thread record's class */
 } _nd_meta_node_t;
 extern _nd_meta_node_t _nd_meta_node[ND_MAX_NODES] __attribute__((visibility("hidden")));
 /* The exchange of t's node may hold a list of class c (a hint: one load,
@@ -829,7 +854,8 @@ uint32_t _nd_slab_bw_cap(unsigned c);
 extern uint8_t _nd_slab_cls_lend[ND_SLAB_CLASSES] __attribute__((visibility("hidden")));
 /* Per class c, the class that serves a size of c with an alignment above
  * 64 B: c, or for a coloured class (slab.c: its objects only 64-aligned)
- * the next power of two. */
+ * the next power of two's that is not coloured (4096 for 2560..3584, the
+ * twins of 8192 and 16384 for 5120..16384, ND_SLAB_SIZED on). */
 extern uint8_t _nd_slab_cls_al[ND_SLAB_CLASSES] __attribute__((visibility("hidden")));
 /* New slabs are not coloured while set (tests of a slab's page layout). */
 extern bool _nd_slab_nocolour __attribute__((visibility("hidden")));

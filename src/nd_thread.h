@@ -40,8 +40,15 @@ struct nd_heap;
 #define ND_PCACHE 4 /* nd_malloc_policy's cache: policy objects remembered */
 #define ND_NHEAP_IN 32 /* node heaps the record holds itself (nheap[]) */
 /* Size classes (docs/malloc.md): 16..128 by 16, ..512 by 32, ..1024 by 64,
- * then 4 per power of two. */
-#define ND_SLAB_CLASSES 48
+ * then 4 per power of two: ND_SLAB_SIZED of them, sorted by size (the
+ * class table's), then the uncoloured twins of 8192 and 16384 that only
+ * the aligned calls take (slab.c, cls_al). A twin is a class of the
+ * heaps (lists, kept slabs, statistics) but not of the thread record:
+ * its slabs use their size's class's entries here (rf[], cls_refill[],
+ * cls_remote[], bwl[], cdir[]; the slab's bwo, _nd_slab_tcls), whose
+ * objects they may serve (8192 and 16384 B, aligned to their size). */
+#define ND_SLAB_SIZED 48
+#define ND_SLAB_CLASSES (ND_SLAB_SIZED + 2)
 _Static_assert(ND_SLAB_CLASSES <= 64, "class masks (rf_mask, a heap's notify) are 64-bit words");
 
 /* slab.c's hot slab fields (nd_slab.h describes them): the fast paths'
@@ -62,7 +69,7 @@ typedef struct _nd_slab_hot {
 	uint8_t cls;     /* size class (slabs only; a free picks the list by bwo) */
 	uint16_t node1;  /* node + 1 (slabs only: the borrowing rule's) */
 	uint16_t cap_;   /* (a slab's cap) */
-	uint16_t bwo;    /* cls << 4 (slabs only): its borrowed list's and
+	uint16_t bwo;    /* _nd_slab_cls_tc[cls] << 4 (slabs only): its borrowed list's and
 			  * remote counter's offset in a record (free's index) */
 	/* padding, not _Alignas: a borrowed list (bwl[]) is an
 	 * _nd_slab_hot_t at a 16-byte boundary */
@@ -117,7 +124,7 @@ typedef struct _nd_thread {
 	uint64_t lkey;          /* atomic: the same for lheap (nd_malloc_local) */
 	/* cdir[c]: what dir[] holds for class c's sizes, for every class (the
 	 * fast path of sizes above ND_SLAB_DIR_MAX, through the class table) */
-	struct _nd_slab_hot *cdir[ND_SLAB_CLASSES];
+	struct _nd_slab_hot *cdir[ND_SLAB_SIZED];
 	struct nd_heap *heap;   /* the thread policy's heap (dir mirrors it) */
 	struct nd_heap *lheap;  /* the CPU's memory node's heap */
 	struct nd_heap **heaps; /* [nheaps]: node heaps by wanted node (nheap up to ND_NHEAP_IN nodes) */
@@ -181,13 +188,13 @@ typedef struct _nd_thread {
 	 * slab.c's totals when the thread exits). 32 bits each, so that both
 	 * fit this page: from 2^31 on a count moves to its 64-bit word on
 	 * page 2 (_nd_thread_count). */
-	uint32_t cls_refill[ND_SLAB_CLASSES]; /* malloc slow paths (free list empty, or a new heap) */
+	uint32_t cls_refill[ND_SLAB_SIZED]; /* malloc slow paths (free list empty, or a new heap) */
 	/* frees into other threads' slabs sent home (rf[], or one by one):
 	 * a thread that only frees others' objects (a consumer) counts them
 	 * here, not on page 2 (issue 11: one page less a thread; the
 	 * borrowed lists' count, cls_remote, is on page 2 with the lists) */
-	uint32_t cls_sent[ND_SLAB_CLASSES];
-	_nd_rfree_t rf[ND_SLAB_CLASSES]; /* remote frees waiting to go home */
+	uint32_t cls_sent[ND_SLAB_SIZED];
+	_nd_rfree_t rf[ND_SLAB_SIZED]; /* remote frees waiting to go home */
 	uint64_t rf_mask;        /* bit c: rf[c] holds a chain (a flush walks only these) */
 	int32_t bw_node1;        /* node + 1 the borrowed lists hold; 0: none */
 	uintptr_t bw_key;        /* _nd_slab_bw_key(bw_node1), free's test (nd_slab.h) */
@@ -226,7 +233,7 @@ typedef struct _nd_thread {
 	struct _nd_nrem {
 		uint64_t n;
 		uint64_t refill;
-	} cls_remote[ND_SLAB_CLASSES];
+	} cls_remote[ND_SLAB_SIZED];
 	/* borrowed lists (nd_slab.h, _nd_slab_free_push): objects this thread freed into
 	 * other threads' slabs on node bw_node1 - 1 (and into its own slabs
 	 * flagged ND_TP_MIX), kept for its own mallocs of the class
@@ -250,7 +257,7 @@ typedef struct _nd_thread {
 			       * dir[] on it since it last went idle
 			       * (slab_remote.c, _nd_slab_bw_take); in an
 			       * _nd_slab_hot_t's padding after used */
-	} bwl[ND_SLAB_CLASSES + ND_CACHE_LINE / 16];
+	} bwl[ND_SLAB_SIZED + ND_CACHE_LINE / 16];
 	struct nd_heap *ph[8];  /* policy heaps (bind, interleave, weighted) */
 	int nph;
 	/* ---- policy.c (page 2) ---- */

@@ -98,8 +98,9 @@ _Static_assert((LG_MASK | ND_MALLOCX_ZERO) == 0x7f, "x_mask covers the flags of 
  * with a > 2^(k-2) is 3 * 2^(k-1) or 2^(k+1), both classes), and slabs
  * start on a page: rounding up is the whole alignment, but for an
  * alignment above 64 of a coloured class (its slabs start 64-aligned:
- * _nd_slab_cls_al's class, the next power of two). x_fast(size,
- * flags) holds (size >= 1: size 0 takes the slow path; flags <= 0x7f). */
+ * _nd_slab_cls_al's class, the next power of two, not coloured: 4096 or
+ * the twin of 8192 or 16384). x_fast(size, flags) holds (size >= 1: size
+ * 0 takes the slow path; flags <= 0x7f). */
 static inline size_t aligned_size(size_t size, unsigned flags)
 {
 	size_t a = ((size - 1) | x_mask[flags]) + 1;

@@ -37,8 +37,11 @@
  * 16..128 by 16, 160..512 by 32, 576..1024 by 64 (8 per doubling: at most
  * 1/9 of an object lost, where 4 per doubling lost up to 1/5: bench
  * wl_footprint's refill of 32..1024 B rounded up 12.5 MiB of its 159), then
- * 4 classes per power of two up to 32 KiB. Every class is a multiple of 16
- * (malloc's alignment); a class 2^k is 2^k-aligned. */
+ * 4 classes per power of two up to 32 KiB, sorted (ND_SLAB_SIZED); then
+ * twins of 8192 and 16384 that are not coloured, for alignments above 64
+ * (cls_al; no size maps to them, and nothing that walks the classes by
+ * size goes past ND_SLAB_SIZED). Every class is a multiple of 16
+ * (malloc's alignment); a class 2^k that is not coloured is 2^k-aligned. */
 static const uint32_t cls_size[ND_SLAB_CLASSES] = {
 	16, 32, 48, 64, 80, 96, 112, 128,
 	160, 192, 224, 256, 288, 320, 352, 384, 416, 448, 480, 512,
@@ -46,7 +49,9 @@ static const uint32_t cls_size[ND_SLAB_CLASSES] = {
 	1280, 1536, 1792, 2048,
 	2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192,
 	10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768,
+	8192, 16384, /* the aligned twins */
 };
+_Static_assert(ND_SLAB_CLASSES == ND_SLAB_SIZED + 2, "cls_size: the classes by size, then the twins");
 /* class of size = cls_tab[(size + 15) >> 4] (2 KiB: one load, no branch;
  * malloc.c's placement fast paths read it too) */
 uint8_t _nd_slab_cls_tab[ND_SLAB_MAX / 16 + 1];
@@ -61,6 +66,8 @@ uint8_t _nd_slab_cls_lend[ND_SLAB_CLASSES];
 #define cls_lend _nd_slab_cls_lend
 uint8_t _nd_slab_cls_al[ND_SLAB_CLASSES];
 #define cls_al _nd_slab_cls_al
+uint8_t _nd_slab_cls_tc[ND_SLAB_CLASSES];
+#define cls_tc _nd_slab_cls_tc
 static uint8_t cls_col[ND_SLAB_CLASSES];    /* colours of its slabs (0, 2..): see colour_of */
 
 /* Classes up to SLAB_BIG_MAX bytes get slabs of SLAB_BIG_OBJS objects;
@@ -87,7 +94,7 @@ size_t _nd_slab_class_size(unsigned c) { return c < ND_SLAB_CLASSES ? cls_size[c
  * that it comes back with room, not with one object: while it is on the
  * full list used is lowered by fbias, and the free path's "used <= 0"
  * test fires after those frees. */
-#define FULL_BACK(cap) ((uint32_t)(cap) / 2) /* every class has 8 objects or more (_nd_slab_init) */
+#define FULL_BACK(cap) ((uint32_t)(cap) / 2) /* every class has 7 objects or more (_nd_slab_init) */
 
 typedef _nd_slab_t slab_t;
 typedef _nd_heap_t heap_t;
@@ -136,7 +143,7 @@ static inline void set_cur(heap_t *h, unsigned c, slab_t *s)
 	ND_ASSERT(!h->owner || h->owner == _nd_tls, "only h's owner (or who took it out of its pool) changes its lists");
 	h->cur[c] = s;
 	_nd_thread_t *o = h->owner; /* the caller owns h: no race on it */
-	if (o && o->heap == h)
+	if (o && o->heap == h && c < ND_SLAB_SIZED) /* a twin has no dir[] (no size maps to it) */
 		_nd_slab_dir_class(o, c, s);
 }
 
@@ -160,7 +167,7 @@ void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 		t->bw_key = _nd_slab_bw_key(n1);
 	}
 	t->heap = h;
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+	for (unsigned c = 0; c < ND_SLAB_SIZED; c++) {
 		_nd_slab_hot_t *b = _nd_thread_bw(t, c);
 		if (!b->free && b->used)
 			b->used = 0; /* idle (nd_thread.h; a list never used stays
@@ -197,18 +204,24 @@ static inline bool is_owner(const slab_t *s)
 #define UNIT_PAGES ((uint32_t)1 << (ND_SLAB_UNIT_SHIFT - ND_PAGE_SHIFT))
 
 /* Colouring (the kernel's SLAB colour; docs/malloc.md, "Colouring"): a
- * slab of a class in (COL_MIN, COL_MAX) that is not a power of two starts
- * its objects 64 B times a colour into its run, colours 0..slack/64 (the
- * run's unused end) picked by the run's address: no shared counter, and
- * neighbouring runs differ. Page-aligned starts put the first lines of
- * such objects in 1/8..1/32 of the cache sets (wl_larson 2 8 50000 4096
- * 2000 16000 2, cachegrind, 1 MiB 16-way L2: misses 704k -> 220k). Their
- * objects are 64-aligned only: an alignment above 64 takes a power of two
- * (_nd_slab_class_for, _nd_slab_cls_al). s->start is the first object;
+ * slab of a class in (COL_MIN, COL_MAX] starts its objects 64 B times a
+ * colour into its run, colours 0..slack/64 (the run's unused end) picked
+ * by the run's address: no shared counter, and neighbouring runs differ.
+ * The powers of two from COL_POW2 (8192, 16384) hold one object fewer (7)
+ * for a slack of one object; 2048 and 4096 keep 8 and their alignment
+ * (2048's slabs are lent to 1024 B, _nd_slab_lend; page-aligned 4 KiB
+ * blocks stay slab objects). Page-aligned starts put the first lines of
+ * such objects in 1/8..1/64 of the cache sets (wl_larson 2 8 50000 4096
+ * 2000 16000 2, cachegrind, 1 MiB 16-way L2: misses 704k -> 220k, the
+ * powers of two too 33k). Their objects are 64-aligned only: an alignment
+ * above 64 takes 4096 for 2049..4096 B and the uncoloured twin of 8192 or
+ * 16384 for 4097..16384 B (_nd_slab_class_for, _nd_slab_cls_al): page
+ * runs took 200-500 ns a pair there. s->start is the first object;
  * the run starts at _nd_slab_run(s) (runs are aligned to their size).
  * _nd_slab_nocolour: tests that need an uncoloured slab's layout. */
 #define COL_MIN 2048u
 #define COL_MAX 16384u
+#define COL_POW2 8192u
 bool _nd_slab_nocolour;
 static inline size_t colour_of(unsigned c, const char *run)
 {
@@ -254,7 +267,7 @@ static inline __attribute__((always_inline)) void set_class(slab_t *s, unsigned 
 	s->mul = cls_mul[c];
 	__atomic_store_n(&s->cap, cls_cap[c], __ATOMIC_RELAXED); /* statistics read cls, cap */
 	__atomic_store_n(&s->cls, (uint8_t)c, __ATOMIC_RELAXED);
-	s->bwo = (uint16_t)(c << 4);
+	s->bwo = (uint16_t)(cls_tc[c] << 4);
 	s->lcls = (uint8_t)c;
 }
 
@@ -893,7 +906,7 @@ bool _nd_slab_lend(heap_t *h, unsigned c)
 {
 	if (_nd_slab_check) /* check mode's sized free wants a block above half its size */
 		return false;
-	for (unsigned d = c + 1; d < ND_SLAB_CLASSES && cls_size[d] <= 2 * cls_size[c]; d++) {
+	for (unsigned d = c + 1; d < ND_SLAB_SIZED && cls_size[d] <= 2 * cls_size[c]; d++) { /* not the twins */
 		/* c's objects are aligned to the power of two that divides its
 		 * size (aligned_alloc picks c by it), so d's must be too */
 		if (cls_size[d] <= SLAB_BIG_MAX || cls_lg_align(d) < cls_lg_align(c))
@@ -1024,8 +1037,11 @@ int _nd_slab_class_for(size_t size, size_t align)
 	size = ND_ALIGN_UP(size, align);
 	if (size > ND_SLAB_MAX)
 		return -1;
-	for (unsigned c = class_of(size); c < ND_SLAB_CLASSES; c++)
-		if (cls_size[c] % align == 0 && (align <= 64 || !cls_col[c]))
+	unsigned c = class_of(size);
+	if (align > 64) /* a coloured class's objects are 64-aligned only */
+		c = cls_al[c];
+	for (; c < ND_SLAB_CLASSES; c++)
+		if (cls_size[c] % align == 0)
 			return (int)c;
 	return -1;
 }
@@ -1126,8 +1142,7 @@ static bool bw_owner_idle(const slab_t *s, uint32_t n, unsigned c)
  * record borrows nothing and its entries hold none). */
 static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
 {
-	unsigned c = s->cls;
-	_nd_rfree_t *e = &t->rf[c];
+	_nd_rfree_t *e = _nd_slab_rf_of(t, (_nd_slab_hot_t *)s);
 	if (nd_likely(e->slab == (_nd_slab_hot_t *)s)) {
 		o[0] = e->head;
 		e->head = o;
@@ -1145,7 +1160,7 @@ static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
  * owns it, else home, unless the owner is idle. */
 static void bw_pushed(_nd_thread_t *t, slab_t *s)
 {
-	unsigned c = s->cls;
+	unsigned c = _nd_slab_tcls((_nd_slab_hot_t *)s);
 	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
 	void **o = b->free;
 	if (!o[0]) {
@@ -1242,8 +1257,8 @@ void _nd_slab_free_other(void *p, _nd_slab_hot_t *s)
 	if (!(tp & ND_TP_MIX))
 		__atomic_compare_exchange_n(&s->tp, &tp, tp | _nd_slab_tp_mix((int32_t)s->node1), false, __ATOMIC_RELAXED,
 					    __ATOMIC_RELAXED);
-	_nd_slab_hot_t *b = _nd_thread_bw(t, sl->cls);
-	uint64_t *nrem = &t->cls_remote[sl->cls].n; /* statistics (a snapshot reads it) */
+	_nd_slab_hot_t *b = _nd_slab_bw_of(t, s);
+	uint64_t *nrem = _nd_slab_nrem_of(t, s); /* statistics (a snapshot reads it) */
 	__atomic_store_n(nrem, *nrem + 1, __ATOMIC_RELAXED);
 	if (nd_unlikely(_nd_slab_push(b, p)))
 		bw_pushed(t, sl);
@@ -1352,10 +1367,15 @@ int _nd_slab_init(void)
 			np <<= 1;
 		cls_pages[c] = (uint8_t)np;
 		cls_cap[c] = (uint16_t)((np << ND_PAGE_SHIFT) / cls_size[c]);
+		bool pow2 = !(cls_size[c] & (cls_size[c] - 1));
+		bool col = c < ND_SLAB_SIZED && cls_size[c] > COL_MIN && cls_size[c] <= COL_MAX &&
+			   (!pow2 || cls_size[c] >= COL_POW2);
+		if (col && pow2)
+			cls_cap[c]--; /* a power of two fills its run: an object's room to colour */
 		size_t slack = (np << ND_PAGE_SHIFT) - (size_t)cls_cap[c] * cls_size[c];
-		if (cls_size[c] > COL_MIN && cls_size[c] < COL_MAX && (cls_size[c] & (cls_size[c] - 1)) && slack >= 64)
+		if (col && slack >= 64)
 			cls_col[c] = (uint8_t)(slack / 64 + 1 > 255 ? 255 : slack / 64 + 1);
-		ND_ASSERT(cls_cap[c] >= 8, "every class has 8 objects or more (FULL_BACK)");
+		ND_ASSERT(cls_cap[c] >= 7, "every class has 7 objects or more (FULL_BACK)");
 		ND_ASSERT(cls_cap[c] < ND_SLAB_CHK_B, "free's check (_nd_slab_live) needs B above every capacity");
 		uint64_t d = cls_size[c] >> __builtin_ctz(cls_size[c]), x = d;
 		for (int i = 0; i < 6; i++) /* Newton: each step doubles the correct bits */
@@ -1372,8 +1392,9 @@ int _nd_slab_init(void)
 		uint32_t nb = (cls_size[c] <= SLAB_BIG_MAX ? 32768u : 131072u) / cls_size[c];
 		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;
 		/* lenders: the next classes up to 3/2 of the size; none for a
-		 * power-of-two class (its objects keep their alignment) */
-		for (unsigned k = c + 1; (cls_size[c] & (cls_size[c] - 1)) && k < ND_SLAB_CLASSES &&
+		 * power-of-two class (its objects keep their alignment), none of
+		 * the twins (smaller than the classes before them) */
+		for (unsigned k = c + 1; (cls_size[c] & (cls_size[c] - 1)) && k < ND_SLAB_SIZED &&
 					  cls_size[k] * 2 <= cls_size[c] * 3;
 		     k++)
 			cls_lend[c]++;
@@ -1386,12 +1407,25 @@ int _nd_slab_init(void)
 		for (unsigned k = 0; k < ND_SLAB_CLASSES; k++)
 			if (cls_pages[k] == cls_pages[c])
 				cls_same[c] |= (uint64_t)1 << k;
-		/* a coloured class's alignments (up to 2^tz of its size) come
-		 * from the next power of two, which is not coloured */
-		unsigned k = c;
-		while (cls_col[k])
-			k++;
-		cls_al[c] = (uint8_t)k;
+		/* a coloured class's objects are 64-aligned only: an alignment
+		 * above 64 takes the class of the next power of two that is not
+		 * coloured (4096, or the twin of 8192 or 16384; the next class
+		 * not coloured, 20480, would hold 16 KiB for 4 KiB) */
+		cls_al[c] = (uint8_t)c;
+		/* a twin's entries in the thread record are its size's class's */
+		cls_tc[c] = (uint8_t)c;
+		for (unsigned k = 0; c >= ND_SLAB_SIZED && k < ND_SLAB_SIZED; k++)
+			if (cls_size[k] == cls_size[c])
+				cls_tc[c] = (uint8_t)k;
+		ND_ASSERT(cls_tc[c] < ND_SLAB_SIZED, "every class has entries in the thread record");
+		if (cls_col[c]) {
+			uint32_t p2 = 1u << (32 - __builtin_clz(cls_size[c] - 1));
+			for (unsigned k = 0; k < ND_SLAB_CLASSES; k++)
+				if (cls_size[k] == p2 && !cls_col[k])
+					cls_al[c] = (uint8_t)k;
+		}
+		ND_ASSERT(!cls_col[cls_al[c]] && cls_size[cls_al[c]] >= cls_size[c],
+			  "an alignment above 64 takes a class that is not coloured");
 	}
 	_nd_slab_check = _nd_opt_int(ND_OPT_CHECK) != 0;
 	_nd_meta_map_init();

@@ -81,9 +81,10 @@ void _nd_slab_rf_flush(_nd_thread_t *t, _nd_rfree_t *e)
 	if (!s)
 		return;
 	e->slab = NULL;
-	t->rf_mask &= ~((uint64_t)1 << s->cls);
+	unsigned c = _nd_slab_tcls((_nd_slab_hot_t *)s); /* e is rf[c] */
+	t->rf_mask &= ~((uint64_t)1 << c);
 	t->rf_sent++;
-	_nd_thread_count(&t->cls_sent[s->cls], &t->cls_remote[s->cls].n, e->n); /* statistics */
+	_nd_thread_count(&t->cls_sent[c], &t->cls_remote[c].n, e->n); /* statistics */
 	remote_send(s, e->head, e->tail, e->n);
 }
 
@@ -106,25 +107,26 @@ unsigned _nd_slab_rf_flush_all(_nd_thread_t *t)
  * home and starts a chain of s with o. */
 void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
 {
+	unsigned c = _nd_slab_tcls((_nd_slab_hot_t *)s);
 	if (nd_unlikely(_nd_thread_none(t)) && !(t = _nd_thread_make_free())) {
-		__atomic_fetch_add(&gone_remote[s->cls], 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&gone_remote[c], 1, __ATOMIC_RELAXED);
 		remote_send(s, o, o, 1);
 		return;
 	}
 	uint32_t m = rf_limit(s);
 	if (m < 2 || s->node1 == ND_SLAB_NODE1_UHEAP) {
-		_nd_thread_count(&t->cls_sent[s->cls], &t->cls_remote[s->cls].n, 1);
+		_nd_thread_count(&t->cls_sent[c], &t->cls_remote[c].n, 1);
 		remote_send(s, o, o, 1);
 		return;
 	}
-	_nd_rfree_t *e = &t->rf[s->cls];
+	_nd_rfree_t *e = &t->rf[c];
 	_nd_slab_rf_flush(t, e); /* another slab of the class (or none) held the entry */
 	o[0] = NULL;
 	e->head = e->tail = o;
 	e->n = 1;
 	e->max = m;
 	e->slab = (_nd_slab_hot_t *)s;
-	t->rf_mask |= (uint64_t)1 << s->cls;
+	t->rf_mask |= (uint64_t)1 << c;
 }
 
 /* ---- borrowed lists (internal.h, _nd_thread_t.bw) ------------------------
@@ -182,7 +184,7 @@ static inline void **bw_detach(_nd_thread_t *t, unsigned c)
 
 void _nd_slab_bw_flush_all(_nd_thread_t *t)
 {
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+	for (unsigned c = 0; c < ND_SLAB_SIZED; c++)
 		bw_send(bw_detach(t, c));
 }
 
@@ -351,7 +353,7 @@ void _nd_slab_xfer_fork_child(void)
 {
 	int n = _nd_meta_nodes_used();
 	for (int32_t n1 = 1; n1 <= n; n1++) {
-		xfer_drain_node(n1, ND_SLAB_CLASSES >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << ND_SLAB_CLASSES) - 1);
+		xfer_drain_node(n1, ((uint64_t)1 << ND_SLAB_SIZED) - 1);
 		__atomic_store_n(xfer_mask(n1), 0, __ATOMIC_RELAXED);
 	}
 }
@@ -419,7 +421,7 @@ static void exit_keep(_nd_thread_t *t)
 	if (n1 <= 0)
 		return;
 	uint64_t m = __atomic_load_n(xfer_mask(n1), __ATOMIC_SEQ_CST);
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+	for (unsigned c = 0; c < ND_SLAB_SIZED; c++) {
 		uintptr_t *x = xfer_slot(n1, c);
 		for (unsigned i = 0; (m >> c & 1) && i < ND_XFER_K; i++)
 			if (__atomic_load_n(&x[i], __ATOMIC_RELAXED))
@@ -440,7 +442,7 @@ void _nd_slab_thread_done(_nd_thread_t *t)
 	/* only the counters that moved: a thread that never freed into
 	 * another's slab leaves the record's second page untouched
 	 * (nd_thread.h) */
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+	for (unsigned c = 0; c < ND_SLAB_SIZED; c++) {
 		if (t->cls_remote[c].n) {
 			__atomic_fetch_add(&gone_remote[c], t->cls_remote[c].n, __ATOMIC_RELAXED);
 			__atomic_store_n(&t->cls_remote[c].n, 0, __ATOMIC_RELAXED);
@@ -493,7 +495,7 @@ static void stats_slab(const slab_t *s, void *arg)
 static void stats_thread(_nd_thread_t *t, void *arg)
 {
 	_nd_slab_class_stats_t *out = arg;
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+	for (unsigned c = 0; c < ND_SLAB_SIZED; c++) {
 		out[c].remote_frees += __atomic_load_n(&t->cls_remote[c].n, __ATOMIC_RELAXED) +
 				       __atomic_load_n(&t->cls_sent[c], __ATOMIC_RELAXED);
 		out[c].refills += __atomic_load_n(&t->cls_remote[c].refill, __ATOMIC_RELAXED) +
@@ -533,7 +535,7 @@ unsigned _nd_slab_remote_pending(void)
 {
 	_nd_thread_t *t = _nd_tls;
 	unsigned n = 0;
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+	for (unsigned c = 0; c < ND_SLAB_SIZED; c++) {
 		n += t->rf[c].slab ? t->rf[c].n : 0;
 		for (void **o = _nd_thread_bw(t, c)->free; o; o = o[0])
 			n++;
@@ -546,7 +548,7 @@ uint64_t _nd_slab_remote_sent(void) { return _nd_tls->rf_sent; }
 unsigned _nd_slab_xfer_count(int node)
 {
 	unsigned n = 0;
-	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+	for (unsigned c = 0; c < ND_SLAB_SIZED; c++)
 		for (unsigned i = 0; i < ND_XFER_K; i++)
 			n += (unsigned)(__atomic_load_n(&xfer_slot(node + 1, c)[i], __ATOMIC_RELAXED) >> TF_CNT_SHIFT);
 	return n;
