@@ -1032,10 +1032,6 @@ void *_nd_heap_malloc(size_t size)
 	return malloc_slow(size);
 }
 
-
-/* Sizes above ND_SLAB_DIRECT, and malloc.c's fast path when the key
- * missed: while the key holds, pop or refill from the current heap. */
-
 /* h's refill of class c would carve, or look beyond its partial list:
  * the current slab has nothing listed, remote or withheld, none follows,
  * and no full slab of c got a remote free. */

@@ -588,6 +588,16 @@ static inline __attribute__((always_inline)) bool policy_refill(const nd_policy_
 	return true;
 }
 
+/* A pop from entry 0's heap, else that heap's refill under the entry's
+ * policy (the entry serves the call: tested by the caller). */
+static inline __attribute__((always_inline)) void *entry_alloc(const struct _nd_pcache *e, unsigned c)
+{
+	void *o = heap_pop(e->heap, c);
+	if (nd_likely(o != NULL))
+		return o;
+	return _nd_heap_refill_of(e->heap, c, e->pol, -1);
+}
+
 static __attribute__((noinline)) void *policy_miss(size_t size, const nd_policy_t *p)
 {
 	void *o;
@@ -669,12 +679,8 @@ void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t gran
 		unsigned c;
 		if (e->user != ND_PC_NOUSER && e->mode_flags == ND_POLICY_INTERLEAVE && e->gran_pad == gran_pad &&
 		    e->bits0 == nodes->bits[0] && __atomic_load_n(&e->key, __ATOMIC_RELAXED) == 0 &&
-		    nd_likely(fast_cls(t, size, &e->max, &c))) {
-			void *o = heap_pop(e->heap, c);
-			if (nd_likely(o != NULL))
-				return o;
-			return _nd_heap_refill_of(e->heap, c, e->pol, -1);
-		}
+		    nd_likely(fast_cls(t, size, &e->max, &c)))
+			return entry_alloc(e, c);
 	}
 	return interleaved_miss(size, nodes, granularity);
 }
@@ -1010,13 +1016,8 @@ void *nd_aligned_alloc_policy(size_t align, size_t size, const nd_policy_t *p)
 	_nd_thread_t *t = _nd_tls;
 	const struct _nd_pcache *e = &t->pc[0];
 	size_t a;
-	if (nd_likely(aligned_direct(align, size, &a)) && nd_likely(pc_serves(t, e, p))) {
-		unsigned c = t->scls[a + 1];
-		void *o = heap_pop(e->heap, c);
-		if (nd_likely(o != NULL))
-			return o;
-		return _nd_heap_refill_of(e->heap, c, e->pol, -1);
-	}
+	if (nd_likely(aligned_direct(align, size, &a)) && nd_likely(pc_serves(t, e, p)))
+		return entry_alloc(e, t->scls[a + 1]);
 	int lg = lg_of(align);
 	return lg < 0 ? NULL : policyx(size, p, ND_MALLOCX_LG_ALIGN(lg));
 }
