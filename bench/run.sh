@@ -155,7 +155,10 @@ say ""
 
 # ---- timed runs ------------------------------------------------------------
 RAW=$TMP/raw.txt
-echo "# workload allocator rep time_s wall_s maxrss_kb mops status cpu_s" >"$RAW"
+# peak_kb: nd_measure -x's, the larger of ru_maxrss and the exact RSS at the
+# exit (ru_maxrss reads the kernel's approximate per-CPU counters, up to ~62
+# pages low per counter: docs/benchmarks.md "smallrss"); maxrss_kb: ru_maxrss
+echo "# workload allocator rep time_s wall_s peak_kb mops status cpu_s maxrss_kb" >"$RAW"
 echo "running ${#WL_NAMES[@]} workloads x ${#ALLOCS[@]} allocators x $REPS repetitions ..."
 for ((rep = 1; rep <= REPS; rep++)); do
 	for w in "${WL_NAMES[@]}"; do
@@ -176,18 +179,18 @@ for ((rep = 1; rep <= REPS; rep++)); do
 			[ -n "${PRELOAD[$a]}" ] && pre=(-p "${PRELOAD[$a]}")
 			[ -n "${ENVS[$a]:-}" ] && pre+=(-e "${ENVS[$a]}")
 			[ -n "$SETTLE" ] && "$BIN/wl_touch" "$SETTLE" 1 >/dev/null
-			"$MEASURE" "${pre[@]}" -t "$TIMEOUT" -- "$prog" "$@" >"$TMP/out" 2>"$TMP/err"
+			"$MEASURE" "${pre[@]}" -x -t "$TIMEOUT" -- "$prog" "$@" >"$TMP/out" 2>"$TMP/err"
 			st=$?
 			r=$(grep '^RESULT' "$TMP/out")
 			m=$(grep '^MEASURE' "$TMP/out")
 			if [ $st -ne 0 ] || [ -z "$r" ]; then
 				echo "  FAILED: $w under $a (status $st):" | tee -a "$OUT"
 				tail -n 5 "$TMP/err" | sed 's/^/    /' | tee -a "$OUT"
-				echo "$w $a $rep - - - - FAIL$st -" >>"$RAW"
+				echo "$w $a $rep - - - - FAIL$st - -" >>"$RAW"
 				continue
 			fi
 			cpu=$(awk -v u="$(echo "$m" | kv user_s)" -v s="$(echo "$m" | kv sys_s)" 'BEGIN {printf "%.3f", u + s}')
-			echo "$w $a $rep $(echo "$r" | kv time_s) $(echo "$m" | kv wall_s) $(echo "$m" | kv maxrss_kb) $(echo "$r" | kv mops) ok $cpu" >>"$RAW"
+			echo "$w $a $rep $(echo "$r" | kv time_s) $(echo "$m" | kv wall_s) $(echo "$m" | kv peak_kb) $(echo "$r" | kv mops) ok $cpu $(echo "$m" | kv maxrss_kb)" >>"$RAW"
 			[ "$w" = footprint ] && echo "$a $rep $(echo "$r" | sed 's/.*mops=[^ ]* //')" >>"$TMP/footprint_phases"
 		done
 	done
@@ -221,7 +224,7 @@ done
 
 say "== Median per workload (time = the workload's measured loop, best = its fastest repetition;"
 say "   cpu = user + system time of the whole process: less sensitive to a loaded machine;"
-say "   peak RSS of the process)"
+say "   peak RSS of the process: the larger of ru_maxrss and its exact RSS at exit)"
 for w in "${WL_NAMES[@]}"; do
 	say ""
 	say "$w: $(set -- ${WL[$w]}; echo "$*")"
