@@ -15,12 +15,13 @@
  * -x: also the exact resident set at the program's exit (traced: stopped
  * at its main thread's exit, before its memory goes, /proc/<pid>/status),
  * appended as exit_rss_kb=<KiB> exit_anon_kb=<KiB> exit_file_kb=<KiB>
- * peak_kb=<KiB> (-1 if the trace or the read failed). Why: maxrss_kb
- * (ru_maxrss) is the kernel's high-water mark of its per-CPU approximate
- * RSS counters (Linux >= 6.2: percpu_counter, a CPU's delta folded in
- * steps of 32 pages), read at each munmap/MADV_DONTNEED and at the exit:
- * for a process of ~2 MiB it reads up to ~62 pages per counter below the
- * truth, by an amount that depends on where the last fold fell
+ * peak_kb=<KiB> (the exit figures -1 if the trace or the read failed,
+ * peak_kb then maxrss_kb). Why: maxrss_kb (ru_maxrss) is the kernel's
+ * high-water mark of its per-CPU approximate RSS counters (Linux >= 6.2:
+ * percpu_counter, a CPU's delta folded in steps of 32 pages), read at
+ * each munmap/MADV_DONTNEED and at the exit: for a process of ~2 MiB it
+ * reads up to ~62 pages per counter below the truth (or above, after
+ * frees), by an amount that depends on where the last fold fell
  * (docs/benchmarks.md, "smallrss"). /proc's figures sum the CPUs' deltas
  * (exact, Linux >= 6.16). peak_kb = max(maxrss_kb, exit_rss_kb): exact
  * when the program peaks at its exit (the small rows), the kernel's mark
@@ -31,8 +32,9 @@
  * maximum (it only grows between such calls, reclaim and the kernel's
  * huge page work aside); peak_kb is the largest of those and the exit's,
  * zaps=<n> the stops. Threads and child processes are traced too (they
- * inherit the filter); as ru_maxrss, the peak is the largest process's. A stop costs tens of microseconds, so the time of
- * an allocator that returns memory often grows: not for timed runs.
+ * inherit the filter); as ru_maxrss, the peak is the largest process's.
+ * A stop costs tens of microseconds, so the time of an allocator that
+ * returns memory often grows: not for timed runs.
  * Exit status: the program's.
  */
 #include <errno.h>
