@@ -45,7 +45,8 @@ if(NODALLOC_BUILD_TESTS)
   add_test(NAME bench.settle
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/bench_settle_test.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
   set_tests_properties(bench.settle PROPERTIES LABELS unit TIMEOUT 120)
-  # nd_measure's -x (the exact resident set at exit): tests/bench_measure_test.sh
+  # nd_measure's -x (the exact resident set at exit, peak_kb) and -z (the exact
+  # peak): tests/bench_measure_test.sh
   add_test(NAME bench.measure
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/bench_measure_test.sh ${PROJECT_BINARY_DIR})
   set_tests_properties(bench.measure PROPERTIES LABELS unit TIMEOUT 60)

@@ -27,6 +27,11 @@
 #                       pages (wl_touch): every allocator then starts with
 #                       the kernel's free huge blocks warm, as on a machine
 #                       without free page reporting (docs/benchmarks.md)
+#   BENCH_PEAK=exact    peak RSS exact for every row (nd_measure -z: a stop
+#                       before every munmap/madvise/...): the times then
+#                       include the stops (+20-60% on threads), so for
+#                       RSS only. Default: nd_measure -x's peak, exact
+#                       where the program peaks at its exit
 set -u
 
 usage() { echo "usage: bash bench/run.sh <builddir>" >&2; exit 2; }
@@ -44,6 +49,8 @@ TIMEOUT=${BENCH_TIMEOUT:-120}
 case $TIMEOUT in '' | *[!0-9]* | 0) echo "run.sh: bad BENCH_TIMEOUT '$TIMEOUT': expected seconds > 0" >&2; exit 2 ;; esac
 SETTLE=${BENCH_SETTLE:-}
 case $SETTLE in *[!0-9]* | 0*) echo "run.sh: bad BENCH_SETTLE '$SETTLE': expected MiB > 0" >&2; exit 2 ;; esac
+PEAK=${BENCH_PEAK:-exit}
+case $PEAK in exit) PEAKOPT=-x ;; exact) PEAKOPT=-z ;; *) echo "run.sh: bad BENCH_PEAK '$PEAK': expected exit or exact" >&2; exit 2 ;; esac
 LIBDIR=/usr/lib/x86_64-linux-gnu
 MEASURE=$BIN/nd_measure
 for f in "$MEASURE" "$BIN"/wl_{small,prodcons,larson,footprint,large,threads,xfree,burst,probe,touch}; do
@@ -145,7 +152,7 @@ say "nodalloc benchmarks  $(date -u '+%Y-%m-%d %H:%M UTC')"
 say "commit $(git -C "$HERE/.." rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$HERE/.." status --porcelain -- src 2>/dev/null | grep -q . && echo ' + uncommitted src/ changes')"
 say "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ -n "${NOTE_2N:-}" ] && say "$NOTE_2N"
-say "allocators: ${ALLOCS[*]}; repetitions: $REPS (median)$([ "$QUICK" = 1 ] && echo '; QUICK mode (tiny counts)')$([ -n "$SETTLE" ] && echo "; BENCH_SETTLE=$SETTLE (huge pages warmed before each run)")"
+say "allocators: ${ALLOCS[*]}; repetitions: $REPS (median)$([ "$QUICK" = 1 ] && echo '; QUICK mode (tiny counts)')$([ -n "$SETTLE" ] && echo "; BENCH_SETTLE=$SETTLE (huge pages warmed before each run)")$([ "$PEAK" = exact ] && echo "; BENCH_PEAK=exact (exact peaks; times include the stops)")"
 if [ "$ND_STATE" = bootstrap ]; then
 	say ""
 	say "*** libnodalloc.so is still the BOOTSTRAP that forwards to glibc's malloc:"
@@ -155,7 +162,11 @@ say ""
 
 # ---- timed runs ------------------------------------------------------------
 RAW=$TMP/raw.txt
-echo "# workload allocator rep time_s wall_s maxrss_kb mops status cpu_s" >"$RAW"
+# peak_kb: nd_measure -x's, the larger of ru_maxrss and the exact RSS at the
+# exit (ru_maxrss reads the kernel's approximate per-CPU counters, up to ~62
+# pages low per counter: docs/benchmarks.md "smallrss"), or -z's exact peak
+# (BENCH_PEAK=exact); maxrss_kb: ru_maxrss
+echo "# workload allocator rep time_s wall_s peak_kb mops status cpu_s maxrss_kb" >"$RAW"
 echo "running ${#WL_NAMES[@]} workloads x ${#ALLOCS[@]} allocators x $REPS repetitions ..."
 for ((rep = 1; rep <= REPS; rep++)); do
 	for w in "${WL_NAMES[@]}"; do
@@ -176,18 +187,18 @@ for ((rep = 1; rep <= REPS; rep++)); do
 			[ -n "${PRELOAD[$a]}" ] && pre=(-p "${PRELOAD[$a]}")
 			[ -n "${ENVS[$a]:-}" ] && pre+=(-e "${ENVS[$a]}")
 			[ -n "$SETTLE" ] && "$BIN/wl_touch" "$SETTLE" 1 >/dev/null
-			"$MEASURE" "${pre[@]}" -t "$TIMEOUT" -- "$prog" "$@" >"$TMP/out" 2>"$TMP/err"
+			"$MEASURE" "${pre[@]}" $PEAKOPT -t "$TIMEOUT" -- "$prog" "$@" >"$TMP/out" 2>"$TMP/err"
 			st=$?
 			r=$(grep '^RESULT' "$TMP/out")
 			m=$(grep '^MEASURE' "$TMP/out")
 			if [ $st -ne 0 ] || [ -z "$r" ]; then
 				echo "  FAILED: $w under $a (status $st):" | tee -a "$OUT"
 				tail -n 5 "$TMP/err" | sed 's/^/    /' | tee -a "$OUT"
-				echo "$w $a $rep - - - - FAIL$st -" >>"$RAW"
+				echo "$w $a $rep - - - - FAIL$st - -" >>"$RAW"
 				continue
 			fi
 			cpu=$(awk -v u="$(echo "$m" | kv user_s)" -v s="$(echo "$m" | kv sys_s)" 'BEGIN {printf "%.3f", u + s}')
-			echo "$w $a $rep $(echo "$r" | kv time_s) $(echo "$m" | kv wall_s) $(echo "$m" | kv maxrss_kb) $(echo "$r" | kv mops) ok $cpu" >>"$RAW"
+			echo "$w $a $rep $(echo "$r" | kv time_s) $(echo "$m" | kv wall_s) $(echo "$m" | kv peak_kb) $(echo "$r" | kv mops) ok $cpu $(echo "$m" | kv maxrss_kb)" >>"$RAW"
 			[ "$w" = footprint ] && echo "$a $rep $(echo "$r" | sed 's/.*mops=[^ ]* //')" >>"$TMP/footprint_phases"
 		done
 	done
@@ -221,7 +232,7 @@ done
 
 say "== Median per workload (time = the workload's measured loop, best = its fastest repetition;"
 say "   cpu = user + system time of the whole process: less sensitive to a loaded machine;"
-say "   peak RSS of the process)"
+say "   peak RSS of the process: the larger of ru_maxrss and its exact RSS at exit)"
 for w in "${WL_NAMES[@]}"; do
 	say ""
 	say "$w: $(set -- ${WL[$w]}; echo "$*")"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The harness's BENCH_SETTLE (bench/run.sh) and its tool bench/wl_touch:
 # wl_touch writes every byte of the memory it reports; run.sh refuses a bad
-# BENCH_SETTLE before it runs anything (a whole quick run takes 45 s: not
+# BENCH_SETTLE (and a bad BENCH_PEAK) before it runs anything (a whole quick run takes 45 s: not
 # here; the time limit ends a run.sh that would start measuring).
 #   bench_settle_test.sh <source dir> <build dir>
 set -u
@@ -24,6 +24,9 @@ for v in x 0 08 -1; do
 	st=$?
 	[ $st -eq 2 ] && grep -q "bad BENCH_SETTLE" "$tmp/log" || bad "BENCH_SETTLE=$v: status $st, expected 2 and a message"
 done
+BENCH_PEAK=max BENCH_RESULTS=$tmp/r timeout -k 5 20 bash "$src/bench/run.sh" "$build" >"$tmp/log" 2>&1
+st=$?
+[ $st -eq 2 ] && grep -q "bad BENCH_PEAK" "$tmp/log" || bad "BENCH_PEAK=max: status $st, expected 2 and a message"
 
 [ $fail -eq 0 ] && echo "PASS"
 exit $fail
