@@ -7,9 +7,9 @@
  * dirty free block carries its age (the buddy's push number: lists are
  * newest first, dtail[] the oldest). A slot's dirty free pages are purged
  *  - past its dirty limit (_nd_purge_after_free: what brings the pages in
- *    use back to their recent peak, within bounds that a thread's exit
- *    raises to the pages in use before it and the burst of small runs it
- *    freed): the oldest first,
+ *    use back to their recent peak, within bounds that the live threads'
+ *    bursts of small run frees raise, and a thread's exit to the pages in
+ *    use before it plus its burst): the oldest first,
  *    down to 3/4 of the limit (while the pages in use come back to the
  *    peak: past the limit by one purge block, down to the limit), not
  *    all of them;
@@ -184,7 +184,8 @@ uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp)
  * Dirty limit: the slot keeps the dirty pages that bring its pages in use
  * back to their recent peak (the high-water mark of `used` over this decay
  * period and the last), at most max(ND_KEEP_BLOCKS purge blocks, the
- * pages in use, the pages in use at a thread's exit, plus its burst, in
+ * pages in use plus the live threads' bursts, the pages in use at a
+ * thread's exit, plus its burst, in
  * this period or the last) of them, and at least max(g.dirty_limit (4 purge blocks), the
  * pages in use): a program that churns runs of many sizes at a steady
  * level of pages in use (the peak is near) frees dirty blocks that its
@@ -208,8 +209,12 @@ uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp)
  * threads faulted its 70 MiB in again each round); so do the runs a
  * thread frees just before its exit (its burst: page.c counts it), which
  * went through the cap in its own frees before the exit could say so:
- * the first burst goes, the next ones stay (bench wl_burst, 10 rounds of
- * 512 MiB: 1.33M -> 0.40M faults, tcmalloc 0.14M). Pages given back at
+ * the first burst went, the next ones stayed (bench wl_burst, 10 rounds of
+ * 512 MiB: 1.33M -> 0.40M faults, tcmalloc 0.14M). So the cap is at
+ * least the pages in use plus the bursts of the live threads (burst_live,
+ * page.c), until their exits hand them on (the exit floor); the main
+ * thread's are not among them: no thread exit follows its frees, and
+ * bench footprint's end RSS is its frees at the cap. Pages given back at
  * an exit that stay free go at the next exits (heap.c's exit_trim) or
  * with the decay. The peaks and exit floors are written under the slot
  * lock and read without it by _nd_purge_over (relaxed: a hint).
@@ -232,7 +237,9 @@ static uint64_t dirty_keep(const _nd_arena_t *a, uint64_t used, uint64_t peak, b
 	uint64_t keep = peak > used ? peak - used : 0, cap = g.dirty_limit / 4 * ND_KEEP_BLOCKS;
 	uint64_t ec = __atomic_load_n(&a->exit_cur, __ATOMIC_RELAXED);
 	uint64_t ep = __atomic_load_n(&a->exit_prev, __ATOMIC_RELAXED);
-	cap = cap > used ? cap : used;
+	int64_t bl = __atomic_load_n(&a->burst_live, __ATOMIC_RELAXED);
+	uint64_t lb = used + (bl > 0 ? (uint64_t)bl : 0); /* the live threads' bursts, until their exits */
+	cap = cap > lb ? cap : lb;
 	cap = cap > ec ? cap : ec;
 	cap = cap > ep ? cap : ep;
 	*back = keep <= cap;
