@@ -151,8 +151,10 @@ typedef struct _nd_arena {
 	uint64_t wm_c_last, wm_c_prev;
 	uint64_t wm_said;    /* stamp of the read its last refusal was told under (verbose) */
 	/* Decay (purge.c; atomic): ns when the slot's oldest dirty free pages
-	 * were freed, 0 when it holds none. */
+	 * were freed, 0 when it holds none; dirty_taken (slot lock): dirty
+	 * pages runs took since (page.c, node_alloc). */
 	uint64_t dirty_since;
+	uint64_t dirty_taken;
 	/* The dirty limit's high-water mark of `used` (written under the slot
 	 * lock, read without it by _nd_purge_over): this decay
 	 * period's and the last one's (purge.c). */

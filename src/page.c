@@ -261,6 +261,7 @@ retry:;
 	uint64_t rd = d;
 	if (n < (1ull << k))
 		rd -= _nd_buddy_give_tail(&a->bd, i, k, d, n);
+	a->dirty_taken += rd; /* the decay: dirty pages in use again */
 	if (packed)
 		_nd_buddy_packed(&a->bd, i, n);
 	_nd_buddy_mark_run(&a->bd, i, n, node);

@@ -16,8 +16,9 @@
  *  - all of them when the oldest have been free for
  *    NODALLOC_PURGE_DECAY_MS (the decay, like jemalloc's dirty_decay_ms):
  *    memory a program stopped using goes back even under the limit. The
- *    clock starts when a slot with no dirty free page gets some; it is
- *    checked on page-level calls (no thread);
+ *    clock starts when a slot with no dirty free page gets some, and again
+ *    when the period ends on dirty pages that turned over (decay_slot);
+ *    it is checked on page-level calls (no thread);
  *  - all of them when malloc_trim / nd_trim ask (_nd_page_trim);
  *  - those already free at the previous thread exit and not reused
  *    since, when a thread exit finds many (heap.c exit_trim).
@@ -273,6 +274,7 @@ void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed)
 	if (df > keep + (back ? g.dirty_limit / 4 : 0)) { /* the slack: a pass every so many pages */
 		purge_oldest(a, back ? keep : keep - keep / 4, UINT64_MAX);
 	} else if (df && g.decay_ns && !__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED)) {
+		a->dirty_taken = 0;
 		__atomic_store_n(&a->dirty_since, _nd_os_now_ns() | 1, __ATOMIC_RELAXED);
 	}
 }
@@ -292,11 +294,25 @@ void _nd_purge_exit(int node)
 	_nd_unlock(&a->lock);
 }
 
-/* The decay of one slot (lock held): every dirty block goes, and the
- * period of the peak and the exit floor ends. */
-static void decay_slot(_nd_arena_t *a)
+/*
+ * The decay of one slot (lock held), its clock a period old: every dirty
+ * block goes, unless runs took at least as many dirty pages since the
+ * clock started as the slot holds now: its dirty pages turn over, in use
+ * again within the period, and the clock starts again now (pages freed
+ * just after it started wait up to two periods; the dirty limit, whose
+ * peaks end with the period, still bounds them). Rounds of threads that
+ * free and take again their runs (bench wl_burst) were purged once a
+ * period, and the next round faulted them all in. The period of the peak
+ * and the exit floor ends either way.
+ */
+static void decay_slot(_nd_arena_t *a, uint64_t now)
 {
-	_nd_purge_slot(a);
+	if (a->dirty_taken && a->dirty_taken >= a->bd.dirty_free) {
+		a->dirty_taken = 0;
+		__atomic_store_n(&a->dirty_since, now | 1, __ATOMIC_RELAXED);
+	} else {
+		_nd_purge_slot(a);
+	}
 	__atomic_store_n(&a->peak_prev, a->peak_cur, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->peak_cur, __atomic_load_n(&a->used, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 	__atomic_store_n(&a->exit_prev, a->exit_cur, __ATOMIC_RELAXED);
@@ -318,7 +334,7 @@ void _nd_purge_decay(void)
 		if (now - since < g.decay_ns || !_nd_trylock(&a->lock))
 			continue; /* busy: the next call sees it */
 		if (__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED) == since)
-			decay_slot(a);
+			decay_slot(a, now);
 		_nd_unlock(&a->lock);
 	}
 }
