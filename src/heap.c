@@ -803,6 +803,7 @@ static void thread_exit_hook(_nd_thread_t *t)
 	for (int n = 0; n < lim && n < ND_MAX_NODES; n++)
 		if (spread || (nodes[n / 64] >> (n % 64) & 1))
 			_nd_purge_exit(n); /* before the heaps give their slabs back */
+	_nd_page_burst_done(t); /* handed on: the exit's own frees count in no burst */
 	for (int i = 0; i < t->nheaps; i++) {
 		heap_t *h = t->heaps[i];
 		if (h != &heap_none) {

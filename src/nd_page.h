@@ -151,8 +151,10 @@ typedef struct _nd_arena {
 	uint64_t wm_c_last, wm_c_prev;
 	uint64_t wm_said;    /* stamp of the read its last refusal was told under (verbose) */
 	/* Decay (purge.c; atomic): ns when the slot's oldest dirty free pages
-	 * were freed, 0 when it holds none. */
+	 * were freed, 0 when it holds none; dirty_taken (slot lock): dirty
+	 * pages runs took since (page.c, node_alloc). */
 	uint64_t dirty_since;
+	uint64_t dirty_taken;
 	/* The dirty limit's high-water mark of `used` (written under the slot
 	 * lock, read without it by _nd_purge_over): this decay
 	 * period's and the last one's (purge.c). */
@@ -164,6 +166,11 @@ typedef struct _nd_arena {
 	/* The next dirty block's number at the last thread exit and the one
 	 * before (_nd_page_exit_stamp; under the slot lock). */
 	uint64_t exit_stamp[2];
+	/* Atomic (page.c, drop_note): the bursts of the live threads but the
+	 * main one on this node (nd_thread.h page_drop), which the dirty
+	 * limit keeps until their exits hand them on (_nd_purge_exit) or
+	 * the decay. Each thread adds and takes off only its own. */
+	int64_t burst_live;
 } __attribute__((aligned(ND_CACHE_LINE))) _nd_arena_t;
 
 typedef struct _nd_page_global {
@@ -345,6 +352,12 @@ size_t _nd_page_trim(int node);
  * on are numbered at least this) and returns the one recorded two calls
  * before (0: none, or no such slot). */
 uint64_t _nd_page_exit_stamp(int node);
+/* The exit of t's thread (the caller), after _nd_purge_exit (heap.c):
+ * its burst leaves its node's burst_live, and no later free of it counts. */
+void _nd_page_burst_done(_nd_thread_t *t);
+/* Fork child: the parent's other threads' bursts are gone, and the
+ * calling thread is the main one. */
+void _nd_page_fork_child(void);
 /* _nd_page_trim of node's dirty free blocks numbered below stamp: those
  * free since then and not reused (nor merged) in between. */
 size_t _nd_page_trim_older(int node, uint64_t stamp);
@@ -367,6 +380,7 @@ typedef struct _nd_page_info {
 	uint64_t committed_pages; /* counted in bytes_committed for this node */
 	uint64_t purge_pages;     /* runs this large are purged when freed */
 	unsigned purge_order;     /* free blocks above this order are always clean */
+	uint64_t burst_pages;     /* the live threads' bursts the dirty limit keeps (burst_live) */
 } _nd_page_info_t;
 int _nd_page_info(int node, _nd_page_info_t *out);
 /* Walk a slot and check every descriptor invariant; 0 or -1 with err. */

@@ -112,6 +112,9 @@ typedef struct _nd_rfree {
 #define ND_DROP_BITS 21
 #define ND_DROP_MAX ((1u << ND_DROP_BITS) - 1)
 #define ND_DROP_NODES ((1u << (32 - ND_DROP_BITS)) - 1)
+/* drop_node1 once the thread's exit handed its burst on (page.c,
+ * _nd_page_burst_done): no node's, and no later free counts */
+#define ND_DROP_GONE ND_DROP_NODES
 typedef struct _nd_thread {
 	union {
 	struct {
@@ -211,8 +214,9 @@ typedef struct _nd_thread {
 	 * since (not below 0, saturating): how far its runs fell from their
 	 * recent high, the burst its exit hands on (_nd_purge_exit) to the
 	 * node of those runs, drop_node1 - 1 (0: none yet; a free on another
-	 * node starts the count again there). One word: the first page is
-	 * full. */
+	 * node starts the count again there; ND_DROP_GONE: handed on). Held
+	 * in that node's burst_live (nd_page.h) but the main thread's. One
+	 * word: the first page is full. */
 	uint32_t page_drop : ND_DROP_BITS;
 	uint32_t drop_node1 : 32 - ND_DROP_BITS;
 	/* ---- percpu.c ---- */
@@ -264,7 +268,7 @@ typedef struct _nd_thread {
 	int32_t il_credit[64];      /* pages each node (id mod 64) may still have */
 	uint64_t spread_cursor, spread_partials;
 } _nd_thread_t;
-_Static_assert(ND_MAX_NODES < 1u << (32 - ND_DROP_BITS), "drop_node1 holds every node + 1");
+_Static_assert(ND_MAX_NODES < ND_DROP_GONE - 1, "drop_node1 holds every node + 1, and ND_DROP_GONE");
 _Static_assert(offsetof(_nd_thread_t, all_next) + sizeof(void *) <= ND_THREAD_PAGE1 &&
 		       offsetof(_nd_thread_t, cls_remote) == ND_THREAD_PAGE1,
 	       "the record's first page holds what every thread touches (all_next last)");
@@ -326,6 +330,11 @@ static inline bool _nd_thread_none(const _nd_thread_t *t)
 #define ND_PC_NOUSER ((const nd_policy_t *)(const void *)&_nd_thread_boot)
 /* The calling thread's record, made on first use (NULL only if no memory). */
 _nd_thread_t *_nd_thread_make(void);
+/* The main thread's record (its tid is the pid when the record is made;
+ * the forking thread's in a fork child, page.c), NULL before it has one:
+ * its exit is the process's, no thread exit follows its frees (page.c's
+ * burst_live leaves it out). Set by the thread itself, read relaxed. */
+extern _nd_thread_t *_nd_thread_main __attribute__((visibility("hidden")));
 /* The same for a free: made only before the thread's exit (boot), and
  * NULL, not waiting, while another thread holds the record lock (a free
  * never waits for a lock, even in a signal handler). */

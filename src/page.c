@@ -151,29 +151,53 @@ static void huge_run(_nd_arena_t *a, uint64_t i, uint64_t n, bool on)
 		_nd_os_madvise(page_addr(a, s), (size_t)(e - s) << ND_PAGE_SHIFT, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 }
 
-/* The calling thread's burst (nd_thread.h, page_drop): a small node run
- * it frees adds its pages, one it takes takes them off. A free makes the
- * thread's record (large blocks alone make none), so that its exit hook
- * runs and hands the burst on. Inlined: its callers are in the hot text
- * (src/hot_text.ld). */
-static inline __attribute__((always_inline)) void drop_note(uint64_t n, bool freed, int node)
+/* The burst of t, the calling thread's record (nd_thread.h, page_drop):
+ * a small node run it frees adds its pages, one it takes takes them off;
+ * but the main thread's, the change goes to the node's burst_live too.
+ * A free makes the thread's record (give_back; large blocks alone make
+ * none), so that its exit hook runs and hands the burst on. Inlined: its
+ * callers are in the hot text (src/hot_text.ld). */
+static inline __attribute__((always_inline)) void drop_note(_nd_thread_t *t, uint64_t n, bool freed, int node)
 {
-	_nd_thread_t *t = _nd_tls;
-	if (n >= g.purge_pages)
+	if (n >= g.purge_pages || _nd_thread_none(t))
 		return;
-	if (_nd_thread_none(t) && (!freed || !(t = _nd_thread_make_free())))
-		return;
-	uint32_t d = t->page_drop;
+	uint32_t d = t->page_drop, e;
+	bool held = t != __atomic_load_n(&_nd_thread_main, __ATOMIC_RELAXED);
 	if (t->drop_node1 != (uint32_t)node + 1) { /* a burst is one node's */
-		if (!freed)
+		if (!freed || t->drop_node1 == ND_DROP_GONE)
 			return;
+		if (d && held) /* the count starts again: the old node no longer holds it */
+			__atomic_fetch_sub(&g.arenas[t->drop_node1 - 1].burst_live, (int64_t)d, __ATOMIC_RELAXED);
 		t->drop_node1 = ((uint32_t)node + 1) & ND_DROP_NODES;
 		d = 0;
 	}
 	if (freed)
-		t->page_drop = n >= ND_DROP_MAX - d ? ND_DROP_MAX : d + (uint32_t)n;
+		e = n >= ND_DROP_MAX - d ? ND_DROP_MAX : d + (uint32_t)n;
 	else
-		t->page_drop = n >= d ? 0 : d - (uint32_t)n;
+		e = n >= d ? 0 : d - (uint32_t)n;
+	t->page_drop = e;
+	if (held && e != d)
+		__atomic_fetch_add(&g.arenas[node].burst_live, (int64_t)e - (int64_t)d, __ATOMIC_RELAXED);
+}
+
+void _nd_page_burst_done(_nd_thread_t *t)
+{
+	if (_nd_thread_none(t) || t->drop_node1 == ND_DROP_GONE)
+		return;
+	if (t->drop_node1 && t->page_drop && t != __atomic_load_n(&_nd_thread_main, __ATOMIC_RELAXED))
+		__atomic_fetch_sub(&g.arenas[t->drop_node1 - 1].burst_live, (int64_t)t->page_drop, __ATOMIC_RELAXED);
+	t->page_drop = 0;
+	t->drop_node1 = ND_DROP_GONE;
+}
+
+void _nd_page_fork_child(void)
+{
+	_nd_thread_t *t = _nd_tls;
+	__atomic_store_n(&_nd_thread_main, _nd_thread_none(t) ? NULL : t, __ATOMIC_RELAXED);
+	if (!__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE))
+		return;
+	for (int s = 0; s < g.node_limit; s++)
+		__atomic_store_n(&g.arenas[s].burst_live, 0, __ATOMIC_RELAXED);
 }
 
 /* Lazy reservation: run [i, i+n) (rd dirty pages) could not map its
@@ -237,6 +261,7 @@ retry:;
 	uint64_t rd = d;
 	if (n < (1ull << k))
 		rd -= _nd_buddy_give_tail(&a->bd, i, k, d, n);
+	a->dirty_taken += rd; /* the decay: dirty pages in use again */
 	if (packed)
 		_nd_buddy_packed(&a->bd, i, n);
 	_nd_buddy_mark_run(&a->bd, i, n, node);
@@ -261,7 +286,7 @@ retry:;
 	}
 	_nd_room_committed(a, (int64_t)(n - rd));
 	_nd_room_stats(_nd_stats_in_use, node, (int64_t)n);
-	drop_note(n, false, node);
+	drop_note(_nd_tls, n, false, node);
 	if (n >= HUGE_PAGES && g.thp_runs)
 		huge_run(a, i, n, true);
 	return page_addr(a, i);
@@ -389,12 +414,16 @@ static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big)
 		_nd_buddy_packed(&a->bd, (uint32_t)i, 0);
 	_nd_buddy_give(&a->bd, i, n, !big, true);
 	_nd_room_give(a, n); /* first: the dirty limit follows the pages in use */
+	_nd_thread_t *t = _nd_tls;
+	bool noted = !_nd_thread_none(t);
+	drop_note(t, n, true, a->node); /* first too: the limit keeps the burst with this run */
 	_nd_purge_after_free(a, n);
 	if (big) /* small ranges go back dirty: only a purge (trim) makes them clean */
 		_nd_room_shrink(a);
 	_nd_unlock(&a->lock);
 	_nd_room_stats(_nd_stats_in_use, a->node, -(int64_t)n);
-	drop_note(n, true, a->node);
+	if (!noted && n < g.purge_pages && (t = _nd_thread_make_free())) /* not under the slot lock (rank) */
+		drop_note(t, n, true, a->node);
 }
 
 int _nd_page_free(void *p)
@@ -842,6 +871,8 @@ int _nd_page_info(int node, _nd_page_info_t *out)
 	out->committed_pages = __atomic_load_n(&a->committed, __ATOMIC_RELAXED);
 	out->purge_pages = g.purge_pages;
 	out->purge_order = g.purge_order;
+	int64_t bl = __atomic_load_n(&a->burst_live, __ATOMIC_RELAXED);
+	out->burst_pages = bl > 0 ? (uint64_t)bl : 0;
 	out->base = a->base;
 	return 0;
 }

@@ -7,17 +7,18 @@
  * dirty free block carries its age (the buddy's push number: lists are
  * newest first, dtail[] the oldest). A slot's dirty free pages are purged
  *  - past its dirty limit (_nd_purge_after_free: what brings the pages in
- *    use back to their recent peak, within bounds that a thread's exit
- *    raises to the pages in use before it and the burst of small runs it
- *    freed): the oldest first,
+ *    use back to their recent peak, within bounds that the live threads'
+ *    bursts of small run frees raise, and a thread's exit to the pages in
+ *    use before it plus its burst): the oldest first,
  *    down to 3/4 of the limit (while the pages in use come back to the
  *    peak: past the limit by one purge block, down to the limit), not
  *    all of them;
  *  - all of them when the oldest have been free for
  *    NODALLOC_PURGE_DECAY_MS (the decay, like jemalloc's dirty_decay_ms):
  *    memory a program stopped using goes back even under the limit. The
- *    clock starts when a slot with no dirty free page gets some; it is
- *    checked on page-level calls (no thread);
+ *    clock starts when a slot with no dirty free page gets some, and again
+ *    when the period ends on dirty pages that turned over (decay_slot);
+ *    it is checked on page-level calls (no thread);
  *  - all of them when malloc_trim / nd_trim ask (_nd_page_trim);
  *  - those already free at the previous thread exit and not reused
  *    since, when a thread exit finds many (heap.c exit_trim).
@@ -184,7 +185,8 @@ uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp)
  * Dirty limit: the slot keeps the dirty pages that bring its pages in use
  * back to their recent peak (the high-water mark of `used` over this decay
  * period and the last), at most max(ND_KEEP_BLOCKS purge blocks, the
- * pages in use, the pages in use at a thread's exit, plus its burst, in
+ * pages in use plus the live threads' bursts, the pages in use at a
+ * thread's exit, plus its burst, in
  * this period or the last) of them, and at least max(g.dirty_limit (4 purge blocks), the
  * pages in use): a program that churns runs of many sizes at a steady
  * level of pages in use (the peak is near) frees dirty blocks that its
@@ -208,8 +210,12 @@ uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp)
  * threads faulted its 70 MiB in again each round); so do the runs a
  * thread frees just before its exit (its burst: page.c counts it), which
  * went through the cap in its own frees before the exit could say so:
- * the first burst goes, the next ones stay (bench wl_burst, 10 rounds of
- * 512 MiB: 1.33M -> 0.40M faults, tcmalloc 0.14M). Pages given back at
+ * the first burst went, the next ones stayed (bench wl_burst, 10 rounds of
+ * 512 MiB: 1.33M -> 0.40M faults, tcmalloc 0.14M). So the cap is at
+ * least the pages in use plus the bursts of the live threads (burst_live,
+ * page.c), until their exits hand them on (the exit floor); the main
+ * thread's are not among them: no thread exit follows its frees, and
+ * bench footprint's end RSS is its frees at the cap. Pages given back at
  * an exit that stay free go at the next exits (heap.c's exit_trim) or
  * with the decay. The peaks and exit floors are written under the slot
  * lock and read without it by _nd_purge_over (relaxed: a hint).
@@ -232,7 +238,9 @@ static uint64_t dirty_keep(const _nd_arena_t *a, uint64_t used, uint64_t peak, b
 	uint64_t keep = peak > used ? peak - used : 0, cap = g.dirty_limit / 4 * ND_KEEP_BLOCKS;
 	uint64_t ec = __atomic_load_n(&a->exit_cur, __ATOMIC_RELAXED);
 	uint64_t ep = __atomic_load_n(&a->exit_prev, __ATOMIC_RELAXED);
-	cap = cap > used ? cap : used;
+	int64_t bl = __atomic_load_n(&a->burst_live, __ATOMIC_RELAXED);
+	uint64_t lb = used + (bl > 0 ? (uint64_t)bl : 0); /* the live threads' bursts, until their exits */
+	cap = cap > lb ? cap : lb;
 	cap = cap > ec ? cap : ec;
 	cap = cap > ep ? cap : ep;
 	*back = keep <= cap;
@@ -266,6 +274,7 @@ void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed)
 	if (df > keep + (back ? g.dirty_limit / 4 : 0)) { /* the slack: a pass every so many pages */
 		purge_oldest(a, back ? keep : keep - keep / 4, UINT64_MAX);
 	} else if (df && g.decay_ns && !__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED)) {
+		a->dirty_taken = 0;
 		__atomic_store_n(&a->dirty_since, _nd_os_now_ns() | 1, __ATOMIC_RELAXED);
 	}
 }
@@ -285,11 +294,25 @@ void _nd_purge_exit(int node)
 	_nd_unlock(&a->lock);
 }
 
-/* The decay of one slot (lock held): every dirty block goes, and the
- * period of the peak and the exit floor ends. */
-static void decay_slot(_nd_arena_t *a)
+/*
+ * The decay of one slot (lock held), its clock a period old: every dirty
+ * block goes, unless runs took at least as many dirty pages since the
+ * clock started as the slot holds now: its dirty pages turn over, in use
+ * again within the period, and the clock starts again now (pages freed
+ * just after it started wait up to two periods; the dirty limit, whose
+ * peaks end with the period, still bounds them). Rounds of threads that
+ * free and take again their runs (bench wl_burst) were purged once a
+ * period, and the next round faulted them all in. The period of the peak
+ * and the exit floor ends either way.
+ */
+static void decay_slot(_nd_arena_t *a, uint64_t now)
 {
-	_nd_purge_slot(a);
+	if (a->dirty_taken && a->dirty_taken >= a->bd.dirty_free) {
+		a->dirty_taken = 0;
+		__atomic_store_n(&a->dirty_since, now | 1, __ATOMIC_RELAXED);
+	} else {
+		_nd_purge_slot(a);
+	}
 	__atomic_store_n(&a->peak_prev, a->peak_cur, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->peak_cur, __atomic_load_n(&a->used, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 	__atomic_store_n(&a->exit_prev, a->exit_cur, __ATOMIC_RELAXED);
@@ -311,7 +334,7 @@ void _nd_purge_decay(void)
 		if (now - since < g.decay_ns || !_nd_trylock(&a->lock))
 			continue; /* busy: the next call sees it */
 		if (__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED) == since)
-			decay_slot(a);
+			decay_slot(a, now);
 		_nd_unlock(&a->lock);
 	}
 }

@@ -20,6 +20,7 @@
 #include "internal.h"
 
 static const uint64_t zero64;
+_nd_thread_t *_nd_thread_main;
 
 /* The record's xrow for lg 5..ND_XLG_ROW: xrows[lg - 5][s] is the class
  * of s rounded up to 2^lg (s 0: 2^lg), sizes up to ND_SLAB_DIRECT
@@ -130,6 +131,8 @@ static _nd_thread_t *attach(_nd_thread_t *t)
 {
 	if (!t)
 		return NULL;
+	if (_nd_os_gettid() == _nd_os_getpid()) /* two calls a record: not on a fast path */
+		__atomic_store_n(&_nd_thread_main, t, __ATOMIC_RELAXED);
 	_nd_tls = t;
 	if (have_key)
 		pthread_setspecific(key, t);

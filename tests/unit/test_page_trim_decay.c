@@ -5,7 +5,8 @@
  * returns 1, then 0 when nothing is left), and the decay
  * (NODALLOC_PURGE_DECAY_MS) purges dirty free pages once they have been
  * free that long: not at the next page-level call right after the free,
- * but at the first one after the delay. Small runs on a CPU-less emulated
+ * but at the first one after the delay; pages taken again within it
+ * restart the clock instead. Small runs on a CPU-less emulated
  * node (TN) that malloc never touches, below the dirty limit (which would
  * purge at once). No timing is asserted: the "not before" check is made
  * only when the free was less than the delay ago.
@@ -96,6 +97,28 @@ int main(void)
 	CHECK_EQ(b.dirty_pages, 0);
 	CHECK(a.committed_pages - b.committed_pages >= RUNS * 4, "committed %llu -> %llu",
 	      (unsigned long long)a.committed_pages, (unsigned long long)b.committed_pages);
+	CHECK(_nd_page_check(TN, err, sizeof err) == 0, "%s", err);
+
+	/* reused pages restart the clock: freed, all taken and freed again
+	 * within the period, they are kept at the first call after it (the
+	 * clock starts again then), and go at the first call a period later,
+	 * not taken since. Before, they went at the first call after the
+	 * period whether taken again or not (a burst of rounds of threads,
+	 * bench wl_burst, faulted them all in again once a period). */
+	t0 = now_ms();
+	make_dirty();
+	make_dirty(); /* takes the dirty pages of the first (packed runs: all of them) */
+	bool quick = now_ms() - t0 < DECAY_MS; /* else a call of the second may have seen the period end */
+	usleep((DECAY_MS + 100) * 1000);
+	x = _nd_page_alloc_exact(0, 1, 1);
+	CHECK(x && _nd_page_free(x) == 0);
+	if (quick)
+		CHECK(info().dirty_pages >= RUNS * 4, "pages taken again within the period purged at its end: dirty %llu",
+		      (unsigned long long)info().dirty_pages);
+	usleep((DECAY_MS + 100) * 1000);
+	x = _nd_page_alloc_exact(0, 1, 1);
+	CHECK(x && _nd_page_free(x) == 0);
+	CHECK_EQ(info().dirty_pages, 0);
 	CHECK(_nd_page_check(TN, err, sizeof err) == 0, "%s", err);
 	return CHECK_DONE();
 }
