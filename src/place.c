@@ -713,7 +713,7 @@ static __attribute__((noinline)) void *interleaved_miss(size_t size, const nd_no
  * only (heap.c's pc_cacheable), where bits[0] is the whole set; as for a
  * plain object, bits above them are not read on a hit (EINVAL at a
  * miss). 0 and 4K are both one page but not the same word: a thread that
- * alternates them misses every other call. */
+ * alternates them misses at each change (the miss rewrites il_gran). */
 void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t granularity)
 {
 	_nd_thread_t *t = _nd_tls;
