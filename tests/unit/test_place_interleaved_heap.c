@@ -7,7 +7,8 @@
  * emulated two nodes:
  *  - before any call the record's ilheap is the noheap, whose words
  *    (granularity 1, bits 0) match a call with granularity 1 and an
- *    empty set: EINVAL all the same, in a thread without a record too;
+ *    empty set: EINVAL all the same (64 B and 3000 B), in a thread
+ *    without a record too;
  *  - a change of granularity is seen at the next call: 0, 64K, 4K, 0
  *    over {0,1}, each right after the other, leave the heap of their own
  *    policy (0 and 4K: the same one-page heap) with the call's words;
@@ -65,6 +66,9 @@ static void *noheap_words(void *arg)
 	/* no record yet: boot's ilheap */
 	CHECK(_nd_tls->ilheap == &_nd_thread_noheap, "a thread without a record: noheap");
 	bad(&none, 1, "no record: the noheap's words (granularity 1, empty set)");
+	errno = 0;
+	void *b = nd_malloc_interleaved(3000, &none, 1); /* a class above 256 B of the noheap */
+	CHECK(b == NULL && errno == EINVAL, "no record: the noheap's words, 3000 B: %p, errno %d", b, errno);
 	bad(&both, 1, "no record: granularity 1");
 	void *p = malloc(16); /* a record of its own */
 	CHECK(_nd_tls->ilheap == &_nd_thread_noheap, "a fresh record: noheap");
@@ -91,6 +95,13 @@ static void *changes(void *arg)
 	bad(&both, (size_t)1 << 40, "2^40 right after @0");
 	bad(&none, 0, "empty set right after @0");
 	bad(NULL, 0, "NULL set right after @0");
+	for (int i = 0; i < 2; i++) { /* a miss, then a hit of a class above 256 B */
+		char *m = nd_malloc_interleaved(3000, &both, 0);
+		CHECK(m && ilheap() == h0 && nd_usable_size(m) >= 3000, "3000 B on {0,1} @0 (%d)", i);
+		if (m)
+			memset(m, 1, 3000);
+		nd_free(m);
+	}
 	const _nd_heap_t *h1 = call(&one, 0, 0, "{1} @0 right after {0,1}");
 	CHECK(h1 != h0, "{1} has a heap of its own");
 	void *p = nd_malloc_interleaved(SZ, &one, 0);
