@@ -729,6 +729,8 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 				t->pc[i].fix = ND_PC_NOUSER;
 				__atomic_store_n(&t->pc[i].key, ND_KEY_NONE, __ATOMIC_RELAXED);
 			}
+		if (t->ilheap == (_nd_heap_hot_t *)(void *)old)
+			t->ilheap = &_nd_thread_noheap; /* nd_malloc_interleaved pops owned heaps only */
 		for (int i = v; i + 1 < t->nph; i++)
 			t->ph[i] = t->ph[i + 1];
 		t->nph--;
@@ -783,6 +785,7 @@ static void thread_exit_hook(_nd_thread_t *t)
 	_nd_slab_thread_done(t); /* before the heaps park: trimming then sees the frees home */
 	t->heap = NULL;
 	t->lheap = NULL;
+	t->ilheap = &_nd_thread_noheap;
 	uint64_t nodes[ND_MAX_NODES / 64] = { 0 }; /* to trim, each once: an exit stamps a node once */
 	for (int i = 0; i < t->nheaps; i++)
 		if (t->heaps[i] != &heap_none)

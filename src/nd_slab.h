@@ -78,11 +78,8 @@ int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
  * while the slab lives, tp changes only when the heap is parked or
  * adopted). */
 
-/* A heap starts with its current slab per class (_nd_heap_t below). */
-typedef struct _nd_heap_hot {
-	_nd_slab_hot_t *cur[ND_SLAB_CLASSES]; /* owner only; an empty slab if none */
-} _nd_heap_hot_t;
-
+/* A heap starts with _nd_heap_hot_t's fields (nd_thread.h): place.c's
+ * interleaved call's two words, then its current slab per class. */
 /* Size -> class: _nd_slab_cls_tab[(size + 15) >> 4] for size <= ND_SLAB_MAX. */
 extern uint8_t _nd_slab_cls_tab[ND_SLAB_MAX / 16 + 1] __attribute__((visibility("hidden")));
 
@@ -632,6 +629,7 @@ _Static_assert(offsetof(_nd_slab_t, start) == offsetof(_nd_slab_hot_t, start) &&
  * a pool). owner, notify: atomic (remote frees read and set them). node,
  * pol: fixed. pool_next: its pool's lock. */
 typedef struct nd_heap {
+	uint64_t il_gran, il_bits;          /* _nd_heap_hot_t's (place.c, nd_malloc_interleaved) */
 	_nd_slab_t *cur[ND_SLAB_CLASSES];   /* partial list heads; &_nd_slab_empty if none (_nd_heap_hot_t) */
 	_nd_slab_t *fullh[ND_SLAB_CLASSES]; /* full list heads (NULL-terminated) */
 	_nd_thread_t *owner;            /* atomic: the owner's record; NULL while parked */
@@ -650,7 +648,10 @@ typedef struct nd_heap {
 	uint64_t spbusy;                /* slab.c, slab_purge.c (owner): classes spans took slots
 					 * of since the heap's last pass */
 } _nd_heap_t;
-_Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur), "_nd_heap_t starts with cur[]");
+_Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur) &&
+		       offsetof(_nd_heap_t, il_gran) == offsetof(_nd_heap_hot_t, il_gran) &&
+		       offsetof(_nd_heap_t, il_bits) == offsetof(_nd_heap_hot_t, il_bits),
+	       "_nd_heap_t starts with _nd_heap_hot_t's fields");
 
 /* ---- src/meta.c: the slab layer's metadata: per-node bump allocator,
  * slab header pool, the slab map (16 KiB unit -> header) ---- */

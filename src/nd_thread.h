@@ -79,6 +79,19 @@ typedef struct _nd_slab_hot {
 			  * (a slab's: relaxed stores, statistics read it; nd_slab.h) */
 } _nd_slab_hot_t;
 
+/* heap.c's heap, the part place.c's fast paths read: _nd_heap_t (nd_slab.h)
+ * starts with these fields. Here, not in nd_slab.h, for thread.c's empty
+ * heap (_nd_thread_noheap). il_gran and il_bits: nd_malloc_interleaved's
+ * arguments (the granularity as given, 0 or 4K for one page, and the
+ * set's first 64 nodes) that the heap's policy was made from, written by
+ * place.c when the heap becomes its owner's ilheap (the record's, below),
+ * meaningful only while it is; owner only. */
+typedef struct _nd_heap_hot {
+	uint64_t il_gran;
+	uint64_t il_bits;
+	_nd_slab_hot_t *cur[ND_SLAB_CLASSES]; /* owner only; an empty slab if none */
+} _nd_heap_hot_t;
+
 /* slab.c's remote-free buffer, one entry per size class: objects freed by
  * this thread into one slab it does not own, chained through word 0 (each
  * already marked free), sent home as one splice onto the slab's tfree when
@@ -132,15 +145,25 @@ typedef struct _nd_thread {
 	struct nd_heap *lheap;  /* the CPU's memory node's heap */
 	struct nd_heap **heaps; /* [nheaps]: node heaps by wanted node (nheap up to ND_NHEAP_IN nodes) */
 	int nheaps;
+	int nbig;               /* nheaps, 0 in check mode: their bound of heaps[] past nheap */
 	int64_t nfast;          /* nheaps up to ND_NHEAP_IN, 0 in check mode: the node calls' bound of nheap
 				 * (64 bits: place.c compares an argument's whole register, ARGREG_ALIAS) */
-	int nbig;               /* nheaps, 0 in check mode: their bound of heaps[] past nheap */
 	/* heaps[0 .. ND_NHEAP_IN): the array itself while nheaps is at most
 	 * ND_NHEAP_IN, else a copy heap.c writes with heaps[]; the node calls
 	 * index it from the record they hold (one load less than heaps[]) */
 	struct nd_heap *nheap[ND_NHEAP_IN];
 	_Alignas(8) int32_t cpu_pair[2]; /* emulated CPU, or the CPU without rseq */
 	const nd_policy_t *hpol;/* policy heap's refills use (interned) */
+	/* nd_malloc_interleaved's heap (place.c): one of this thread's policy
+	 * heaps, of interleave over its il_bits at its il_gran, flags 0 (set
+	 * by the call's miss from entry 0 of pc[] below, which then holds
+	 * those contents as a user entry: never in check mode, never on more
+	 * than 64 nodes); &_nd_thread_noheap, whose pops find nothing, while
+	 * none. A hit compares the call's granularity and bits[0] with the
+	 * heap's il_gran and il_bits: no test of the granularity, of the
+	 * mode, of a NULL heap. heap.c resets it where the thread gives a
+	 * policy heap up (pheap_get's eviction, the thread's exit). */
+	_nd_heap_hot_t *ilheap;
 	struct _nd_pcache {     /* nd_malloc_policy: a policy object -> heap (heap.c, place.c) */
 		/* place.c compares 32 bytes at once: the caller's first 16
 		 * (mode, flags, granularity and the padding after it) with
@@ -322,6 +345,10 @@ static inline bool _nd_thread_none(const _nd_thread_t *t)
 {
 	return t == &_nd_thread_boot || t == &_nd_thread_gone.t;
 }
+/* The record's ilheap while nd_malloc_interleaved has no heap: every
+ * cur[] an empty slab (constant, though not const: its pointers would
+ * be relocations in .data.rel.ro, a page more there in every process). */
+extern _nd_heap_hot_t _nd_thread_noheap __attribute__((visibility("hidden")));
 /* The user of a cache entry that matches no caller's object (a fresh
  * record's entries, an uncached topology, a heap parked): never NULL, so
  * the fast path, which reads the object once user == p, never reads a

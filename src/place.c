@@ -588,16 +588,6 @@ static inline __attribute__((always_inline)) bool policy_refill(const nd_policy_
 	return true;
 }
 
-/* A pop from entry 0's heap, else that heap's refill under the entry's
- * policy (the entry serves the call: tested by the caller). */
-static inline __attribute__((always_inline)) void *entry_alloc(const struct _nd_pcache *e, unsigned c)
-{
-	void *o = heap_pop(e->heap, c);
-	if (nd_likely(o != NULL))
-		return o;
-	return _nd_heap_refill_of(e->heap, c, e->pol, -1);
-}
-
 static __attribute__((noinline)) void *policy_miss(size_t size, const nd_policy_t *p)
 {
 	void *o;
@@ -625,11 +615,64 @@ void *_nd_place_policy_avx2(size_t size, const nd_policy_t *p)
 	return policy_miss(size, p);
 }
 
-/* nd_malloc_interleaved's miss: the policy written out, checked, then
+/* The class of an interleaved call's size (a spreading policy's heap
+ * serves up to a page, pc_fill's max); false above. */
+static inline __attribute__((always_inline)) bool il_cls(const _nd_thread_t *t, size_t size, unsigned *c)
+{
+	if (nd_likely(size <= ND_SLAB_DIRECT)) {
+		*c = t->scls[size];
+		return true;
+	}
+	if (size <= ND_PAGE_SIZE) {
+		*c = _nd_slab_cls_tab[(size + 15) >> 4];
+		return true;
+	}
+	return false;
+}
+
+/* The record's ilheap serves (nodes, granularity): its two words, set
+ * from a call that passed every check (interleaved_keep), still equal
+ * the call's. On the noheap too (its pops find nothing). */
+static inline __attribute__((always_inline)) bool il_hit(const _nd_heap_hot_t *h, const nd_nodemask_t *nodes,
+							  size_t granularity)
+{
+	return nd_likely(nodes != NULL) && nd_likely(granularity == h->il_gran) && nd_likely(nodes->bits[0] == h->il_bits);
+}
+
+/* After a miss served (nodes, granularity) through nd_malloc_policy's
+ * miss: entry 0 holds the contents of that interleave policy as a user
+ * entry (its heap the same on every CPU, never in check mode, at most 64
+ * nodes: heap.c), so its heap becomes the record's ilheap, with the call's
+ * words. The test is what the fast path compared before ilheap (mode and
+ * flags, granularity, padding, bits[0], weights 0): no other entry's heap
+ * gets there. */
+static void interleaved_keep(const nd_nodemask_t *nodes, size_t granularity, unsigned shift)
+{
+	_nd_thread_t *t = _nd_tls;
+	const struct _nd_pcache *e = &t->pc[0];
+	if (e->user == ND_PC_NOUSER || e->mode_flags != ND_POLICY_INTERLEAVE || e->gran_pad != shift ||
+	    e->bits0 != nodes->bits[0] || __atomic_load_n(&e->key, __ATOMIC_RELAXED) != 0)
+		return;
+	_nd_heap_hot_t *h = (_nd_heap_hot_t *)(void *)e->heap;
+	h->il_gran = granularity;
+	h->il_bits = nodes->bits[0];
+	t->ilheap = h;
+}
+
+/* nd_malloc_interleaved's miss: the ilheap's dry class goes to its refill;
+ * anything else gets the policy written out and checked, then
  * nd_malloc_policy's miss, which caches its contents in entry 0 (a user
- * entry: an interleave's heap is the same on every CPU). */
+ * entry: an interleave's heap is the same on every CPU), and its heap
+ * becomes ilheap. */
 static __attribute__((noinline)) void *interleaved_miss(size_t size, const nd_nodemask_t *nodes, size_t granularity)
 {
+	_nd_thread_t *t = _nd_tls;
+	_nd_heap_hot_t *h = t->ilheap;
+	unsigned c;
+	ND_ASSERT(h == &_nd_thread_noheap || ((_nd_heap_t *)(void *)h)->owner == t,
+		  "nd_malloc_interleaved's heap is one of its thread's own");
+	if (h != &_nd_thread_noheap && il_hit(h, nodes, granularity) && il_cls(t, size, &c))
+		return _nd_heap_refill_of((struct nd_heap *)(void *)h, c, ((_nd_heap_t *)(void *)h)->pol, -1);
 	if (!_nd_init_or_boot())
 		return _nd_boot_alloc(size, 16);
 	if (!nodes || nd_nodemask_count(nodes) == 0) {
@@ -656,31 +699,32 @@ static __attribute__((noinline)) void *interleaved_miss(size_t size, const nd_no
 		errno = EINVAL;
 		return NULL;
 	}
-	return policy_miss(size, &pol);
+	void *o = policy_miss(size, &pol);
+	if (o)
+		interleaved_keep(nodes, granularity, (unsigned)shift);
+	return o;
 }
 
-/* The fast path of nd_malloc_policy's plain objects (policy_pop) on the
- * words such an object would hold, in registers: entry 0 serves if it is
- * a user entry whose contents are interleave, no flags, this granularity
- * (padding 0), nodes.bits[0] and weights[0..7] 0 (its key): a user entry
- * maps contents to a heap, whatever object they were read from (its heap
- * is the same on every CPU). The cache holds topologies of at most 64
- * nodes only (heap.c's pc_cacheable), where bits[0] is the whole set; as
- * for a plain object, bits above them are not checked on a hit (EINVAL
- * at a miss). A dry class goes to the heap's refill (policy_refill). */
+/* The fast path: a pop from the record's ilheap when its words are the
+ * call's granularity (as given) and nodes->bits[0]: 22 instructions, the
+ * plain object's 23 without its compare's vector, and no test of the
+ * granularity's value (a hit proves a call with those words passed every
+ * check) or of the mode. The cache holds topologies of at most 64 nodes
+ * only (heap.c's pc_cacheable), where bits[0] is the whole set; as for a
+ * plain object, bits above them are not read on a hit (EINVAL at a
+ * miss). 0 and 4K are both one page but not the same word: a thread that
+ * alternates them misses at each change (the miss rewrites il_gran). */
 void *nd_malloc_interleaved(size_t size, const nd_nodemask_t *nodes, size_t granularity)
 {
-	if (nd_likely(nodes != NULL) &&
-	    nd_likely(!granularity || ((granularity & (granularity - 1)) == 0 && granularity >= ND_PAGE_SIZE &&
-					granularity <= (size_t)ND_PAGE_SIZE << 18))) {
-		uint64_t gran_pad = granularity ? (uint64_t)__builtin_ctzl(granularity) - ND_PAGE_SHIFT : 0;
-		_nd_thread_t *t = _nd_tls;
-		const struct _nd_pcache *e = &t->pc[0];
-		unsigned c;
-		if (e->user != ND_PC_NOUSER && e->mode_flags == ND_POLICY_INTERLEAVE && e->gran_pad == gran_pad &&
-		    e->bits0 == nodes->bits[0] && __atomic_load_n(&e->key, __ATOMIC_RELAXED) == 0 &&
-		    nd_likely(fast_cls(t, size, &e->max, &c)))
-			return entry_alloc(e, c);
+	_nd_thread_t *t = _nd_tls;
+	const _nd_heap_hot_t *h = t->ilheap;
+	unsigned c;
+	if (il_hit(h, nodes, granularity) && nd_likely(il_cls(t, size, &c))) {
+		void *o = _nd_slab_pop(h->cur[c]);
+		if (nd_likely(o != NULL)) {
+			__asm__("" : "+a"(o)); /* as malloc_body: no mov to rax */
+			return o;
+		}
 	}
 	return interleaved_miss(size, nodes, granularity);
 }
@@ -881,7 +925,8 @@ static inline int lg_of(size_t align)
  * rounded to it, minus 1, is below ND_SLAB_DIRECT: that bounds align - 1
  * too (at most a page: aligned_size's rule), and size 0 and align 0 wrap
  * to huge values. align - 1 is the rounding mask itself: no lg, no flags. */
-static inline __attribute__((always_inline)) bool aligned_direct(size_t align, size_t size, size_t *a)
+static inline __attribute__((always_inline)) bool aligned_direct_at(size_t align, size_t size, size_t *a,
+								      bool bound_first)
 {
 	size_t m, r;
 	/* the rounded size - 1 (aligned_size), in registers of their own: gcc
@@ -894,7 +939,13 @@ static inline __attribute__((always_inline)) bool aligned_direct(size_t align, s
 		: [al] "r"(align), [sz] "r"(size)
 		: "cc");
 	*a = r;
-	return !(align & m) && r < ND_SLAB_DIRECT;
+	if (bound_first) /* nd_aligned_alloc_policy: gcc then lays its hit out with no branch taken */
+		return r < ND_SLAB_DIRECT && !(align & m);
+	return !(align & m) && r < ND_SLAB_DIRECT; /* the other order cost the node call 2 moves */
+}
+static inline __attribute__((always_inline)) bool aligned_direct(size_t align, size_t size, size_t *a)
+{
+	return aligned_direct_at(align, size, a, false);
 }
 
 /* A miss of the fast path: a valid heap's empty list is refilled
@@ -1006,18 +1057,39 @@ void *nd_calloc_policy(size_t n, size_t size, const nd_policy_t *p)
 	return policyx(total, p, ND_MALLOCX_ZERO);
 }
 
+/* nd_aligned_alloc_policy's miss (a dry class, a bad alignment, another
+ * policy, a size above ND_SLAB_DIRECT): its arguments in the registers
+ * they came in, so that the fast path keeps size and p where they are
+ * (policyx inlined there made gcc copy both, and the class and the
+ * object, on every call: 26 instructions, 22 now). A dry class of entry
+ * 0's heap goes to that heap's refill (policy_refill), else the
+ * alignment as flags (65.2 instructions a pair before the fast path,
+ * 1.34x: lg_of, then x_pop's flag rows). */
+static __attribute__((noinline)) void *aligned_policy_slow(size_t align, size_t size, const nd_policy_t *p)
+{
+	_nd_thread_t *t = _nd_tls;
+	size_t a;
+	void *o;
+	if (aligned_direct(align, size, &a) && policy_refill(p, true, t->scls[a + 1], &o))
+		return o;
+	int lg = lg_of(align);
+	return lg < 0 ? NULL : policyx(size, p, ND_MALLOCX_LG_ALIGN(lg));
+}
+
 /* nd_aligned_alloc_onnode's fast path on entry 0's heap (policyx's
  * test): the class of the size rounded to align, whose objects are
- * aligned to it (aligned_direct); a dry class goes to the heap's refill
- * (policy_refill). Else the alignment as flags (65.2 instructions a pair
- * before, 1.34x: lg_of, then x_pop's flag rows). */
+ * aligned to it (aligned_direct). */
 void *nd_aligned_alloc_policy(size_t align, size_t size, const nd_policy_t *p)
 {
 	_nd_thread_t *t = _nd_tls;
 	const struct _nd_pcache *e = &t->pc[0];
 	size_t a;
-	if (nd_likely(aligned_direct(align, size, &a)) && nd_likely(pc_serves(t, e, p)))
-		return entry_alloc(e, t->scls[a + 1]);
-	int lg = lg_of(align);
-	return lg < 0 ? NULL : policyx(size, p, ND_MALLOCX_LG_ALIGN(lg));
+	if (nd_likely(aligned_direct_at(align, size, &a, true)) && nd_likely(pc_serves(t, e, p))) {
+		void *o = heap_pop(e->heap, t->scls[a + 1]);
+		if (nd_likely(o != NULL)) {
+			__asm__("" : "+a"(o)); /* as malloc_body: no mov to rax */
+			return o;
+		}
+	}
+	return aligned_policy_slow(align, size, p);
 }

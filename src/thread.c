@@ -36,8 +36,14 @@ static const uint8_t xrows[ND_XLG_ROW - 4][ND_SLAB_DIRECT + 1] = { XROW(5), XROW
 	{ _nd_thread_boot.scls, _nd_thread_boot.scls, _nd_thread_boot.scls, _nd_thread_boot.scls,               \
 	  _nd_thread_boot.scls, xrows[0], xrows[1], xrows[2], xrows[3] }
 
+/* _nd_thread_noheap's slab: free NULL, so a pop finds nothing and writes
+ * nothing (const: a write would fault). */
+static const _nd_slab_hot_t noslab;
+#define NOSLAB ((_nd_slab_hot_t *)(void *)&noslab)
+_nd_heap_hot_t _nd_thread_noheap = { .il_gran = 1, .cur = { [0 ... ND_SLAB_CLASSES - 1] = NOSLAB } };
+
 #define BOOT_INIT                                                              \
-	{ .cpu64 = &zero64, .key = ND_KEY_NONE, .lkey = ND_KEY_NONE, .il_node = -1, \
+	{ .cpu64 = &zero64, .ilheap = &_nd_thread_noheap, .key = ND_KEY_NONE, .lkey = ND_KEY_NONE, .il_node = -1, \
 	  .bw_key = ND_BW_KEY_NONE, \
 	  .cpu_override = -1, .pc = { [0 ... ND_PCACHE - 1] = { .key = ND_KEY_NONE, .user = ND_PC_NOUSER, .fix = ND_PC_NOUSER, .kuser = ND_PC_NOUSER } },     \
 	  .xmask = ND_XMASK_INIT, .xrow = XROW_INIT, .scls = ND_SCLS_INIT }

@@ -2,7 +2,8 @@
 /* nd_aligned_alloc_policy's fast path (audit14: the class of the size
  * rounded to the alignment, from the heap of the thread's entry 0, as
  * nd_aligned_alloc_onnode does; 65.2 -> 57.2 instructions a pair on
- * bench/policy.sh's row). What must hold whatever the entry holds, under
+ * bench/policy.sh's row, 53.2 since its miss is a function of its own:
+ * aligned_policy_slow, the dry class's refill). What must hold whatever the entry holds, under
  * two emulated nodes, for prepared and plain policy objects of bind:1,
  * preferred-many, interleave and weighted, alignments 16..4096 and sizes
  * 1..300 plus a few large ones: the block is aligned, holds the size, is

@@ -2,8 +2,9 @@
 /* nd_malloc_interleaved on the fast path (audit14: 2,031 instructions a
  * pair, 41.7x the local malloc pair, as it built, checked and looked up
  * its policy on every call; bench/policy.sh's rows). Its hit compares
- * the thread's cache entry 0 with the set, granularity and mode it was
- * given: what must hold whatever the entry holds. Emulated two nodes:
+ * the set and granularity it was given with the words of the record's
+ * ilheap (test_place_interleaved_heap), made from the thread's cache
+ * entry 0: what must hold whatever they hold. Emulated two nodes:
  *  - objects of {0,1} share the nodes within a slab or so, at 4K and 64K,
  *    with a slow path (the counter) per page carved and per slab at most;
  *  - right after a hit, another set ({1}, then {0}) is served from its
@@ -16,8 +17,8 @@
  *  - a block above a page is spread on its set; realloc keeps a small
  *    block's node;
  *  - the call leaves its set in the thread's entry 0, a user entry (the
- *    one its hits read; before, it never did: every call was the slow
- *    path). */
+ *    one its miss makes ilheap from; before audit14, it never did: every
+ *    call was the slow path). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
