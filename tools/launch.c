@@ -233,6 +233,7 @@ static int parse_list(const char *s, const uint8_t *exists, const uint8_t *unive
 		while (*p) {
 			const char *start = p;
 			char *end;
+			errno = 0;
 			long a = strtol(p, &end, 10), b;
 			if (end == p || *p == '-' || *p == '+') {
 				*err = xprintf("%s list: expected a number at '%s'", kind, start);
@@ -248,12 +249,21 @@ static int parse_list(const char *s, const uint8_t *exists, const uint8_t *unive
 				}
 				p = end;
 			}
+			/* strtol's clamped LONG_MAX is no id the user typed */
+			if (errno == ERANGE || a > INT_MAX || b > INT_MAX) {
+				*err = xprintf("%s list: '%.*s' is out of range (%ss %s)", kind, (int)(p - start), start,
+					       kind, have);
+				return -1;
+			}
 			if (*p && *p != ',') {
 				*err = xprintf("%s list: unexpected '%c' in '%s'", kind, *p, s);
 				return -1;
 			}
-			if (*p == ',')
-				p++;
+			/* numactl refuses "0," too: an empty entry */
+			if (*p == ',' && !*++p) {
+				*err = xprintf("%s list: '%s' ends with ','", kind, s);
+				return -1;
+			}
 			if (b < a) {
 				*err = xprintf("%s list: range %ld-%ld goes backwards", kind, a, b);
 				return -1;
