@@ -226,6 +226,7 @@ int nodactl_stat(int argc, char **argv)
 		return 1;
 	}
 	int rc = 0, last_owner = 0;
+	bool fresh = true; /* fd just opened: its writer may not have written the header yet */
 	for (long round = 0;; round++) {
 		int owner;
 		uint64_t peak = 0;
@@ -234,7 +235,7 @@ int nodactl_stat(int argc, char **argv)
 		/* A process just started: nodactl created the file, the program
 		 * has not written its header yet (the magic word, written last,
 		 * is still 0). Wait for it, up to 2 s, rather than refuse it. */
-		for (int w = 0; r == -1 && round == 0 && w < 40 && header_unwritten(fd); w++) {
+		for (int w = 0; r == -1 && fresh && w < 40 && header_unwritten(fd); w++) {
 			usleep(50000);
 			r = _nd_stats_read_export(fd, &snap, &owner, &peak, err, sizeof err);
 		}
@@ -271,6 +272,7 @@ int nodactl_stat(int argc, char **argv)
 			if (nfd >= 0) {
 				close(fd);
 				fd = nfd;
+				fresh = true;
 				round--; /* this round again, from the new file */
 				continue;
 			}
@@ -295,6 +297,7 @@ int nodactl_stat(int argc, char **argv)
 			}
 			break;
 		}
+		fresh = false;
 		last_owner = owner;
 		_nd_stats_label_t lb;
 		nodactl_label_of(owner, &lb);
