@@ -152,6 +152,9 @@ int _nd_os_proc_identity(int pid, uint64_t *start, unsigned *uid);
  * it as before; only if SIGTERM has its default action now (never takes
  * over a handler of the program). 0, or -EBUSY if the program has one. */
 int _nd_os_on_sigterm(void (*fn)(void));
+/* Gives SIGTERM back its default action if it is still ours (at the
+ * library's destructor: exit or dlclose). */
+void _nd_os_on_sigterm_off(void);
 /* Futex wait/wake on a 32-bit word (private). */
 int _nd_os_futex_wait(volatile uint32_t *addr, uint32_t val);
 int _nd_os_futex_wake(volatile uint32_t *addr, int n);

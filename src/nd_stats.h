@@ -69,8 +69,9 @@ void _nd_stats_print_snapshot(int fd, const _nd_stats_all_t *st, const _nd_stats
  * when the process has exited. For files anyone could have put at a path;
  * _nd_stats_from_export is for a mapping the caller made itself. */
 int _nd_stats_read_export(int fd, _nd_stats_all_t *out, int *pid, uint64_t *peak_in_use, char *err, size_t errlen);
-/* Print at exit if NODALLOC_STATS asks (1/yes/text: the table, json:
- * JSON; to the message descriptor). */
+/* The library's destructor (exit or dlclose): removes the export file,
+ * gives SIGTERM back, prints if NODALLOC_STATS asks (1/yes/text: the
+ * table, json: JSON; to the message descriptor). */
 void _nd_stats_at_exit(void);
 /* The live printers append the size classes from fn (the top layer
  * registers nd_stats_classes at init: the slab layer is above this one). */

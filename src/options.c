@@ -175,7 +175,8 @@ static int parse_int(const char *s, int64_t *out)
 		return -1;
 	int64_t v = 0;
 	for (; *p; p++) {
-		if (*p < '0' || *p > '9' || v > (INT64_MAX - 9) / 10)
+		/* exact: INT64_MAX itself is a number (a "never" decay) */
+		if (*p < '0' || *p > '9' || v > (INT64_MAX - (*p - '0')) / 10)
 			return -1;
 		v = v * 10 + (*p - '0');
 	}

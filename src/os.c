@@ -727,3 +727,16 @@ int _nd_os_on_sigterm(void (*fn)(void))
 	sigemptyset(&sa.sa_mask);
 	return sigaction(SIGTERM, &sa, NULL) == 0 ? 0 : -EINVAL;
 }
+
+void _nd_os_on_sigterm_off(void)
+{
+	struct sigaction cur, dfl = { 0 };
+	/* Only our own disposition (a program's later handler stays): after
+	 * dlclose on_term is unmapped, and SIGTERM would crash the process
+	 * (SIGSEGV) instead of ending it. */
+	if (!term_fn || sigaction(SIGTERM, NULL, &cur) != 0 || cur.sa_handler != on_term)
+		return;
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(SIGTERM, &dfl, NULL);
+}

@@ -680,6 +680,7 @@ static void self_label(_nd_stats_label_t *lb)
 void _nd_stats_at_exit(void)
 {
 	export_remove(); /* a forked child has cleared the path: only the owner unlinks */
+	_nd_os_on_sigterm_off(); /* dlclose: no handler left in the unmapped library */
 	/* nodactl reads the launched program's figures from the export
 	 * itself, when and however it ends: it would print them twice. */
 	if (shared && root_pid == _nd_os_getpid())

@@ -98,8 +98,10 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 		fprintf(stderr, "nodactl: --stats: mapping the export: %s\n", strerror(errno));
 		return 1;
 	}
-	int go[2];
-	if (pipe2(go, O_CLOEXEC) != 0) {
+	/* go: the parent is ready; failed: the child's exec failed (its
+	 * errno; end of file: the program runs), both closed by the exec */
+	int go[2], failed[2];
+	if (pipe2(go, O_CLOEXEC) != 0 || pipe2(failed, O_CLOEXEC) != 0) {
 		fprintf(stderr, "nodactl: pipe: %s\n", strerror(errno));
 		return 1;
 	}
@@ -113,6 +115,7 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 	}
 	if (pid == 0) {
 		close(go[1]);
+		close(failed[0]);
 		char c;
 		if (read(go[0], &c, 1) != 1) /* the parent is ready (file renamed) */
 			_exit(126);
@@ -120,11 +123,16 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 		snprintf(v, sizeof v, "fd:%d:%d", efd, (int)getpid());
 		setenv("NODALLOC_STATS_EXPORT", v, 1);
 		execvp(argv[0], argv);
-		fprintf(stderr, "nodactl: execution of '%s': %s\n", argv[0], strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
+		int e = errno;
+		fprintf(stderr, "nodactl: execution of '%s': %s\n", argv[0], strerror(e));
+		if (write(failed[1], &e, sizeof e) != (ssize_t)sizeof e) {
+			/* the parent then reports the end as a program's */
+		}
+		_exit(e == ENOENT ? 127 : 126);
 	}
 	child = pid;
 	close(go[0]);
+	close(failed[1]);
 	close(efd);
 	if (named) {
 		snprintf(path, sizeof path, "/dev/shm/nodalloc-%d.stats", (int)pid);
@@ -151,6 +159,22 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 		/* the child is gone already: waited for below */
 	}
 	close(go[1]);
+	/* No program ran (not found, not executable): said by the child; no
+	 * statistics to report, which would name nodactl's child. */
+	int exec_errno = 0;
+	ssize_t got;
+	while ((got = read(failed[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
+		;
+	close(failed[0]);
+	if (got == (ssize_t)sizeof exec_errno) {
+		int status = 0;
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		munmap(map, size);
+		if (path[0])
+			unlink(path);
+		return exec_errno == ENOENT ? 127 : 126;
+	}
 
 	/* Ended: read its name while it is a zombie, then reap it. */
 	siginfo_t info;

@@ -233,6 +233,7 @@ static int parse_list(const char *s, const uint8_t *exists, const uint8_t *unive
 		while (*p) {
 			const char *start = p;
 			char *end;
+			errno = 0;
 			long a = strtol(p, &end, 10), b;
 			if (end == p || *p == '-' || *p == '+') {
 				*err = xprintf("%s list: expected a number at '%s'", kind, start);
@@ -248,12 +249,21 @@ static int parse_list(const char *s, const uint8_t *exists, const uint8_t *unive
 				}
 				p = end;
 			}
+			/* strtol's clamped LONG_MAX is no id the user typed */
+			if (errno == ERANGE || a > INT_MAX || b > INT_MAX) {
+				*err = xprintf("%s list: '%.*s' is out of range (%ss %s)", kind, (int)(p - start), start,
+					       kind, have);
+				return -1;
+			}
 			if (*p && *p != ',') {
 				*err = xprintf("%s list: unexpected '%c' in '%s'", kind, *p, s);
 				return -1;
 			}
-			if (*p == ',')
-				p++;
+			/* numactl refuses "0," too: an empty entry */
+			if (*p == ',' && !*++p) {
+				*err = xprintf("%s list: '%s' ends with ','", kind, s);
+				return -1;
+			}
 			if (b < a) {
 				*err = xprintf("%s list: range %ld-%ld goes backwards", kind, a, b);
 				return -1;
@@ -564,6 +574,22 @@ static int is_static_elf(const char *path)
 	}
 	close(fd);
 	return result;
+}
+
+/* "set-user-ID" or "set-group-ID" if exec would run path in secure
+ * mode (it changes our effective ids): the dynamic loader then ignores
+ * LD_PRELOAD (a path with a '/'), and the library the environment. NULL
+ * otherwise. File capabilities are not looked at. */
+static const char *secure_exec_of(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return NULL;
+	if ((st.st_mode & S_ISUID) && st.st_uid != geteuid())
+		return "set-user-ID";
+	if ((st.st_mode & S_ISGID) && (st.st_mode & S_IXGRP) && st.st_gid != getegid())
+		return "set-group-ID";
+	return NULL;
 }
 
 /* The environment the program gets, set or printed: at most one entry
@@ -912,10 +938,12 @@ int nodactl_launch(int argc, char **argv)
 	char *path = prog < argc ? find_program(argv[prog]) : NULL;
 	bool found = path != NULL;
 	bool is_static = found && is_static_elf(path);
+	const char *secure = found && !is_static ? secure_exec_of(path) : NULL;
 	if (l.dry_run) {
 		if (prog < argc)
-			printf("program: %s%s\n", found ? path : argv[prog],
-			       !found ? " (not found)" : is_static ? " (static: only the kernel policy and CPU binding apply)" : "");
+			printf("program: %s%s%s%s\n", found ? path : argv[prog],
+			       !found ? " (not found)" : is_static ? " (static: only the kernel policy and CPU binding apply)" : "",
+			       secure ? " (" : "", secure ? xprintf("%s: only the kernel policy and CPU binding apply)", secure) : "");
 		printf("kernel policy: %s\n", emulated ? "unchanged (emulated topology)"
 					   : k.mode < 0 ? "inherited (no policy option)" : k.what);
 		if (k.note[0])
@@ -944,6 +972,10 @@ int nodactl_launch(int argc, char **argv)
 		fprintf(stderr, "nodactl: note: %s is statically linked: it gets the kernel policy%s; nodalloc's "
 			"granularity, weights, tier order, statistics and checks do not apply\n",
 			path, l.bind_opt ? " and CPU binding" : "");
+	if (secure && (l.granularity || l.weights || l.tier || l.stats || l.check || l.export_stats))
+		fprintf(stderr, "nodactl: note: %s is %s: the dynamic loader ignores LD_PRELOAD in it (secure execution); "
+			"it gets the kernel policy%s; nodalloc's granularity, weights, tier order, statistics and checks "
+			"do not apply\n", path, secure, l.bind_opt ? " and CPU binding" : "");
 	for (int i = 0; i < env.n; i++)
 		setenv(env.e[i].name, env.e[i].value, 1);
 	if (l.stats)

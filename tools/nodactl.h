@@ -12,6 +12,11 @@ void nodactl_usage(FILE *f);               /* the help text (nodactl.c) */
 #include <stdbool.h>
 struct _nd_stats_label;
 bool nodactl_alive(int pid);
+/* stat.c: does pid map the file open at fd (in /proc/PID/maps)? 1 yes,
+ * 0 no (an export its process no longer counts into: it executed a
+ * program without nodalloc, or a newer image replaced the file), -1
+ * cannot tell. */
+int nodactl_maps_file(int pid, int fd);
 /* stat.c: --interval=S and --count=N of stat and top (1 and a message
  * naming cmd if bad), and the sleep between rounds. */
 int nodactl_interval(const char *cmd, const char *v, double *out);

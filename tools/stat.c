@@ -10,7 +10,9 @@
  * reader refuses a file whose process is gone, whose owner is not that
  * process's user, or whose contents are not a whole export. Each table
  * names its process; with --interval it stops, saying so, when the
- * process exits.
+ * process exits. After an exec (same pid) the export read by PID is the
+ * new image's (it replaces the file); one its process no longer maps (it
+ * executed a program without nodalloc) is refused, or ends the watch.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,6 +58,31 @@ bool nodactl_alive(int pid)
 	buf[n] = '\0';
 	const char *rp = strrchr(buf, ')');
 	return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
+}
+
+int nodactl_maps_file(int pid, int fd)
+{
+	struct stat st;
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/maps", pid);
+	FILE *f = fstat(fd, &st) == 0 ? fopen(path, "r") : NULL;
+	if (!f)
+		return -1;
+	char *line = NULL;
+	size_t cap = 0;
+	int found = 0, lines = 0;
+	while (!found && getline(&line, &cap, f) > 0) {
+		unsigned maj, min;
+		unsigned long long ino;
+		lines++;
+		/* "start-end perms offset major:minor inode path" */
+		if (sscanf(line, "%*x-%*x %*s %*x %x:%x %llu", &maj, &min, &ino) == 3 && ino == st.st_ino &&
+		    maj == major(st.st_dev) && min == minor(st.st_dev))
+			found = 1;
+	}
+	free(line);
+	fclose(f);
+	return found ? 1 : lines ? 0 : -1; /* no line: not readable (another user's) */
 }
 
 /* The label of a live process from /proc (pid, program, parent). */
@@ -197,6 +226,7 @@ int nodactl_stat(int argc, char **argv)
 		return 1;
 	}
 	int rc = 0, last_owner = 0;
+	bool fresh = true; /* fd just opened: its writer may not have written the header yet */
 	for (long round = 0;; round++) {
 		int owner;
 		uint64_t peak = 0;
@@ -205,7 +235,7 @@ int nodactl_stat(int argc, char **argv)
 		/* A process just started: nodactl created the file, the program
 		 * has not written its header yet (the magic word, written last,
 		 * is still 0). Wait for it, up to 2 s, rather than refuse it. */
-		for (int w = 0; r == -1 && round == 0 && w < 40 && header_unwritten(fd); w++) {
+		for (int w = 0; r == -1 && fresh && w < 40 && header_unwritten(fd); w++) {
 			usleep(50000);
 			r = _nd_stats_read_export(fd, &snap, &owner, &peak, err, sizeof err);
 		}
@@ -223,6 +253,51 @@ int nodactl_stat(int argc, char **argv)
 			rc = 1;
 			break;
 		}
+		/* The process's export, still counted into? After an exec the
+		 * file is the earlier program's (same pid and start time), and
+		 * /proc names the new one: those figures under that name would
+		 * describe another program. A new image with nodalloc replaces
+		 * the file (soon after its exec): read that one. (PID form only:
+		 * a file named by the user may be a copy.) */
+		if (want_pid && nodactl_maps_file(owner, fd) == 0) {
+			struct stat held, now;
+			bool replaced = false;
+			for (int w = 0; w < 10 && !replaced && nodactl_alive(owner); w++) {
+				replaced = fstat(fd, &held) == 0 && lstat(path, &now) == 0 &&
+					   (now.st_ino != held.st_ino || now.st_dev != held.st_dev);
+				if (!replaced)
+					usleep(50000);
+			}
+			int nfd = replaced ? open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY) : -1;
+			if (nfd >= 0) {
+				close(fd);
+				fd = nfd;
+				fresh = true;
+				round--; /* this round again, from the new file */
+				continue;
+			}
+			if (!nodactl_alive(owner)) {
+				if (round > 0)
+					printf("nodactl: stat: process %d has exited\n", owner);
+				else
+					fprintf(stderr, "nodactl: stat: %s: process %d has exited\n", path, owner);
+				rc = round > 0 ? 0 : 1;
+				break;
+			}
+			_nd_stats_label_t lb;
+			nodactl_label_of(owner, &lb);
+			if (round > 0) {
+				printf("nodactl: stat: process %d now runs %s, which does not publish statistics: they end here\n",
+				       owner, lb.program);
+			} else {
+				fprintf(stderr, "nodactl: stat: %s: process %d (now %s) no longer counts into it: it executed a "
+					"program that does not load nodalloc (the figures are an earlier program's; not shown)\n",
+					path, owner, lb.program);
+				rc = 1;
+			}
+			break;
+		}
+		fresh = false;
 		last_owner = owner;
 		_nd_stats_label_t lb;
 		nodactl_label_of(owner, &lb);

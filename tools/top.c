@@ -6,7 +6,8 @@
  *   /dev/shm/nodalloc-*.stats   --export, NODALLOC_STATS_EXPORT=1;
  *   a descriptor "memfd:nodalloc-stats" in /proc/PID/fd
  *                               programs run by `nodactl --stats`.
- * A file whose exporting process is gone (stale) is skipped; a descriptor
+ * A file whose exporting process is gone (stale), or no longer maps it
+ * (it executed a program without nodalloc), is skipped; a descriptor
  * counts only in the process the export names (descendants inherit it).
  */
 #define _GNU_SOURCE
@@ -66,7 +67,8 @@ static int show(const char *path, int holder, seen_t *seen)
 		if (fd < 0)
 			return 0;
 		char err[256];
-		ok = _nd_stats_read_export(fd, &snap, &owner, &peak, err, sizeof err) == 0;
+		ok = _nd_stats_read_export(fd, &snap, &owner, &peak, err, sizeof err) == 0 &&
+		     nodactl_maps_file(owner, fd) != 0; /* not an earlier image's (exec) */
 		close(fd);
 	} else {
 		/* the memfd nodactl --stats handed to its program holder */
@@ -76,10 +78,14 @@ static int show(const char *path, int holder, seen_t *seen)
 		struct stat st;
 		if (fstat(fd, &st) == 0 && (size_t)st.st_size >= size)
 			map = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+		/* held, and counted into (not after an exec of a program
+		 * without nodalloc) */
+		int counted = map == MAP_FAILED ? 0 : nodactl_maps_file(holder, fd);
 		close(fd);
 		if (map == MAP_FAILED)
 			return 0;
-		ok = _nd_stats_from_export(map, size, &snap, &owner, &peak) == 0 && holder == owner && nodactl_alive(owner);
+		ok = _nd_stats_from_export(map, size, &snap, &owner, &peak) == 0 && holder == owner && nodactl_alive(owner) &&
+		     counted != 0;
 	}
 	if (ok && !was_seen(seen, owner)) {
 		_nd_stats_label_t lb;

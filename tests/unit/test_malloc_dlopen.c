@@ -6,9 +6,13 @@
  * use nodalloc as its malloc (python3, glibc's malloc) loads it with
  * RTLD_LOCAL as a binding would, allocates on a node with
  * nd_malloc_onnode from two threads, one of which outlives dlclose, frees,
- * and unloads it. Also: the library's PT_TLS segment is at most 16 bytes. */
+ * and unloads it. Also: the library's PT_TLS segment is at most 16 bytes.
+ * And with a live export (NODALLOC_STATS_EXPORT=1, whose SIGTERM handler
+ * removes the file): after dlclose a SIGTERM ends the process as SIGTERM
+ * (the handler left in the unmapped library made it SIGSEGV, audit16). */
 #define _GNU_SOURCE
 #include <elf.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +51,23 @@ static const char *script =
 	"go.set(); t.join()\n"
 	"print('dlopen ok')\n";
 
+/* argv[1]: the library. Ends by SIGTERM, after "unloaded". */
+static const char *term_script =
+	"import ctypes, os, signal, sys, _ctypes\n"
+	"path = '/dev/shm/nodalloc-%d.stats' % os.getpid()\n"
+	"lib = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
+	"lib.nd_malloc_onnode.restype = ctypes.c_void_p\n"
+	"lib.nd_free.argtypes = [ctypes.c_void_p]\n"
+	"lib.nd_free(lib.nd_malloc_onnode(64, 0))\n"
+	"assert os.path.exists(path), 'no export'\n"
+	"h = lib._handle\n"
+	"del lib\n"
+	"_ctypes.dlclose(h)\n"
+	"assert not os.path.exists(path), 'export left'\n"
+	"print('unloaded', flush=True)\n"
+	"os.kill(os.getpid(), signal.SIGTERM)\n"
+	"print('survived SIGTERM', flush=True)\n";
+
 static long tls_size(const char *path)
 {
 	FILE *f = fopen(path, "rb");
@@ -84,5 +105,9 @@ int main(void)
 			   true, out, sizeof out);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strstr(out, "dlopen ok"), "python3 dlopen: status %d, output:\n%s",
 	      st, out);
+	st = run_child("/usr/bin/python3", (char *const[]){ "python3", "-c", (char *)term_script, lib, NULL },
+		       "NODALLOC_STATS_EXPORT", "1", true, out, sizeof out);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM && strstr(out, "unloaded"),
+	      "SIGTERM after dlclose: status 0x%x (signal %d), output:\n%s", st, WIFSIGNALED(st) ? WTERMSIG(st) : 0, out);
 	return CHECK_DONE();
 }

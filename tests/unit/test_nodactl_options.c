@@ -71,6 +71,17 @@ int main(void)
 	CHECK(has("--membind=same: no node list before it"), "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " -m 2 " SPEC " -- true"), 1);
 	CHECK(has("nodactl: --membind: node list: node 2 has no memory (nodes 0-1,3)"), "got: %s", run_out);
+	/* numactl's parser refuses an empty entry; a number past strtol's
+	 * range is named as typed (it was "node 9223372036854775807") */
+	CHECK_EQ(run(NODACTL " -m 0, " SPEC " -- true"), 1);
+	CHECK(has("nodactl: --membind: node list: '0,' ends with ','"), "got: %s", run_out);
+	CHECK_EQ(run(NODACTL " -C 0,1, " SPEC " -- true"), 1);
+	CHECK(has("nodactl: --physcpubind: cpu list: '0,1,' ends with ','"), "got: %s", run_out);
+	CHECK_EQ(run(NODACTL " -m 0,99999999999999999999 " SPEC " -- true"), 1);
+	CHECK(has("nodactl: --membind: node list: '99999999999999999999' is out of range (nodes 0-1,3)"), "got: %s",
+	      run_out);
+	CHECK_EQ(run(NODACTL " -i 1-4294967296 " SPEC " -- true"), 1);
+	CHECK(has("nodactl: --interleave: node list: '1-4294967296' is out of range"), "got: %s", run_out);
 	CHECK_EQ(run(NODACTL " -p 0,1 " SPEC " -- true"), 1);
 	CHECK(has("--preferred expects one node, got '0,1'"), "got: %s", run_out);
 	/* --cpunodebind of a memoryless node is a CPU binding: fine. A node

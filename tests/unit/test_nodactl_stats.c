@@ -8,7 +8,8 @@
  *   SIGKILL, or ending with _exit is still reported, by nodactl, from the
  *   mapping the program counted into; nodactl ends as the program did;
  *   peak bytes in use, peak RSS, fragmentation and the Total column;
- *   a static program: said plainly, no bogus table;
+ *   a static program: said plainly, no bogus table; a program that
+ *   cannot be executed: the exec's error and status only;
  *   `nodactl stat PID --interval` stops with a line when PID exits, and a
  *   stale export (its process gone) is refused.
  * Before this, `--stats` printed one unlabelled table per process that
@@ -160,6 +161,17 @@ int main(void)
 	CHECK_EQ(run(NODACTL " --stats -- " ND_BINARY_DIR "/vm-bin/probe_nodactl_static 1"), 0);
 	CHECK(strstr(run_out, "exited with status 0 without publishing statistics: it did not load nodalloc") != NULL &&
 	      strstr(run_out, "hit_runs") == NULL, "got: %s", run_out);
+
+	/* No program ran (not found, not executable): the exec's error and
+	 * a shell's status, no report (it named nodactl's child, "nodactl",
+	 * as a program that "did not load nodalloc"); with --export no file
+	 * is left. */
+	CHECK_EQ(run(NODACTL " --stats -- /nonexistent/program"), 127);
+	CHECK(strstr(run_out, "execution of '/nonexistent/program'") && !strstr(run_out, "publishing") &&
+	      !strstr(run_out, "nodalloc statistics"), "got: %s", run_out);
+	CHECK_EQ(run(NODACTL " --stats=json --export -- /etc/passwd"), 126);
+	CHECK(strstr(run_out, "Permission denied") && !strstr(run_out, "publishing") && !strstr(run_out, "\"pid\""),
+	      "got: %s", run_out);
 
 	/* stat --interval stops with a line when the process exits. */
 	n = start(file, (const char *const[]){ "nodactl", "--export", "--", PY, "-c",

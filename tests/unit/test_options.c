@@ -62,6 +62,22 @@ int main(void)
 	CHECK(strstr(msgs, "unknown option purge_treshold (ignored; did you mean NODALLOC_PURGE_THRESHOLD?)") != NULL,
 	      "got: %s", msgs);
 
+	/* Numbers to the edge of int64 (INT64_MAX was refused as a bad
+	 * number, audit16), one past it refused; the value is kept. */
+	CHECK(_nd_opt_set("large_decay_ms", "9223372036854775807") == 0);
+	CHECK_EQ(_nd_opt_int(ND_OPT_LARGE_DECAY_MS), INT64_MAX);
+	CHECK(_nd_opt_set("large_decay_ms", "-9223372036854775807") == 0);
+	CHECK_EQ(_nd_opt_int(ND_OPT_LARGE_DECAY_MS), -INT64_MAX);
+	CHECK(_nd_opt_set("large_decay_ms", "9223372036854775799") == 0);
+	CHECK_EQ(_nd_opt_int(ND_OPT_LARGE_DECAY_MS), 9223372036854775799);
+	CHECK(_nd_opt_set("large_decay_ms", "9223372036854775808") != 0);
+	CHECK(_nd_opt_set("large_decay_ms", "92233720368547758070") != 0);
+	drain();
+	CHECK(strstr(msgs, "NODALLOC_LARGE_DECAY_MS (set by the program): bad number '9223372036854775808'") != NULL,
+	      "got: %s", msgs);
+	CHECK_EQ(_nd_opt_int(ND_OPT_LARGE_DECAY_MS), 9223372036854775799);
+	CHECK(_nd_opt_set("large_decay_ms", "1000") == 0);
+
 	CHECK(_nd_opt_set("policy", "interleave:0-1@2M") == 0);
 	CHECK_STR(_nd_opt_str(ND_OPT_POLICY), "interleave:0-1@2M");
 	return CHECK_DONE();

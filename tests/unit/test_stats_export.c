@@ -27,8 +27,20 @@ static char self[4096];
 static char dir[256];
 static char errs[8192]; /* the last child's stderr */
 
+static int child_again(void);
+
+static const char *self_exe(void)
+{
+	static char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	return exe;
+}
+
 static int child(int argc, char **argv)
 {
+	if (strcmp(argv[2], "again") == 0)
+		return child_again();
 	for (int i = 0; i < 1000; i++)
 		if (!nd_malloc(64 << 10)) /* a page run each: numa_hit + 1 */
 			return 2;
@@ -39,7 +51,26 @@ static int child(int argc, char **argv)
 			pause();
 	if (strcmp(argv[2], "chdir") == 0 && chdir(argv[3]) != 0)
 		return 3;
+	if (strcmp(argv[2], "exec") == 0) {
+		/* the same pid, another program: one without nodalloc
+		 * (sleep), or this one again, counting 10 runs */
+		sleep(1);
+		if (strcmp(argv[3], "sleep") == 0)
+			execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		else
+			execl(self_exe(), "again", "child", "again", (char *)NULL);
+		return 4;
+	}
 	return 0;
+}
+
+static int child_again(void)
+{
+	for (int i = 0; i < 10; i++)
+		if (!nd_malloc(64 << 10))
+			return 2;
+	for (;;)
+		pause();
 }
 
 /* Starts a writer with NODALLOC_STATS_EXPORT=value in dir; waits for its
@@ -250,6 +281,40 @@ int main(int argc, char **argv)
 	CHECK_EQ(run(NODACTL " stat %d", (int)pid), 1); /* not in /dev/shm */
 	kill(pid, SIGTERM);
 	reap(pid);
+
+	/* An exec keeps the pid and the start time: the export read by PID
+	 * must be the program's that runs now. One that executes a program
+	 * without nodalloc leaves its file, which `stat PID` refused to
+	 * tell from a live one: sleep's name over the earlier program's
+	 * 1000 runs. Watching ends with a line (status 0), stat and top
+	 * refuse it then. */
+	pid = start("1", "exec", "sleep");
+	char shm[64];
+	snprintf(shm, sizeof shm, "/dev/shm/nodalloc-%d.stats", (int)pid);
+	CHECK(hits(shm, err, sizeof err) >= 1000, "%s", err);
+	CHECK_EQ(run("timeout 20 " NODACTL " stat %d --interval=0.2 --count=40", (int)pid), 0);
+	CHECK(strstr(run_out, "hit_runs") && strstr(run_out, "now runs sleep, which does not publish statistics"),
+	      "got: %s", run_out);
+	CHECK_EQ(run(NODACTL " stat %d", (int)pid), 1);
+	CHECK(strstr(run_out, "no longer counts into it") && !strstr(run_out, "hit_runs"), "got: %s", run_out);
+	CHECK_EQ(run(NODACTL " top --count=1 | grep -c ' %d '", (int)pid), 1); /* no line: grep fails */
+	kill(pid, SIGKILL);
+	reap(pid);
+	unlink(shm);
+	/* A program with nodalloc replaces the file: a watch goes on with
+	 * it (10 runs, not 1000). */
+	pid = start("1", "exec", "self");
+	snprintf(shm, sizeof shm, "/dev/shm/nodalloc-%d.stats", (int)pid);
+	CHECK_EQ(run("timeout 20 " NODACTL " stat %d --json --interval=0.2 --count=15", (int)pid), 0);
+	const char *first = strstr(run_out, "\"numa_hit\":"), *last = first;
+	for (const char *p = first; p; p = strstr(p + 1, "\"numa_hit\":"))
+		last = p;
+	CHECK(first && atol(first + 11) >= 1000 && atol(last + 11) >= 10 && atol(last + 11) < 1000, "got: %s", run_out);
+	CHECK_EQ(run(NODACTL " stat %d", (int)pid), 0);
+	CHECK(strstr(run_out, "(again)"), "got: %s", run_out);
+	kill(pid, SIGTERM);
+	reap(pid);
+	CHECK(!exists(shm), "left after SIGTERM");
 
 	/* --interval: a finite number of seconds > 0 */
 	const char *bad[] = { "inf", "nan", "-1", "0", "1e400", "", "2x", "1e9" };
