@@ -125,16 +125,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 1)
 		return child();
-	pid_t pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		dup2(null, 2); /* warnings of refused mappings */
-		setenv("NODALLOC_PURGE_DECAY_MS", "0", 1);
-		execl("/proc/self/exe", "test_page_aslimit_retry", "child", (char *)NULL);
-		_exit(252);
-	}
-	int st = 0;
-	waitpid(pid, &st, 0);
+	int st = as_limit_child("test_page_aslimit_retry", "NODALLOC_PURGE_DECAY_MS", "0");
 	CHECK(WIFEXITED(st), "the child was killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 	int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	CHECK(rc == 0, "child status %d (1: a live block lost its contents, 2: the retried run overlaps a live block, "
