@@ -243,10 +243,13 @@ retry:;
 	if (i == ND_BUDDY_NIL && packed && !g.lazy && a->bd.next_at <= a->mapped && a->bd.next_at + n > a->mapped &&
 	    _nd_room_grow_to(a, a->bd.next_at + n)) /* at the grown part's end: an eager hole costs nothing */
 		i = _nd_buddy_take_next(&a->bd, n, k, &d);
+	unsigned cut = k; /* the order of the block the run is cut from */
 	if (i == ND_BUDDY_NIL)
 		i = packed ? _nd_buddy_take_oldest(&a->bd, k, true, &d) : _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	else
-		k = 0; /* exact already: no tail */
+		cut = 0; /* exact already: no tail. Not k: a retry (below) takes
+			  * blocks of order k again (audit15: a run of n pages
+			  * cut from a block of one page) */
 	if (i == ND_BUDDY_NIL && !g.lazy && _nd_room_grow(a, k)) /* eager: the hole costs no purge, no call */
 		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL && a->bd.dirty_free && _nd_purge_slot(a)) /* dirty blocks kept buddies apart */
@@ -259,8 +262,8 @@ retry:;
 		return NULL;
 	}
 	uint64_t rd = d;
-	if (n < (1ull << k))
-		rd -= _nd_buddy_give_tail(&a->bd, i, k, d, n);
+	if (n < (1ull << cut))
+		rd -= _nd_buddy_give_tail(&a->bd, i, cut, d, n);
 	a->dirty_taken += rd; /* the decay: dirty pages in use again */
 	if (packed)
 		_nd_buddy_packed(&a->bd, i, n);

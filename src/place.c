@@ -100,12 +100,17 @@ _Static_assert((LG_MASK | ND_MALLOCX_ZERO) == 0x7f, "x_mask covers the flags of 
  * alignment above 64 of a coloured class (its slabs start 64-aligned:
  * _nd_slab_cls_al's class, the next power of two, not coloured: 4096 or
  * the twin of 8192 or 16384). x_fast(size, flags) holds (size >= 1: size
- * 0 takes the slow path; flags <= 0x7f). */
+ * 0 takes the slow path; flags <= 0x7f). 0 for a twin's class: no size
+ * maps to it (the caller takes the alignment's own path). */
 static inline size_t aligned_size(size_t size, unsigned flags)
 {
 	size_t a = ((size - 1) | x_mask[flags]) + 1;
-	if (x_mask[flags] >= 127 && a > ND_SLAB_DIRECT)
-		a = _nd_slab_class_size(_nd_slab_cls_al[_nd_slab_cls_tab[(a + 15) >> 4]]);
+	if (x_mask[flags] >= 127 && a > ND_SLAB_DIRECT) {
+		unsigned c = _nd_slab_cls_al[_nd_slab_cls_tab[(a + 15) >> 4]];
+		/* a twin: its size is the coloured class's, 64-aligned only
+		 * (audit15: the slow paths' first call of a thread got one) */
+		a = c < ND_SLAB_SIZED ? _nd_slab_class_size(c) : 0;
+	}
 	return a;
 }
 
@@ -818,11 +823,10 @@ static __attribute__((noinline)) void *onnodex_slow(size_t size, int node, unsig
 {
 	if (!x_flags_ok(flags))
 		return NULL;
-	size_t align = (size_t)1 << (flags & LG_MASK);
+	size_t align = (size_t)1 << (flags & LG_MASK), as = x_fast(size, flags) ? aligned_size(size, flags) : 0;
 	void *p;
-	if (x_fast(size, flags))
-		p = node == ND_NODE_LOCAL ? nd_malloc_local(aligned_size(size, flags))
-					  : onnode_slow(aligned_size(size, flags), node);
+	if (as)
+		p = node == ND_NODE_LOCAL ? nd_malloc_local(as) : onnode_slow(as, node);
 	else if (!_nd_init_or_boot())
 		p = _nd_boot_alloc(size, align);
 	else if (node != ND_NODE_LOCAL && !_nd_topo_valid_node(_nd_topo(), node))
@@ -979,14 +983,14 @@ static __attribute__((noinline)) void *policyx_slow(size_t size, const nd_policy
 {
 	if (!x_flags_ok(flags))
 		return NULL;
-	size_t align = (size_t)1 << (flags & LG_MASK);
+	size_t align = (size_t)1 << (flags & LG_MASK), as = x_fast(size, flags) ? aligned_size(size, flags) : 0;
 	bool dflt = !p || p->mode == ND_POLICY_DEFAULT;
 	_nd_thread_t *t = _nd_tls;
 	unsigned c;
 	void *q;
-	if (align <= 16 || (x_fast(size, flags) && !dflt)) {
-		q = policy_slow(x_fast(size, flags) ? aligned_size(size, flags) : size, p);
-	} else if (x_fast(size, flags) && _nd_slab_key_ok(t, &t->key) && x_cls(t, size, flags, NULL, &c)) {
+	if (align <= 16 || (as && !dflt)) { /* align <= 16: as is 0 only if too big */
+		q = policy_slow(as ? as : size, p);
+	} else if (dflt && x_fast(size, flags) && _nd_slab_key_ok(t, &t->key) && x_cls(t, size, flags, NULL, &c)) {
 		/* nd_malloc's heap, not its dir[]: that may be a borrowed list
 		 * of a bigger class, less aligned (heap.c, bw_lend) */
 		q = heap_pop(t->heap, c);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* Field i of /proc/self/statm (0: size, 1: resident), in pages. Resident
@@ -43,5 +44,25 @@ static int as_limit_room(unsigned long room)
 		return 255;
 	struct rlimit rl = { vm + room, vm + room };
 	return setrlimit(RLIMIT_AS, &rl) == 0 ? 0 : 254;
+}
+
+/* This binary re-executed as name with the argument "child" (env=value
+ * set first when env is not NULL; stderr to /dev/null: the warnings of
+ * refused mappings): its wait status. */
+static int as_limit_child(const char *name, const char *env, const char *value) __attribute__((unused));
+static int as_limit_child(const char *name, const char *env, const char *value)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 2);
+		if (env)
+			setenv(env, value, 1);
+		execl("/proc/self/exe", name, "child", (char *)NULL);
+		_exit(252);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return st;
 }
 #endif

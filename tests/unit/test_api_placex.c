@@ -198,6 +198,41 @@ int main(int argc, char **argv)
 	errno = 0;
 	CHECK(nd_calloc_onnode(SIZE_MAX / 2, 3, 0) == NULL && errno == ENOMEM, "calloc overflow: errno %d", errno);
 
+	/* sizes near SIZE_MAX on the aligned and interleaved calls' fast paths
+	 * (entry 0 primed with a small block first) and slow paths: NULL with
+	 * ENOMEM, no wrap of the rounding to a small class (audit15) */
+	static const size_t huge[] = { SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 4095, SIZE_MAX - 8191, SIZE_MAX / 2 + 1,
+				       (size_t)1 << 62 };
+	static const char *const hspec[] = { "bind:1", "interleave:0-1", "local" };
+	for (unsigned sp = 0; sp < 3; sp++) {
+		nd_policy_t hp;
+		CHECK(nd_policy_parse(hspec[sp], &hp, err, sizeof err) == 0, "%s", err);
+		const nd_policy_t *pols[2] = { &hp, nd_policy_prepare(&hp) };
+		nd_nodemask_t hm;
+		nd_nodemask_zero(&hm);
+		nd_nodemask_set(&hm, 0);
+		nd_nodemask_set(&hm, 1);
+		for (unsigned k = 0; k < 2; k++)
+			for (unsigned h = 0; h < sizeof huge / sizeof huge[0]; h++)
+				for (size_t a = 16; a <= ((size_t)1 << 20); a <<= 2) {
+					free(nd_aligned_alloc_policy(a, 100, pols[k])); /* entry 0 serves p */
+					errno = 0;
+					CHECK(nd_aligned_alloc_policy(a, huge[h], pols[k]) == NULL && errno == ENOMEM,
+					      "aligned_alloc_policy(%zu, %zu, %s): errno %d", a, huge[h], hspec[sp], errno);
+					errno = 0;
+					CHECK(nd_mallocx_policy(huge[h], pols[k], ND_MALLOCX_ALIGN(a)) == NULL && errno == ENOMEM,
+					      "mallocx_policy(%zu, %s, align %zu): errno %d", huge[h], hspec[sp], a, errno);
+					errno = 0;
+					CHECK(nd_aligned_alloc_onnode(a, huge[h], 1) == NULL && errno == ENOMEM,
+					      "aligned_alloc_onnode(%zu, %zu): errno %d", a, huge[h], errno);
+					free(nd_malloc_interleaved(100, &hm, 0));
+					errno = 0;
+					size_t g = a <= ((size_t)1 << 18) ? a << 12 : 0; /* 64K..1G, one page */
+					CHECK(nd_malloc_interleaved(huge[h], &hm, g) == NULL && errno == ENOMEM,
+					      "malloc_interleaved(%zu, granularity %zu): errno %d", huge[h], g, errno);
+				}
+	}
+
 	/* bad input: EINVAL, no message needed */
 	errno = 0;
 	CHECK(nd_mallocx_onnode(16, 2, 0) == NULL && errno == EINVAL, "node 2: errno %d", errno);

@@ -77,15 +77,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 1)
 		return child();
-	pid_t pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		dup2(null, 2); /* the slab map's warning when it comes too late */
-		execl("/proc/self/exe", "test_page_aslimit_frag", "child", (char *)NULL);
-		_exit(252);
-	}
-	int st = 0;
-	waitpid(pid, &st, 0);
+	int st = as_limit_child("test_page_aslimit_frag", NULL, NULL); /* stderr: the slab map's late warning */
 	CHECK(WIFEXITED(st), "the child was killed by signal %d", WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 	int rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 	CHECK(rc == 0, "child status %d (1: a block of half the room failed, 2: 16 MiB blocks under half the room, 4: errno not ENOMEM, "

@@ -177,6 +177,64 @@ static void big_alignments(void)
 	}
 }
 
+/* The x calls' and aligned calls' slow paths (a thread's first call: no
+ * heap, no policy entry yet), under several policies: 4097..16384 B with
+ * an alignment of 128..4096 is a twin's object (or, spread by interleave,
+ * a page run), never one of the coloured class of the same size, which
+ * the slow paths took when they passed the aligned size on as a size
+ * (8192 or 16384: the coloured class's, 64-aligned only). Each call in a
+ * thread of its own. */
+static const nd_policy_t *sa_pol;
+static size_t sa_n, sa_a;
+static int sa_kind;
+static void *slow_one(void *arg)
+{
+	(void)arg;
+	size_t n = sa_n, a = sa_a;
+	void *p;
+	switch (sa_kind) {
+	case 0: p = nd_mallocx_onnode(n, 0, ND_MALLOCX_ALIGN(a)); break;
+	case 1: p = nd_mallocx_onnode(n, ND_NODE_LOCAL, ND_MALLOCX_ALIGN(a) | ND_MALLOCX_ZERO); break;
+	case 2: p = nd_aligned_alloc_onnode(a, n, 0); break;
+	case 3: p = nd_mallocx_policy(n, sa_pol, ND_MALLOCX_ALIGN(a)); break;
+	case 4: p = nd_mallocx_policy(n, sa_pol, ND_MALLOCX_ALIGN(a) | ND_MALLOCX_ZERO); break;
+	default: p = nd_aligned_alloc_policy(a, n, sa_pol); break;
+	}
+	CHECK(p != NULL && ((uintptr_t)p & (a - 1)) == 0, "call %d: %p of %zu B, alignment %zu", sa_kind, p, n, a);
+	if (!p)
+		return NULL;
+	if (sa_kind == 1 || sa_kind == 4)
+		CHECK(holds(p, n, 0), "call %d: zeroed", sa_kind);
+	_nd_slab_t *s = slab_of(p);
+	CHECK(!s || s->cls >= ND_SLAB_SIZED, "call %d: %zu B, alignment %zu: a twin's object, not class %u's", sa_kind, n,
+	      a, s ? s->cls : 0);
+	memset(p, 0x5a, n);
+	free(p);
+	return NULL;
+}
+static void slow_alignments(void)
+{
+	static const char *const specs[] = { NULL, "local", "bind:0", "preferred:0", "interleave:0" };
+	static const size_t sizes[] = { 4097, 6000, 8192, 8193, 12000, 16384 };
+	for (unsigned sp = 0; sp < sizeof specs / sizeof specs[0]; sp++) {
+		nd_policy_t pol;
+		char err[100];
+		sa_pol = NULL;
+		if (specs[sp]) {
+			CHECK(nd_policy_parse(specs[sp], &pol, err, sizeof err) == 0, "%s", err);
+			sa_pol = sp % 2 ? nd_policy_prepare(&pol) : &pol; /* prepared and plain */
+		}
+		for (sa_kind = sp ? 3 : 0; sa_kind < 6; sa_kind++)
+			for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+				for (sa_a = 128; sa_a <= 4096; sa_a <<= 1) {
+					sa_n = sizes[i];
+					pthread_t th;
+					CHECK(pthread_create(&th, NULL, slow_one, NULL) == 0);
+					pthread_join(th, NULL);
+				}
+	}
+}
+
 /* Page-aligned I/O buffers of 8 and 16 KiB made here, stamped, freed by
  * another thread of the node (remote frees: its borrowed lists of 8192
  * and 16384, whose plain mallocs may take them), and made again. */
@@ -329,6 +387,7 @@ int main(void)
 	uncoloured(4000, 4096);
 	alignments();
 	big_alignments();
+	slow_alignments();
 	remote();
 	no_twin_lend();
 	if (_nd_page_g.advice == MADV_DONTNEED)
