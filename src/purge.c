@@ -8,8 +8,9 @@
  * newest first, dtail[] the oldest). A slot's dirty free pages are purged
  *  - past its dirty limit (_nd_purge_after_free: what brings the pages in
  *    use back to their recent peak, within bounds that the live threads'
- *    bursts of small run frees raise, and a thread's exit to the pages in
- *    use before it plus its burst): the oldest first,
+ *    bursts of small run frees raise for a decay period after their last
+ *    change (the burst clock), and a thread's exit to the pages in use
+ *    before it plus its burst): the oldest first,
  *    down to 3/4 of the limit (while the pages in use come back to the
  *    peak: past the limit by one purge block, down to the limit), not
  *    all of them;
@@ -18,7 +19,8 @@
  *    memory a program stopped using goes back even under the limit. The
  *    clock starts when a slot with no dirty free page gets some, and again
  *    when the period ends on dirty pages that turned over (decay_slot);
- *    it is checked on page-level calls (no thread);
+ *    it is checked on page-level calls and on the calls that serve memory
+ *    without one (no thread);
  *  - all of them when malloc_trim / nd_trim ask (_nd_page_trim);
  *  - those already free at the previous thread exit and not reused
  *    since, when a thread exit finds many (heap.c exit_trim).
@@ -213,7 +215,8 @@ uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp)
  * the first burst went, the next ones stayed (bench wl_burst, 10 rounds of
  * 512 MiB: 1.33M -> 0.40M faults, tcmalloc 0.14M). So the cap is at
  * least the pages in use plus the bursts of the live threads (burst_live,
- * page.c), until their exits hand them on (the exit floor); the main
+ * page.c), until their exits hand them on (the exit floor) or a decay
+ * period passes without a change of any of them (burst_cut); the main
  * thread's are not among them: no thread exit follows its frees, and
  * bench footprint's end RSS is its frees at the cap. Pages given back at
  * an exit that stay free go at the next exits (heap.c's exit_trim) or
@@ -241,7 +244,7 @@ static uint64_t dirty_keep(const _nd_arena_t *a, uint64_t used, uint64_t peak, b
 	int64_t bl = __atomic_load_n(&a->burst_live, __ATOMIC_RELAXED);
 	if (!__atomic_load_n(&a->burst_ns, __ATOMIC_RELAXED))
 		bl = 0; /* their clock ran out */
-	uint64_t lb = used + (bl > 0 ? (uint64_t)bl : 0); /* the live threads' bursts, until their exits */
+	uint64_t lb = used + (bl > 0 ? (uint64_t)bl : 0); /* the live threads' bursts, until their exits or clock */
 	cap = cap > lb ? cap : lb;
 	cap = cap > ec ? cap : ec;
 	cap = cap > ep ? cap : ep;

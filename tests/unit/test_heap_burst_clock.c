@@ -9,7 +9,8 @@
  * (branch burst3: the next worker or round reuses it); a decay period
  * later, after one more call of the kind a server makes, the burst
  * no longer raises the node's dirty limit and the committed free pages
- * are back at the cap. Before, they stayed until the worker's exit or
+ * are back at the cap; its exit then hands on no burst (the main
+ * thread's later frees go at the cap). Before, they stayed until the worker's exit or
  * a page-level call (a held-out program: 194 MiB of its 197 kept, 11
  * before branch burst3; with its large blocks from the cache, for good).
  * Run in a child with NODALLOC_PURGE_DECAY_MS=DECAY_MS and freed large
@@ -89,8 +90,17 @@ static void round_(int large)
 	CHECK(in.dirty_pages <= cap + in.purge_pages,
 	      "a period later, after %s: %llu committed free pages (cap %llu, the burst %llu)", what,
 	      (unsigned long long)in.dirty_pages, (unsigned long long)cap, (unsigned long long)pages);
+	const uint64_t used = info().used_pages;
 	wait_bar();
 	pthread_join(t, NULL);
+	/* its exit hands on no burst its clock cut: the main thread's frees
+	 * then go at the cap (they stayed under a floor raised by it) */
+	fill_pages(obj, N / 2, BLOCK);
+	free_all(obj, N / 2);
+	const uint64_t lim = (cap > used ? cap : used) + in.purge_pages;
+	in = info();
+	CHECK(in.dirty_pages <= lim, "after the worker's exit (its burst cut) and the main thread's frees: %llu committed free pages (at most %llu)",
+	      (unsigned long long)in.dirty_pages, (unsigned long long)lim);
 }
 
 int malloc_trim(size_t pad);
