@@ -471,6 +471,9 @@ static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const n
 			continue;
 		s = _nd_slab_take_empty(h, c);
 		if (s) {
+			/* a slab without a page-level call: the decay and burst
+			 * clocks are checked here too (purge.c, burst_cut) */
+			_nd_purge_decay();
 			_nd_slab_part_push_front(h, s);
 			continue;
 		}

@@ -625,8 +625,10 @@ static void *node_run(size_t np, size_t ap, const nd_policy_t *pol, int want_nod
 		void *p = NULL;
 		if (cacheable && n < ND_MAX_NODES) {
 			uint64_t fresh = 0; /* pages a move or a grown cached run took fresh */
-			if ((p = cache_take(n, np, ap, &fresh)))
+			if ((p = cache_take(n, np, ap, &fresh))) {
 				*reused = true;
+				_nd_purge_decay(); /* no page-level call: its clocks checked here (purge.c, burst_cut) */
+			}
 			shed(n, p ? fresh / 2 : np);
 		}
 		if (!p)
@@ -701,7 +703,9 @@ void _nd_large_free(void *p, _nd_pagedesc_t *d)
 	d->use = ND_USE_NONE;
 	d->user = 0;
 	live_add(node, -(int64_t)np);
-	if (!(node >= 0 && c.delay_ns && np >= c.purge_pages && cache_put(node, p, np)) && _nd_page_free(p) != 0)
+	if (node >= 0 && c.delay_ns && np >= c.purge_pages && cache_put(node, p, np))
+		_nd_purge_decay(); /* no page-level call: its clocks checked here (purge.c, burst_cut) */
+	else if (_nd_page_free(p) != 0)
 		_nd_msg_fatal("free(): invalid pointer %p (not the start of a page run)", p);
 	decay();
 }

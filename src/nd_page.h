@@ -168,9 +168,15 @@ typedef struct _nd_arena {
 	uint64_t exit_stamp[2];
 	/* Atomic (page.c, drop_note): the bursts of the live threads but the
 	 * main one on this node (nd_thread.h page_drop), which the dirty
-	 * limit keeps until their exits hand them on (_nd_purge_exit) or
-	 * the decay. Each thread adds and takes off only its own. */
+	 * limit keeps until their exits hand them on (_nd_purge_exit), for
+	 * one decay period after the last change of any of them (burst_ns),
+	 * or until the decay. Each thread adds and takes off only its own. */
 	int64_t burst_live;
+	/* Atomic: the burst clock (purge.c, _nd_purge_decay): ns | 1 of the
+	 * last change of burst_live by a thread's run free or take (1 with
+	 * the decay off); 0 once a decay period passed without one (and
+	 * before any): burst_live then raises no limit until the next. */
+	uint64_t burst_ns;
 } __attribute__((aligned(ND_CACHE_LINE))) _nd_arena_t;
 
 typedef struct _nd_page_global {
@@ -284,8 +290,11 @@ bool _nd_purge_over(int node, uint64_t n);
  * threads, so the dirty limit keeps them up to the pages in use now plus
  * its burst. */
 void _nd_purge_exit(int node);
-/* Decay: purge slots whose dirty pages have been free for decay_ns
- * (called on page-level calls; no thread). */
+/* Decay: purge slots whose dirty pages have been free for decay_ns,
+ * and the excess of those whose live bursts have not changed for as long
+ * (the burst clock). Called on page-level calls and on the calls that
+ * serve memory without one (a heap's kept empty slab, a large run from
+ * large.c's cache); no thread. */
 void _nd_purge_decay(void);
 
 /* ---- spread.c: runs whose granules are spread over nodes (the mixed
@@ -380,7 +389,7 @@ typedef struct _nd_page_info {
 	uint64_t committed_pages; /* counted in bytes_committed for this node */
 	uint64_t purge_pages;     /* runs this large are purged when freed */
 	unsigned purge_order;     /* free blocks above this order are always clean */
-	uint64_t burst_pages;     /* the live threads' bursts the dirty limit keeps (burst_live) */
+	uint64_t burst_pages;     /* the live threads' bursts the dirty limit keeps (burst_live; 0 once their clock ran out) */
 } _nd_page_info_t;
 int _nd_page_info(int node, _nd_page_info_t *out);
 /* Walk a slot and check every descriptor invariant; 0 or -1 with err. */

@@ -151,17 +151,49 @@ static void huge_run(_nd_arena_t *a, uint64_t i, uint64_t n, bool on)
 		_nd_os_madvise(page_addr(a, s), (size_t)(e - s) << ND_PAGE_SHIFT, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 }
 
+/* A burst's next count from d (its pages so far): n pages freed or taken. */
+static inline uint32_t drop_next(uint32_t d, uint64_t n, bool freed)
+{
+	if (freed)
+		return n >= ND_DROP_MAX - d ? ND_DROP_MAX : d + (uint32_t)n;
+	return n >= d ? 0 : d - (uint32_t)n;
+}
+
+/* drop_note's change of a thread's burst that its node holds (not the
+ * main thread's): into burst_live, and the burst clock (purge.c,
+ * burst_cut): a free starts it again, a take (the burst in use) keeps it
+ * going, but not once it ran out; then the thread's old count is cut
+ * too and starts again. Out of line: threads' run frees only. */
+static __attribute__((noinline)) uint32_t drop_held(_nd_arena_t *a, uint32_t d, uint64_t n, bool freed)
+{
+	uint64_t bn = __atomic_load_n(&a->burst_ns, __ATOMIC_RELAXED);
+	if (!bn && d && g.decay_ns) {
+		__atomic_fetch_sub(&a->burst_live, (int64_t)d, __ATOMIC_RELAXED);
+		d = 0;
+	}
+	uint32_t e = drop_next(d, n, freed);
+	if (e == d)
+		return e;
+	__atomic_fetch_add(&a->burst_live, (int64_t)e - (int64_t)d, __ATOMIC_RELAXED);
+	uint64_t now = g.decay_ns ? _nd_os_now_ns() | 1 : 1;
+	if (freed)
+		__atomic_store_n(&a->burst_ns, now, __ATOMIC_RELAXED);
+	else if (bn)
+		__atomic_compare_exchange_n(&a->burst_ns, &bn, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	return e;
+}
+
 /* The burst of t, the calling thread's record (nd_thread.h, page_drop):
  * a small node run it frees adds its pages, one it takes takes them off;
- * but the main thread's, the change goes to the node's burst_live too.
- * A free makes the thread's record (give_back; large blocks alone make
- * none), so that its exit hook runs and hands the burst on. Inlined: its
- * callers are in the hot text (src/hot_text.ld). */
+ * but the main thread's, the change goes to the node's burst_live too
+ * (drop_held). A free makes the thread's record (give_back; large blocks
+ * alone make none), so that its exit hook runs and hands the burst on.
+ * Inlined: its callers are in the hot text (src/hot_text.ld). */
 static inline __attribute__((always_inline)) void drop_note(_nd_thread_t *t, uint64_t n, bool freed, int node)
 {
 	if (n >= g.purge_pages || _nd_thread_none(t))
 		return;
-	uint32_t d = t->page_drop, e;
+	uint32_t d = t->page_drop;
 	bool held = t != __atomic_load_n(&_nd_thread_main, __ATOMIC_RELAXED);
 	if (t->drop_node1 != (uint32_t)node + 1) { /* a burst is one node's */
 		if (!freed || t->drop_node1 == ND_DROP_GONE)
@@ -171,13 +203,7 @@ static inline __attribute__((always_inline)) void drop_note(_nd_thread_t *t, uin
 		t->drop_node1 = ((uint32_t)node + 1) & ND_DROP_NODES;
 		d = 0;
 	}
-	if (freed)
-		e = n >= ND_DROP_MAX - d ? ND_DROP_MAX : d + (uint32_t)n;
-	else
-		e = n >= d ? 0 : d - (uint32_t)n;
-	t->page_drop = e;
-	if (held && e != d)
-		__atomic_fetch_add(&g.arenas[node].burst_live, (int64_t)e - (int64_t)d, __ATOMIC_RELAXED);
+	t->page_drop = held ? drop_held(&g.arenas[node], d, n, freed) : drop_next(d, n, freed);
 }
 
 void _nd_page_burst_done(_nd_thread_t *t)
@@ -196,8 +222,10 @@ void _nd_page_fork_child(void)
 	__atomic_store_n(&_nd_thread_main, _nd_thread_none(t) ? NULL : t, __ATOMIC_RELAXED);
 	if (!__atomic_load_n(&g.ready, __ATOMIC_ACQUIRE))
 		return;
-	for (int s = 0; s < g.node_limit; s++)
+	for (int s = 0; s < g.node_limit; s++) {
 		__atomic_store_n(&g.arenas[s].burst_live, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&g.arenas[s].burst_ns, 0, __ATOMIC_RELAXED);
+	}
 }
 
 /* Lazy reservation: run [i, i+n) (rd dirty pages) could not map its
@@ -875,7 +903,7 @@ int _nd_page_info(int node, _nd_page_info_t *out)
 	out->purge_pages = g.purge_pages;
 	out->purge_order = g.purge_order;
 	int64_t bl = __atomic_load_n(&a->burst_live, __ATOMIC_RELAXED);
-	out->burst_pages = bl > 0 ? (uint64_t)bl : 0;
+	out->burst_pages = bl > 0 && __atomic_load_n(&a->burst_ns, __ATOMIC_RELAXED) ? (uint64_t)bl : 0;
 	out->base = a->base;
 	return 0;
 }

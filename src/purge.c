@@ -8,8 +8,9 @@
  * newest first, dtail[] the oldest). A slot's dirty free pages are purged
  *  - past its dirty limit (_nd_purge_after_free: what brings the pages in
  *    use back to their recent peak, within bounds that the live threads'
- *    bursts of small run frees raise, and a thread's exit to the pages in
- *    use before it plus its burst): the oldest first,
+ *    bursts of small run frees raise for a decay period after their last
+ *    change (the burst clock), and a thread's exit to the pages in use
+ *    before it plus its burst): the oldest first,
  *    down to 3/4 of the limit (while the pages in use come back to the
  *    peak: past the limit by one purge block, down to the limit), not
  *    all of them;
@@ -18,7 +19,8 @@
  *    memory a program stopped using goes back even under the limit. The
  *    clock starts when a slot with no dirty free page gets some, and again
  *    when the period ends on dirty pages that turned over (decay_slot);
- *    it is checked on page-level calls (no thread);
+ *    it is checked on page-level calls and on the calls that serve memory
+ *    without one (no thread);
  *  - all of them when malloc_trim / nd_trim ask (_nd_page_trim);
  *  - those already free at the previous thread exit and not reused
  *    since, when a thread exit finds many (heap.c exit_trim).
@@ -213,7 +215,8 @@ uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp)
  * the first burst went, the next ones stayed (bench wl_burst, 10 rounds of
  * 512 MiB: 1.33M -> 0.40M faults, tcmalloc 0.14M). So the cap is at
  * least the pages in use plus the bursts of the live threads (burst_live,
- * page.c), until their exits hand them on (the exit floor); the main
+ * page.c), until their exits hand them on (the exit floor) or a decay
+ * period passes without a change of any of them (burst_cut); the main
  * thread's are not among them: no thread exit follows its frees, and
  * bench footprint's end RSS is its frees at the cap. Pages given back at
  * an exit that stay free go at the next exits (heap.c's exit_trim) or
@@ -239,7 +242,9 @@ static uint64_t dirty_keep(const _nd_arena_t *a, uint64_t used, uint64_t peak, b
 	uint64_t ec = __atomic_load_n(&a->exit_cur, __ATOMIC_RELAXED);
 	uint64_t ep = __atomic_load_n(&a->exit_prev, __ATOMIC_RELAXED);
 	int64_t bl = __atomic_load_n(&a->burst_live, __ATOMIC_RELAXED);
-	uint64_t lb = used + (bl > 0 ? (uint64_t)bl : 0); /* the live threads' bursts, until their exits */
+	if (!__atomic_load_n(&a->burst_ns, __ATOMIC_RELAXED))
+		bl = 0; /* their clock ran out */
+	uint64_t lb = used + (bl > 0 ? (uint64_t)bl : 0); /* the live threads' bursts, until their exits or clock */
 	cap = cap > lb ? cap : lb;
 	cap = cap > ec ? cap : ec;
 	cap = cap > ep ? cap : ep;
@@ -287,6 +292,8 @@ void _nd_purge_exit(int node)
 	_nd_arena_t *a = &g.arenas[node];
 	const _nd_thread_t *t = _nd_tls;
 	uint64_t burst = !_nd_thread_none(t) && t->drop_node1 == (uint32_t)node + 1 ? t->page_drop : 0; /* its node's only */
+	if (t != __atomic_load_n(&_nd_thread_main, __ATOMIC_RELAXED) && !__atomic_load_n(&a->burst_ns, __ATOMIC_RELAXED))
+		burst = 0; /* its clock ran out: the limit no longer keeps it */
 	_nd_lock(&a->lock);
 	uint64_t fl = __atomic_load_n(&a->used, __ATOMIC_RELAXED) + burst;
 	if (fl > a->exit_cur)
@@ -319,6 +326,25 @@ static void decay_slot(_nd_arena_t *a, uint64_t now)
 	__atomic_store_n(&a->exit_cur, 0, __ATOMIC_RELAXED);
 }
 
+/*
+ * The burst clock of one slot (lock held): its live threads' bursts have
+ * not changed for a decay period (burst_ns, page.c's drop_note), so they
+ * no longer raise the dirty limit, and what it then no longer keeps goes
+ * now. A worker that frees a big phase and lives on (a pool's thread
+ * after a big request) kept it, 194 MiB of a held-out program's 197,
+ * until its exit or the slot's decay at a page-level call, and a process
+ * making none after it (its slabs kept, its large runs cached) kept it
+ * for good; so calls that serve memory without the page level run the
+ * check too (_nd_purge_decay's callers). The clock is the node's, not
+ * each thread's (the record has no room): any live burst's change keeps
+ * every one, and a change after the cut makes them all count again.
+ */
+static void burst_cut(_nd_arena_t *a, uint64_t bn)
+{
+	if (__atomic_compare_exchange_n(&a->burst_ns, &bn, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		_nd_purge_after_free(a, 0);
+}
+
 void _nd_purge_decay(void)
 {
 	if (!g.decay_ns)
@@ -327,13 +353,18 @@ void _nd_purge_decay(void)
 	for (int s = 0; s < g.node_limit; s++) {
 		_nd_arena_t *a = &g.arenas[s];
 		uint64_t since = __atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED);
-		if (!since)
+		uint64_t bn = __atomic_load_n(&a->burst_ns, __ATOMIC_RELAXED);
+		if (!since && !bn)
 			continue;
 		if (!now)
 			now = _nd_os_now_ns();
-		if (now - since < g.decay_ns || !_nd_trylock(&a->lock))
+		bool old = since && now - since >= g.decay_ns;
+		bool cut = bn && now - bn >= g.decay_ns;
+		if ((!old && !cut) || !_nd_trylock(&a->lock))
 			continue; /* busy: the next call sees it */
-		if (__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED) == since)
+		if (cut)
+			burst_cut(a, bn);
+		if (old && __atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED) == since)
 			decay_slot(a, now);
 		_nd_unlock(&a->lock);
 	}
