@@ -105,7 +105,8 @@ long _nd_os_read_file(const char *path, char *buf, size_t len);
 /* Write all of buf to fd (retries short writes). */
 int _nd_os_write(int fd, const char *buf, size_t len);
 int _nd_os_open(const char *path, int flags, int mode);
-/* Bytes of address space RLIMIT_AS still allows (UINT64_MAX: no limit). */
+/* Bytes of address space RLIMIT_AS still allows (UINT64_MAX: no limit;
+ * the limit itself when /proc/self/statm cannot be read). */
 uint64_t _nd_os_as_room(void);
 /* read(2): bytes read (0 at the end) or -errno; EINTR retried. */
 long _nd_os_read(int fd, void *buf, size_t len);
