@@ -620,19 +620,12 @@ void *_nd_place_policy_avx2(size_t size, const nd_policy_t *p)
 	return policy_miss(size, p);
 }
 
-/* The class of an interleaved call's size (a spreading policy's heap
- * serves up to a page, pc_fill's max); false above. */
+/* The class of an interleaved call's size: fast_cls up to a page, the
+ * most a spreading policy's heap serves (pc_fill's max). */
+static const uint32_t il_max = ND_PAGE_SIZE;
 static inline __attribute__((always_inline)) bool il_cls(const _nd_thread_t *t, size_t size, unsigned *c)
 {
-	if (nd_likely(size <= ND_SLAB_DIRECT)) {
-		*c = t->scls[size];
-		return true;
-	}
-	if (size <= ND_PAGE_SIZE) {
-		*c = _nd_slab_cls_tab[(size + 15) >> 4];
-		return true;
-	}
-	return false;
+	return fast_cls(t, size, &il_max, c);
 }
 
 /* The record's ilheap serves (nodes, granularity): its two words, set
