@@ -5,6 +5,7 @@
 #ifndef ND_CHILD_FIXTURE_H
 #define ND_CHILD_FIXTURE_H
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,4 +49,18 @@ static inline int run_child(const char *path, char *const argv[], const char *na
 {
 	return run_child_then(path, argv, name, value, both, out, len, NULL, NULL);
 }
+
+#ifdef ND_BINARY_DIR
+/* The built shared library's path into lib, and whether /usr/bin/python3
+ * (the tests that load the library into a python3 child) is there: if
+ * not, a line saying test's what is skipped. */
+static inline bool python3_with_lib(const char *test, const char *what, char *lib, size_t len)
+{
+	snprintf(lib, len, "%s/libnodalloc.so", ND_BINARY_DIR);
+	if (access("/usr/bin/python3", X_OK) == 0)
+		return true;
+	printf("%s: python3 missing, %sskipped\n", test, what);
+	return false;
+}
+#endif
 #endif

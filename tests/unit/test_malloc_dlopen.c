@@ -93,13 +93,11 @@ static long tls_size(const char *path)
 int main(void)
 {
 	char lib[4096];
-	snprintf(lib, sizeof lib, "%s/libnodalloc.so", ND_BINARY_DIR);
+	bool python3 = python3_with_lib("test_malloc_dlopen", "dlopen part ", lib, sizeof lib);
 	long t = tls_size(lib);
 	CHECK(t >= 0 && t <= 16, "%s: PT_TLS of %ld bytes", lib, t);
-	if (access("/usr/bin/python3", X_OK) != 0) {
-		printf("test_malloc_dlopen: python3 missing, dlopen part skipped\n");
+	if (!python3)
 		return CHECK_DONE();
-	}
 	char out[4096];
 	int st = run_child("/usr/bin/python3", (char *const[]){ "python3", "-c", (char *)script, lib, NULL }, NULL, NULL,
 			   true, out, sizeof out);

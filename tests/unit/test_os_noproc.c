@@ -77,11 +77,8 @@ static void hide_proc(void *arg)
 int main(void)
 {
 	char lib[4096];
-	snprintf(lib, sizeof lib, "%s/libnodalloc.so", ND_BINARY_DIR);
-	if (access("/usr/bin/python3", X_OK) != 0) {
-		printf("test_os_noproc: python3 missing, skipped\n");
+	if (!python3_with_lib("test_os_noproc", "", lib, sizeof lib))
 		return CHECK_DONE();
-	}
 	char out[8192];
 	int st = run_child_then("/usr/bin/python3", (char *const[]){ "python3", "-c", (char *)script, NULL }, "LD_PRELOAD",
 				lib, true, out, sizeof out, hide_proc, NULL);

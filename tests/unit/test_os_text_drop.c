@@ -63,11 +63,8 @@ static const char *script =
 int main(void)
 {
 	char lib[4096];
-	snprintf(lib, sizeof lib, "%s/libnodalloc.so", ND_BINARY_DIR);
-	if (access("/usr/bin/python3", X_OK) != 0) {
-		printf("test_os_text_drop: python3 missing, skipped\n");
+	if (!python3_with_lib("test_os_text_drop", "", lib, sizeof lib))
 		return CHECK_DONE();
-	}
 	char out[8192];
 	int st = run_child("/usr/bin/python3", (char *const[]){ "python3", "-c", (char *)script, lib, NULL }, NULL, NULL,
 			   true, out, sizeof out);
