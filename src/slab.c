@@ -1381,15 +1381,19 @@ int _nd_slab_init(void)
 		for (int i = 0; i < 6; i++) /* Newton: each step doubles the correct bits */
 			x *= 2 - d * x;
 		cls_mul[c] = x << (ND_SLAB_ROT - __builtin_ctz(cls_size[c])); /* internal.h: _nd_slab_index */
-		/* borrowed: up to 64 objects and 32 KiB (128 KiB above 1 KiB),
+		/* borrowed: up to 64 objects and 32 KiB (512 KiB above 1 KiB),
 		 * at least 2. At 16 KiB wl_larson's lists of 576..1024 B went
 		 * to the exchange every 8-14 frees; above 1 KiB 16 KiB was 2-12
 		 * objects: a thread freeing another's mid-size objects passed
 		 * most of them on (exchange, home) and its own mallocs took cold
-		 * ones (a held-out mixed-size threaded benchmark, 8..16000 B:
-		 * 1.23x tcmalloc's time, now about 1.0x; 256 KiB raised its peak
-		 * RSS by 15%) */
-		uint32_t nb = (cls_size[c] <= SLAB_BIG_MAX ? 32768u : 131072u) / cls_size[c];
+		 * ones. 128 KiB (8-51 objects of 2.5-16 KiB) was still below
+		 * how far a thread's count of live objects of one class drifts
+		 * (bench larsonbig: about +-12 of ~170 a class): the lists went
+		 * to the exchange every few frees and ran dry as often, and on
+		 * two cores each put and take moved the class's exchange line
+		 * (shared by the node's threads) between the cores
+		 * (docs/benchmarks.md, "larsonbig: the caps") */
+		uint32_t nb = (cls_size[c] <= SLAB_BIG_MAX ? 32768u : 524288u) / cls_size[c];
 		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;
 		/* lenders: the next classes up to 3/2 of the size; none for a
 		 * power-of-two class (its objects keep their alignment), none of

@@ -36,7 +36,7 @@ int main(void)
 		bool pow2col = size >= 8192 && size <= 16384 && (size & (size - 1)) == 0 && c < ND_SLAB_SIZED;
 		CHECK_EQ(cap, bytes / size - pow2col);
 		CHECK(cap >= 8u - pow2col, "class %llu: %llu objects", (unsigned long long)size, (unsigned long long)cap);
-		uint64_t nb = (size <= 1024 ? 32768 : 131072) / size;
+		uint64_t nb = (size <= 1024 ? 32768 : 524288) / size;
 		CHECK_EQ(_nd_slab_bw_cap(c), nb > 64 ? 64 : nb < 2 ? 2 : nb);
 		if (size <= 1024) {
 			/* 32 objects or more (256 for the multiples of 64 up to
