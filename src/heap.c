@@ -1056,16 +1056,16 @@ static __attribute__((noinline)) void *bw_lend_dry(_nd_slab_hot_t *b, _nd_slab_h
 {
 	void **o = b->free, **last = o;
 	uint32_t j = 1;
-	for (; j < ND_SLAB_BW_LEND && last[0]; j++)
-		last = last[0];
-	b->free = last[0];
+	for (; j < ND_SLAB_BW_LEND && last[ND_FO_LINK]; j++)
+		last = last[ND_FO_LINK];
+	b->free = last[ND_FO_LINK];
 	b->used += j;
 	if (last != o) {
-		last[0] = NULL;
-		bc->free = o[0];
+		last[ND_FO_LINK] = NULL;
+		bc->free = o[ND_FO_LINK];
 		bc->used -= j - 1;
 	}
-	o[1] = NULL;
+	o[ND_FO_MARK] = NULL;
 	return o;
 }
 

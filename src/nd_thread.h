@@ -93,7 +93,7 @@ typedef struct _nd_heap_hot {
 } _nd_heap_hot_t;
 
 /* slab.c's remote-free buffer, one entry per size class: objects freed by
- * this thread into one slab it does not own, chained through word 0 (each
+ * this thread into one slab it does not own, chained through word 1 (each
  * already marked free), sent home as one splice onto the slab's tfree when
  * n reaches max, when a free of another slab of the class takes the entry,
  * when the thread takes a new slab or exits, and at fork. Owner: the

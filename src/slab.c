@@ -180,18 +180,19 @@ uint32_t _nd_slab_bw_cap(unsigned c) { return cls_bw[c]; }
 
 /* ---- slabs --------------------------------------------------------------- */
 
-/* A free object carries its slab header address in word 1 (malloc clears
+/* A free object carries its slab header address in word 0 (malloc clears
  * it): programs never see header addresses, so finding it on free means
  * the object is free already. */
 static inline void *marker(const slab_t *s) { return (void *)s; }
 
-/* A free object's link (word 0) is not NULL nor a carved object of its
- * slab (internal.h, _nd_slab_check_link): reported by name. */
+/* A free object's marker (word 0) is not its slab's, or its link (word 1)
+ * not NULL nor a carved object of its slab (nd_slab.h,
+ * _nd_slab_check_link): reported by name. */
 void _nd_slab_corrupt_link(const slab_t *s, void *const *o, const char *fn)
 {
-	_nd_msg_fatal("%s(): corrupted free list in the slab of %u-byte objects at %p: free object %p links to %p "
-		      "(heap overflow into a free object, or a write after free)",
-		      fn, s->size, (void *)s->start, (const void *)o, o[0]);
+	_nd_msg_fatal("%s(): corrupted free list in the slab of %u-byte objects at %p: free object %p links to %p, "
+		      "marker %p (heap overflow into a free object, or a write after free)",
+		      fn, s->size, (void *)s->start, (const void *)o, o[ND_FO_LINK], o[ND_FO_MARK]);
 }
 
 /* Every heap of a thread stamps its slabs with the thread pointer (and
@@ -473,8 +474,8 @@ void _nd_slab_carve(slab_t *s)
 	void **o = (void **)first;
 	for (unsigned i = 0; i < n; i++) {
 		void **nx = i + 1 < n ? (void **)((char *)o + s->size) : (void **)s->free;
-		o[0] = nx;
-		o[1] = marker(s);
+		o[ND_FO_LINK] = nx;
+		o[ND_FO_MARK] = marker(s);
 		o = (void **)((char *)o + s->size);
 	}
 	s->free = first;
@@ -540,7 +541,7 @@ static bool span_release(slab_t *s, _nd_span_map_t *m, uint32_t i)
 	for (uint32_t j = k - 1; j >= 1; j--) {
 		span_set(m->in, i + j, false);
 		void **x = slot_at(s, i + j);
-		x[1] = marker(s);
+		x[ND_FO_MARK] = marker(s);
 		slow |= _nd_slab_push((_nd_slab_hot_t *)s, x);
 	}
 	m->n--;
@@ -562,10 +563,10 @@ static __attribute__((noinline)) void span_collect(slab_t *s, void **list, unsig
 	 * reached (frees of a parked heap's slabs go home unchecked) would
 	 * have cleared the slot's bit and listed it twice */
 	void **x = list;
-	for (unsigned j = n; j--; x = x[0])
+	for (unsigned j = n; j--; x = ND_FO_NEXT(x))
 		if (span_bit(m->in, (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x)))
 			bad_free(x, s, "inside a block, not its start");
-	for (x = list; n--; x = x[0]) { /* span_release lists inner slots: none of these */
+	for (x = list; n--; x = ND_FO_NEXT(x)) { /* span_release lists inner slots: none of these */
 		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x);
 		if (span_bit(m->st, i))
 			span_release(s, m, i);
@@ -597,13 +598,13 @@ static inline __attribute__((always_inline)) uint32_t span_walk(slab_t *s, uint3
 	uint32_t carved = s->carved;
 	uintptr_t start = (uintptr_t)s->start;
 	uint64_t mul = s->mul;
-	for (void **pp = (void **)&s->free, **x; (x = *pp) != NULL; pp = x) {
+	for (void **pp = (void **)&s->free, **x; (x = *pp) != NULL; pp = &x[ND_FO_LINK]) {
 		/* check_link's test, of the link just followed: on all 64 bits
 		 * (a pointer into an object has the object's index in the low
-		 * 32, its offset's bits above them) */
+		 * 32, its offset's bits above them); the object that holds it */
 		uint64_t i64 = _nd_slab_rotr(((uintptr_t)x - start) * mul); /* _nd_slab_index */
 		if (nd_unlikely(i64 >= carved))
-			_nd_slab_corrupt_link(s, (void *const *)pp, "malloc");
+			_nd_slab_corrupt_link(s, (void *const *)(pp - ND_FO_LINK), "malloc");
 		uint32_t i = (uint32_t)i64;
 		uint64_t w, r;
 		/* loaded before i's byte is stored (no store to forward) */
@@ -657,13 +658,13 @@ static void *span_from(slab_t *s, uint32_t k)
 	/* *link[j] == slot j for each run slot j still listed: unlinking j
 	 * moves only its successor's link (in any order) */
 	for (uint32_t j = lo; j < lo + k; j++) {
-		void **x = slot_at(s, j), **nx = x[0];
+		void **x = slot_at(s, j), **nx = x[ND_FO_LINK];
 		ND_ASSERT(*link[j] == (void *)x, "a run slot's remembered link points to it");
 		*link[j] = nx;
 		uint32_t n = nx ? (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, nx) : UINT32_MAX;
 		if (n - lo < k)
 			link[n] = link[j];
-		x[1] = NULL; /* not free: no marker (an inner slot's free is reported) */
+		x[ND_FO_MARK] = NULL; /* not free: no marker (an inner slot's free is reported) */
 	}
 	_nd_slab_used_add((_nd_slab_hot_t *)s, k);
 	span_set(m->st, lo, true);
@@ -771,13 +772,13 @@ unsigned _nd_slab_collect(slab_t *s)
 	unsigned n = (unsigned)(v >> TF_CNT_SHIFT);
 	ND_ASSERT(n >= 1 && n <= s->used + s->fbias, "collected objects were counted out");
 	if (nd_unlikely(_nd_slab_check)) /* every link, before the fast path follows them */
-		for (void **x = list; x; x = x[0])
+		for (void **x = list; x; x = ND_FO_NEXT(x))
 			check_link(s, x, "malloc");
 	if (s->free) { /* not on the paths that call it; kept correct anyway */
 		void **tail = list;
-		for (; tail[0]; tail = tail[0])
+		for (; ND_FO_NEXT(tail); tail = ND_FO_NEXT(tail))
 			check_link(s, tail, "malloc");
-		tail[0] = s->free;
+		ND_FO_NEXT(tail) = s->free;
 	}
 	s->free = list;
 	__atomic_store_n(&s->used, s->used - n, __ATOMIC_RELAXED); /* statistics read it */
@@ -795,7 +796,7 @@ static __attribute__((noinline)) bool span_all_remote(const slab_t *s, const _nd
 {
 	uint32_t n = (uint32_t)(v >> TF_CNT_SHIFT), slots = 0;
 	void **x = (void **)(v & TF_PTR);
-	for (; n-- && x; x = x[0]) {
+	for (; n-- && x; x = ND_FO_NEXT(x)) {
 		uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, x);
 		if (span_bit(m->in, i))
 			return false;
@@ -1075,15 +1076,17 @@ static bool on_free_lists(const slab_t *s, const void *o, bool owner)
 {
 	if (!owner)
 		return false;
-	for (void **x = s->free; x; x = x[0]) {
-		check_link(s, x, "free");
+	/* o first: a write after free that wiped o's marker is this double
+	 * free, not a corrupted list */
+	for (void **x = s->free; x; x = ND_FO_NEXT(x)) {
 		if (x == o)
 			return true;
+		check_link(s, x, "free");
 	}
-	for (void **x = (void **)(__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR); x; x = x[0]) {
-		check_link(s, x, "free");
+	for (void **x = (void **)(__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR); x; x = ND_FO_NEXT(x)) {
 		if (x == o)
 			return true;
+		check_link(s, x, "free");
 	}
 	return false;
 }
@@ -1144,7 +1147,7 @@ static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
 {
 	_nd_rfree_t *e = _nd_slab_rf_of(t, (_nd_slab_hot_t *)s);
 	if (nd_likely(e->slab == (_nd_slab_hot_t *)s)) {
-		o[0] = e->head;
+		o[ND_FO_LINK] = e->head;
 		e->head = o;
 		ND_ASSERT(e->n < e->max, "a buffer entry holds fewer than max objects");
 		if (nd_unlikely(++e->n >= e->max))
@@ -1163,7 +1166,7 @@ static void bw_pushed(_nd_thread_t *t, slab_t *s)
 	unsigned c = _nd_slab_tcls((_nd_slab_hot_t *)s);
 	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
 	void **o = b->free;
-	if (!o[0]) {
+	if (!o[ND_FO_LINK]) {
 		b->used = cls_bw[c];
 		_nd_slab_dir_class(t, c, b);
 		return;
@@ -1173,7 +1176,7 @@ static void bw_pushed(_nd_thread_t *t, slab_t *s)
 	bool own = is_owner(s);
 	if (!own && bw_owner_idle(s, _nd_slab_bw_len(b, cls_bw[c]), c))
 		return;
-	b->free = o[0];
+	b->free = o[ND_FO_LINK];
 	b->used++;
 	if (own) {
 		_nd_slab_free_own(s, o);
@@ -1184,13 +1187,13 @@ static void bw_pushed(_nd_thread_t *t, slab_t *s)
 	free_home(t, s, o);
 }
 
-/* The marker says "already free", or check mode: validate, then free. */
+/* The marker says "already free", or check mode: validate, then free
+ * (the push marks o). */
 static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 {
 	bool owner = is_owner(s);
-	if (o[1] == marker(s) || on_free_lists(s, o, owner))
+	if (o[ND_FO_MARK] == marker(s) || on_free_lists(s, o, owner))
 		double_free(o, s);
-	o[1] = marker(s);
 	_nd_slab_free_push((_nd_slab_hot_t *)s, o);
 }
 
@@ -1201,11 +1204,10 @@ static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedes
 	/* not the start of an object, or never handed out: one test */
 	if (nd_unlikely(_nd_slab_index((const _nd_slab_hot_t *)s, p) >= __atomic_load_n(&s->carved, __ATOMIC_RELAXED)))
 		bad_free(p, s, _nd_slab_invalid(p, d));
-	if (nd_unlikely((o[1] == marker(s)) | _nd_slab_check)) {
+	if (nd_unlikely((o[ND_FO_MARK] == marker(s)) | _nd_slab_check)) {
 		free_checked(s, o);
 		return;
 	}
-	o[1] = marker(s);
 	_nd_slab_free_push((_nd_slab_hot_t *)s, o);
 }
 
@@ -1292,7 +1294,7 @@ const char *_nd_slab_invalid(const void *p, const _nd_pagedesc_t *d)
 
 bool _nd_slab_freed(const void *p, const _nd_pagedesc_t *d)
 {
-	return ((void *const *)p)[1] == (void *)d->user;
+	return ((void *const *)p)[ND_FO_MARK] == (void *)d->user;
 }
 
 int _nd_slab_node(const _nd_pagedesc_t *d)

@@ -226,7 +226,7 @@ __attribute__((no_sanitize_thread)) static uint64_t maybe_free(const slab_t *s, 
 		unsigned hp = (unsigned)(b >> ND_PAGE_SHIFT), lp = (unsigned)((b + size - 1) >> ND_PAGE_SHIFT);
 		/* lost (overlaps a unit given back): no marker, never out */
 		if ((s->purged >> hp & 1) || overlaps(s->gone, hp, lp) ||
-		    ((void *const *)obj_at(s, k))[1] == (const void *)s) {
+		    ((void *const *)obj_at(s, k))[ND_FO_MARK] == (const void *)s) {
 			k++;
 			continue;
 		}
@@ -253,7 +253,7 @@ static unsigned purge_slab(slab_t *s)
 		return 0;
 	}
 	uint64_t fr[MAX_CAP / 64] = { 0 };
-	for (void **x = s->free; x; x = x[0]) {
+	for (void **x = s->free; x; x = ND_FO_NEXT(x)) {
 		_nd_slab_check_link(s, x, "malloc");
 		uint64_t k = obj_of(s, x);
 		fr[k / 64] |= (uint64_t)1 << (k % 64);
@@ -296,12 +296,12 @@ static unsigned purge_slab(slab_t *s)
 	 * pages go (madvise may keep the contents: MADV_FREE, failure) */
 	for (uint32_t k = 0; k < carved; k++)
 		if (((fr[k / 64] >> (k % 64) & 1) || in_pstr(s, k)) && (cand >> (obj_off(s, k) >> ND_PAGE_SHIFT) & 1))
-			((void **)obj_at(s, k))[1] = NULL;
+			((void **)obj_at(s, k))[ND_FO_MARK] = NULL;
 	/* free objects that start in a kept page but overlap a unit given back */
 	if (units)
 		for (uint32_t k = 0; k < carved; k++)
 			if (((fr[k / 64] >> (k % 64) & 1) || in_pstr(s, k)) && obj_overlaps(s, units, k))
-				((void **)obj_at(s, k))[1] = NULL;
+				((void **)obj_at(s, k))[ND_FO_MARK] = NULL;
 	units = give_units(s, units);
 	cand &= ~units;
 	fresh &= ~units;
@@ -340,8 +340,8 @@ static unsigned purge_slab(slab_t *s)
 			s->pstr |= (uint64_t)1 << e;
 			continue;
 		}
-		o[0] = head;
-		o[1] = (void *)s;
+		o[ND_FO_LINK] = head;
+		o[ND_FO_MARK] = (void *)s;
 		head = o;
 	}
 	s->free = head;
@@ -365,20 +365,20 @@ bool _nd_slab_unpurge(slab_t *s)
 			if (obj_overlaps(s, s->gone, j))
 				continue;
 			void **o = (void **)obj_at(s, j);
-			o[1] = (void *)s;
+			o[ND_FO_MARK] = (void *)s;
 			unsigned e = straddle_end(s, j);
 			if (e && (s->purged >> e & 1)) { /* ends in a marked page: waits for it */
 				s->pstr |= (uint64_t)1 << e;
 				continue;
 			}
-			o[0] = head;
+			o[ND_FO_LINK] = head;
 			head = o;
 		}
 		if (s->pstr >> p & 1) { /* the free object that ends in p */
 			s->pstr &= ~((uint64_t)1 << p);
 			void **o = (void **)obj_at(s, k - 1);
-			o[0] = head;
-			o[1] = (void *)s;
+			o[ND_FO_LINK] = head;
+			o[ND_FO_MARK] = (void *)s;
 			head = o;
 		}
 		if (head) {

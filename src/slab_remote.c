@@ -24,7 +24,7 @@ typedef _nd_heap_t heap_t;
 #define TF_PTR ND_TF_PTR
 #define TF_CNT_SHIFT ND_TF_CNT_SHIFT
 
-/* Sends a chain of n objects of s (head .. tail, linked through word 0,
+/* Sends a chain of n objects of s (head .. tail, linked through word 1,
  * each marked free) home: one CAS splices it onto tfree. Once the splice
  * is visible the owner may take the objects and release the slab:
  * everything needed from the header is read before. */
@@ -36,7 +36,7 @@ static void remote_send(slab_t *s, void **head, void **tail, uint32_t n)
 	uint64_t bit = (uint64_t)1 << s->cls;
 	uintptr_t old = __atomic_load_n(&s->tfree, __ATOMIC_RELAXED), nv;
 	do {
-		tail[0] = (void *)(old & TF_PTR);
+		tail[ND_FO_LINK] = (void *)(old & TF_PTR);
 		/* count + n, head = the chain's, NOTIFY cleared */
 		nv = ((old >> TF_CNT_SHIFT) + n) << TF_CNT_SHIFT | (uintptr_t)head;
 	} while (!__atomic_compare_exchange_n(&s->tfree, &old, nv, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
@@ -121,7 +121,7 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
 	}
 	_nd_rfree_t *e = &t->rf[c];
 	_nd_slab_rf_flush(t, e); /* another slab of the class (or none) held the entry */
-	o[0] = NULL;
+	o[ND_FO_LINK] = NULL;
 	e->head = e->tail = o;
 	e->n = 1;
 	e->max = m;
@@ -144,26 +144,26 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o)
  * cls_bw[c] wait (twice that for slabs whose owner does not collect,
  * slab.c's bw_owner_idle); beyond, frees go through rf[] as before. */
 
-/* Sends a borrowed list home: runs of one slab (the marker, word 1,
+/* Sends a borrowed list home: runs of one slab (the marker, word 0,
  * names it) go in one splice each; the caller's own objects (flagged
  * slabs, nd_slab.h's _nd_slab_free_push) go back onto their slab. */
 static void bw_send(void **o)
 {
 	while (o) {
-		slab_t *s = (slab_t *)o[1];
+		slab_t *s = (slab_t *)o[ND_FO_MARK];
 		if (_nd_slab_owns(__atomic_load_n(&s->tp, __ATOMIC_RELAXED))) {
-			void **nx = o[0];
+			void **nx = o[ND_FO_LINK];
 			_nd_slab_free_own(s, o);
 			o = nx;
 			continue;
 		}
 		void **head = o, **tail = o;
 		uint32_t n = 1;
-		for (o = o[0]; o && o[1] == (void *)s && n < s->cap; o = o[0]) {
+		for (o = o[ND_FO_LINK]; o && o[ND_FO_MARK] == (void *)s && n < s->cap; o = o[ND_FO_LINK]) {
 			tail = o;
 			n++;
 		}
-		remote_send(s, head, tail, n); /* rewrites tail[0]: o was read before */
+		remote_send(s, head, tail, n); /* rewrites tail's link: o was read before */
 	}
 }
 
@@ -291,13 +291,13 @@ bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap)
 	uint32_t len = _nd_slab_bw_len(b, cap), k = len / 2;
 	void **last = b->free;
 	for (uint32_t j = 1; j < len - k; j++)
-		last = last[0];
-	void **old = last[0];
+		last = last[ND_FO_LINK];
+	void **old = last[ND_FO_LINK];
 	ND_ASSERT(k >= 1 && old != NULL, "a list past its cap has an older half");
-	last[0] = NULL;
+	last[ND_FO_LINK] = NULL;
 	if (!__atomic_compare_exchange_n(x, &z, (uintptr_t)k << TF_CNT_SHIFT | (uintptr_t)old, false, __ATOMIC_SEQ_CST,
 					 __ATOMIC_RELAXED)) {
-		last[0] = old;
+		last[ND_FO_LINK] = old;
 		return false;
 	}
 	b->used += k;
@@ -377,11 +377,11 @@ void _nd_slab_xfer_fork_child(void)
 static void split_live(void **o, uintptr_t me, uint32_t cap, void ***keep, uint32_t *nk, void ***home)
 {
 	for (void **nx; o; o = nx) {
-		nx = o[0];
-		uintptr_t tp = __atomic_load_n(&((slab_t *)o[1])->tp, __ATOMIC_RELAXED) & ~ND_TP_FLAGS;
+		nx = o[ND_FO_LINK];
+		uintptr_t tp = __atomic_load_n(&((slab_t *)o[ND_FO_MARK])->tp, __ATOMIC_RELAXED) & ~ND_TP_FLAGS;
 		void ***to = tp && tp != me && *nk < cap ? keep : home;
 		*nk += to == keep;
-		o[0] = *to;
+		o[ND_FO_LINK] = *to;
 		*to = o;
 	}
 }
@@ -537,7 +537,7 @@ unsigned _nd_slab_remote_pending(void)
 	unsigned n = 0;
 	for (unsigned c = 0; c < ND_SLAB_SIZED; c++) {
 		n += t->rf[c].slab ? t->rf[c].n : 0;
-		for (void **o = _nd_thread_bw(t, c)->free; o; o = o[0])
+		for (void **o = _nd_thread_bw(t, c)->free; o; o = o[ND_FO_LINK])
 			n++;
 	}
 	return n;

@@ -70,9 +70,10 @@ static int run_case(const char *name)
 		int x;
 		sink = (void *)(uintptr_t)malloc_usable_size(L(&x));
 	} else if (!strcmp(name, "overwritten_double")) {
-		/* a use-after-free write wiped the marker: only check mode sees it */
+		/* a use-after-free write wiped the marker (word 0 of a free
+		 * object, the link in word 1 intact): only check mode sees it */
 		free(p);
-		((uintptr_t *)L(p))[1] = 0;
+		((uintptr_t *)L(p))[0] = 0;
 		free(L(p));
 	} else {
 		return 2;

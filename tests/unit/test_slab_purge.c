@@ -469,7 +469,7 @@ static void refused(void)
 		free(obj[k]);
 	_nd_slab_purge_heap(s->heap);
 	unsigned listed = 0;
-	for (void **x = s->free; x; x = x[0])
+	for (void **x = s->free; x; x = ND_FO_NEXT(x))
 		listed++;
 	CHECK_EQ(s->purged, 0);
 	CHECK_EQ(s->gone, 0);
@@ -504,7 +504,7 @@ static void straddling(void)
 	/* object 1 lies in page 0: still listed; 2 (3584..5375) ends in
 	 * page 1: withheld with it */
 	unsigned listed = 0;
-	for (void **x = s->free; x; x = x[0])
+	for (void **x = s->free; x; x = ND_FO_NEXT(x))
 		listed++;
 	CHECK_EQ(listed, 1);
 	CHECK_EQ(s->pstr, 0x2);
@@ -594,7 +594,7 @@ static void withheld_last(void)
 	_nd_slab_part_push_front(h, a);
 	unsigned listed = 0;
 	for (_nd_slab_t *s = h->cur[c]; s != &_nd_slab_empty && s; s = s->next)
-		for (void **x = s->free; x; x = x[0])
+		for (void **x = s->free; x; x = ND_FO_NEXT(x))
 			listed++;
 	CHECK(listed >= 17 + 2 * (CAP / 2), "%u objects listed", listed);
 	static void *again[N];

@@ -260,23 +260,25 @@ static int run_case(const char *name)
 		return adopt_case(name[5] ? "inner" : "free");
 	make_holes();
 	if (!strcmp(name, "corrupt")) {
-		/* the links of the free slots after each kept object (carved
-		 * in order: slots 4j + 1..3) into the middle of an object */
+		/* the links (word 1) of the free slots after each kept object
+		 * (carved in order: slots 4j + 1..3) into the middle of an
+		 * object */
 		for (int i = 0; i < K; i += 4)
 			for (int m = 1; m < 4; m++)
-				*(void **)(obj[i] + 128 * m) = obj[i] + 8;
+				*(void **)(obj[i] + 128 * m + 8) = obj[i] + 8;
 		sink = malloc(250);
 		return 0;
 	}
 	if (!strcmp(name, "corrupt_live")) {
-		/* the link of each free slot 4j + 3 (its slab's list head is
-		 * slot 255) into kept object 4j at +8, whose word there points
-		 * at free slot 4j + 1: an index whose low 32 bits are 4j, so a
-		 * walk that tested them alone took slots 4j, 4j + 1 as a run
-		 * and handed out the kept object (a release build returned) */
+		/* the link (word 1) of each free slot 4j + 3 (its slab's list
+		 * head is slot 255) into kept object 4j at +8, whose link
+		 * there (at +16) points at free slot 4j + 1: an index whose
+		 * low 32 bits are 4j, so a walk that tested them alone took
+		 * slots 4j, 4j + 1 as a run and handed out the kept object (a
+		 * release build returned) */
 		for (int i = 0; i < K; i += 4) {
-			*(void **)(obj[i] + 128 * 3) = obj[i] + 8;
-			*(void **)(obj[i] + 8) = obj[i] + 128;
+			*(void **)(obj[i] + 128 * 3 + 8) = obj[i] + 8;
+			*(void **)(obj[i] + 16) = obj[i] + 128;
 		}
 		sink = malloc(250);
 		for (int i = 0; i < K; i += 4)

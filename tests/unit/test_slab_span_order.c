@@ -55,7 +55,7 @@ static bool hold_all(void)
 static int list_of(void **out, int max)
 {
 	int n = 0;
-	for (void **x = S->free; x && n < max; x = x[0])
+	for (void **x = S->free; x && n < max; x = ND_FO_NEXT(x))
 		out[n++] = x;
 	return n;
 }
