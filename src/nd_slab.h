@@ -257,14 +257,14 @@ static inline __attribute__((always_inline)) bool _nd_slab_push(_nd_slab_hot_t *
 
 /* The free fast path's checks (mul: the map's for s): p is an object
  * start of s (else 0: not a slab object, or check mode), not marked free
- * (else 1); returns 2 with o now marked. */
+ * (else 1); else 2, and _nd_slab_free_push marks it (a borrowed free
+ * writes the marker with the link in one store). */
 static inline __attribute__((always_inline)) int _nd_slab_free_classify(_nd_slab_hot_t *s, uint64_t mul, void **o)
 {
 	if (nd_unlikely(!_nd_slab_live_mul(s, mul, o)))
 		return 0;
 	if (nd_unlikely(o[1] == (void *)s))
 		return 1;
-	o[1] = s;
 	return 2;
 }
 
@@ -361,7 +361,8 @@ static inline _nd_rfree_t *_nd_slab_rf_of(_nd_thread_t *t, const _nd_slab_hot_t 
 	return (_nd_rfree_t *)(void *)((char *)t->rf + ((size_t)s->bwo << 1));
 }
 
-/* The push of a free object o of a flagged slab s onto the caller's
+/* The push of a free object o (not marked yet: the push marks it) of a
+ * flagged slab s onto the caller's
  * borrowed list of its class (t: the caller's record, _nd_slab_bw_ok
  * holds; d: s's tp ^ the caller's thread pointer, up to ND_TP_BITS for
  * the owner, more for any other thread), counting it if it is another
@@ -375,6 +376,7 @@ static inline __attribute__((always_inline)) bool _nd_slab_bw_push(_nd_thread_t 
 #ifdef ND_TSAN
 	uint64_t *nrem = _nd_slab_nrem_of(t, s);
 	__atomic_store_n(nrem, *nrem + (d > ND_TP_BITS), __ATOMIC_RELAXED);
+	o[1] = s;
 	return _nd_slab_push(_nd_slab_bw_of(t, s), o);
 #else
 	/* The list and the counter addressed from the record with the
@@ -392,22 +394,31 @@ static inline __attribute__((always_inline)) bool _nd_slab_bw_push(_nd_thread_t 
 	 * costs 4-6% of wl_xfree 2's pair (an unconditional incq as much,
 	 * so it is the store); merged with used's subl into one 64-bit
 	 * load, add and store (count in used's upper half) it cost 1-2%
-	 * more than the two. */
+	 * more than the two.
+	 * The object's link (word 0, the list's head) and marker (word 1,
+	 * s) go in one 16-byte store (objects are 16-aligned: both words in
+	 * one line): the object's line is the other core's until its
+	 * upgrade comes back, and every store issued behind it waits in the
+	 * store buffer (x86 commits stores in order), so each store fewer
+	 * lets more frees' misses overlap, as the counter's did (issue 11,
+	 * xfree3: wl_xfree 2's free half 36.8 -> 36.0 cycles an object, one
+	 * instruction more). SSE2, baseline x86-64. */
 	uintptr_t ob = s->bwo;
-	void *x;
 	bool le0;
 	__asm__("cmp %[b], %[d]\n\t"
 		"sbbq $-1, %c[nr](%[t],%[ob])\n\t"
-		"mov %c[fr](%[t],%[ob]), %[x]\n\t"
-		"mov %[x], (%[o])\n\t"
+		"movq %c[fr](%[t],%[ob]), %%xmm0\n\t"
+		"movq %[s], %%xmm1\n\t"
+		"punpcklqdq %%xmm1, %%xmm0\n\t"
+		"movups %%xmm0, (%[o])\n\t"
 		"mov %[o], %c[fr](%[t],%[ob])\n\t"
 		"subl $1, %c[us](%[t],%[ob])"
-		: [x] "=&r"(x), "=@ccle"(le0)
-		: [d] "r"(d), [b] "i"(ND_TP_BITS + 1), [t] "r"(t), [ob] "r"(ob), [o] "r"(o),
+		: "=@ccle"(le0)
+		: [d] "r"(d), [b] "i"(ND_TP_BITS + 1), [t] "r"(t), [ob] "r"(ob), [o] "r"(o), [s] "r"(s),
 		  [nr] "i"(offsetof(_nd_thread_t, cls_remote)),
 		  [fr] "i"(offsetof(_nd_thread_t, bwl) + offsetof(_nd_slab_hot_t, free)),
 		  [us] "i"(offsetof(_nd_thread_t, bwl) + offsetof(_nd_slab_hot_t, used))
-		: "cc", "memory");
+		: "cc", "memory", "xmm0", "xmm1");
 	return le0;
 #endif
 }
@@ -449,7 +460,8 @@ void _nd_slab_free_other(void *p, _nd_slab_hot_t *s);
  * that was idle or is past its cap. */
 void _nd_slab_free_pushed(_nd_slab_hot_t *l, _nd_slab_hot_t *s);
 
-/* Every free of p (an object start of s, now marked) after the checks:
+/* Every free of p (an object start of s, not marked free: this marks it)
+ * after the checks:
  * the owner pushes onto the slab, another thread of its node onto its
  * borrowed list, any other thread sends p home. Every free of a slab
  * whose objects get borrowed (ND_TP_MIX) goes onto the borrowed list,
@@ -461,6 +473,7 @@ static inline __attribute__((always_inline)) void _nd_slab_free_push(_nd_slab_ho
 	bool own;
 	__asm__("xor %%fs:0, %[d]" : [d] "+r"(d), "=@ccz"(own)); /* d = tp ^ me, one instruction as a cmp */
 	if (nd_likely(own)) {
+		((void **)p)[1] = s; /* the marker: here, not before the branch (_nd_slab_bw_push) */
 		if (nd_unlikely(_nd_slab_push(s, p)))
 			_nd_slab_free_pushed(s, s);
 		return;
@@ -475,6 +488,7 @@ static inline __attribute__((always_inline)) void _nd_slab_free_push(_nd_slab_ho
 			_nd_slab_free_pushed(_nd_slab_bw_of(t, s), s);
 		return;
 	}
+	((void **)p)[1] = s;
 	if (d > ND_TP_BITS) { /* not the owner (_nd_slab_owns) */
 		_nd_slab_free_other(p, s);
 		return;

@@ -1190,8 +1190,7 @@ static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 	bool owner = is_owner(s);
 	if (o[1] == marker(s) || on_free_lists(s, o, owner))
 		double_free(o, s);
-	o[1] = marker(s);
-	_nd_slab_free_push((_nd_slab_hot_t *)s, o);
+	_nd_slab_free_push((_nd_slab_hot_t *)s, o); /* marks o */
 }
 
 static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedesc_t *d)
@@ -1205,8 +1204,7 @@ static inline __attribute__((always_inline)) void slab_free(void *p, _nd_pagedes
 		free_checked(s, o);
 		return;
 	}
-	o[1] = marker(s);
-	_nd_slab_free_push((_nd_slab_hot_t *)s, o);
+	_nd_slab_free_push((_nd_slab_hot_t *)s, o); /* marks o */
 }
 
 void _nd_slab_free(void *p, _nd_pagedesc_t *d)
