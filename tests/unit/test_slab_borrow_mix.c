@@ -19,7 +19,11 @@
  *             and its next mallocs get them back;
  *  - interleaved: a thread that frees its own and borrowed objects
  *             alternately keeps every one for its own mallocs;
- *  - double free: still reported on the flagged path;
+ *  - double free: still reported on the flagged path (another thread's
+ *             object, and the owner's own), from node 1 of a flagged
+ *             node-0 object (sent home) and of the owner's own (its
+ *             slab's push): free's push writes the marker on each path
+ *             (the borrowed push with the link, in one store);
  *  - node:    the flag carries the slab's node (ND_TP_BITS: free's
  *             borrowing test is one compare with the freeing thread's
  *             key), and a thread of node 1 does not keep a free of the
@@ -53,6 +57,24 @@ static uint64_t class_remote(void)
 static uintptr_t stamp_of(const void *p)
 {
 	return __atomic_load_n(&_nd_slab_of(p)->tp, __ATOMIC_RELAXED);
+}
+
+/* A second free of p (allocated) aborts with the double-free report
+ * (in a child: the report ends the process). */
+static void check_double_free(void *p, const char *what)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+		if (devnull >= 0)
+			dup2(devnull, 2); /* the expected report */
+		free(p);
+		free(p);
+		_exit(0); /* not reported: failure */
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "double free %s: status %#x", what, st);
 }
 
 /* The owner: makes N objects; once the main thread borrowed the first
@@ -136,19 +158,17 @@ int main(void)
 	CHECK_EQ(count_in(again, N / 2, own, N / 4) + count_in(again, N / 2, &theirs[N / 2], N / 4), N / 2);
 	CHECK_EQ(_nd_slab_remote_sent(), sent);
 
-	/* double free on the flagged path */
-	pid_t pid = fork();
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-		if (devnull >= 0)
-			dup2(devnull, 2); /* the expected report */
-		free(theirs[3 * N / 4]);
-		free(theirs[3 * N / 4]);
-		_exit(0); /* not reported: failure */
-	}
-	int st = 0;
-	waitpid(pid, &st, 0);
-	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "double free on the flagged path: status %#x", st);
+	/* double free on the flagged path: another thread's object, and
+	 * this thread's own (again[] holds both) */
+	check_double_free(theirs[3 * N / 4], "on the flagged path");
+	uintptr_t me = (uintptr_t)__builtin_thread_pointer();
+	void *mine_flagged = NULL;
+	for (int i = 0; i < N / 2 && !mine_flagged; i++)
+		if (stamp_of(again[i]) == (me | _nd_slab_tp_mix(1)))
+			mine_flagged = again[i];
+	CHECK(mine_flagged != NULL, "again[] holds an object of this thread's flagged slab");
+	if (mine_flagged)
+		check_double_free(mine_flagged, "of the owner's object on the flagged path");
 
 	/* node: on node 1 now, a free of the flagged node-0 slab goes home */
 	nd_emulate_cpu(2);
@@ -160,6 +180,11 @@ int main(void)
 	CHECK(y != x && nd_node_of(y) == 1, "node 1's malloc after a free of node 0's flagged slab: %p (node %d)", y,
 	      nd_node_of(y));
 	free(y);
+	/* from node 1: another thread's flagged node-0 object goes home, the
+	 * owner's own onto its slab; both still report a second free */
+	check_double_free(theirs[N - 2], "from node 1 of another thread's flagged node-0 object");
+	if (mine_flagged)
+		check_double_free(mine_flagged, "from node 1 of the owner's flagged node-0 object");
 
 	for (int i = 0; i < N / 2; i++)
 		free(again[i]);
