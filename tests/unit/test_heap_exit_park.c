@@ -89,8 +89,8 @@ int main(void)
 	int sn, sres;
 	trim_free_pages(so, NS, SSZ, SKEEP, seen, &sn, &sres);
 	printf("after the next worker's exit: %d of %d free pages of %d B objects resident\n", sres, sn, SSZ);
-	CHECK(sn >= NS * SSZ / ND_PAGE_SIZE / 2 && sres == sn, "%d of %d free pages of %d B objects resident (kept at an exit)",
-	      sres, sn, SSZ);
+	CHECK(sn >= (int)(NS * SSZ / ND_PAGE_SIZE / 2) && sres == sn,
+	      "%d of %d free pages of %d B objects resident (kept at an exit)", sres, sn, SSZ);
 	for (int i = 0; i < NS; i += SKEEP)
 		free(so[i]);
 	free(warm);
