@@ -695,11 +695,16 @@ size_t _nd_heap_trim_self(void)
 	return n;
 }
 
-/* Thread gone (or a policy heap evicted): trim, then park the heap in its
- * pool for adoption. */
-static void heap_abandon(heap_t *h)
+/* Thread gone (exit) or a policy heap evicted: trim, then park the heap
+ * in its pool for adoption. At an exit the free pages of the classes
+ * above 2 KiB go too, but for each slab's next few (slab_purge.c,
+ * _nd_slab_purge_park); an evicted policy heap keeps them (its thread
+ * may take it back). */
+static void heap_abandon(heap_t *h, bool exiting)
 {
 	heap_trim(h);
+	if (exiting)
+		_nd_slab_purge_park(h);
 	heap_set_tp(h, 0);
 	__atomic_store_n(&h->owner, NULL, __ATOMIC_RELEASE);
 	_nd_lock_t *lk;
@@ -737,7 +742,7 @@ static heap_t *pheap_get(_nd_thread_t *t, const nd_policy_t *pol, int node)
 		for (int i = v; i + 1 < t->nph; i++)
 			t->ph[i] = t->ph[i + 1];
 		t->nph--;
-		heap_abandon(old);
+		heap_abandon(old, false);
 	}
 	int mn = node >= 0 ? heap_meta_node(node) : cpu_mem_node(_nd_topo_cpu());
 	heap_t *h = heap_take(t, node, pol, mn);
@@ -814,11 +819,11 @@ static void thread_exit_hook(_nd_thread_t *t)
 		heap_t *h = t->heaps[i];
 		if (h != &heap_none) {
 			heaps_set(t, i, &heap_none);
-			heap_abandon(h);
+			heap_abandon(h, true);
 		}
 	}
 	for (int i = 0; i < t->nph; i++)
-		heap_abandon(t->ph[i]);
+		heap_abandon(t->ph[i], true);
 	if (t->nph)
 		t->nph = 0; /* the record's second page: written only if used (nd_thread.h) */
 	for (int n = 0; n < lim && n < ND_MAX_NODES; n++)

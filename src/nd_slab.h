@@ -929,6 +929,10 @@ void _nd_slab_purge_taken(_nd_heap_t *h, const _nd_slab_t *s);
 size_t _nd_slab_purge_heap(_nd_heap_t *h);
 /* malloc_trim's: every partial slab's free pages, busy classes too (owner). */
 size_t _nd_slab_purge_all(_nd_heap_t *h);
+/* A thread's exit, before h parks: the free pages of the partial slabs
+ * of the classes above 2 KiB, but for the first objects of each free
+ * list (owner). Returns pages purged. */
+size_t _nd_slab_purge_park(_nd_heap_t *h);
 /* s's free list is empty and s->purged != 0: the objects of its lowest
  * purged pages go back on the free list (with the one s->pstr withheld
  * that ends there). false if none did. */

@@ -69,6 +69,9 @@
  * per 1 MiB of new slabs: 2.5x the page faults, 2% more instructions,
  * no lower peak).
  *
+ * A thread's exit (_nd_slab_purge_park, below): the classes above 2 KiB,
+ * all but the first two free objects of each partial slab, no units.
+ *
  * Limits: a double free of a withheld object is not reported (its marker
  * is gone); check mode (NODALLOC_CHECK=1), which must report every double
  * free, purges nothing. Committed statistics keep counting the pages
@@ -84,6 +87,10 @@ typedef _nd_heap_t heap_t;
 #define PASS_MIN 256 /* pages committed between two passes of a heap, at least */
 #define MAX_CAP 1024 /* objects per slab (class 16 in 16 KiB) */
 #define MAX_PAGES 64 /* pages per slab (class 32 KiB: 8 objects) */
+/* A thread's exit (_nd_slab_purge_park): the classes above PARK_MIN
+ * bytes, all but the first PARK_KEEP free objects of each partial slab. */
+#define PARK_MIN 2048u
+#define PARK_KEEP 2u
 
 static inline uint64_t obj_of(const slab_t *s, const void *p)
 {
@@ -237,10 +244,16 @@ __attribute__((no_sanitize_thread)) static uint64_t maybe_free(const slab_t *s, 
 	return maybe;
 }
 
-/* The pass over one slab (see the top). Returns pages purged. */
-static unsigned purge_slab(slab_t *s)
+/* The pass over one slab (see the top). keep: a thread's exit
+ * (PARK_KEEP): the first keep objects of the free list (the next ones
+ * handed out) count as out, their pages stay, and no unit goes to the
+ * page level (it would stay resident there, dirty, until an exit trim;
+ * madvised, the slab keeps its room for the adopter). Returns pages
+ * purged. */
+static unsigned purge_slab(slab_t *s, unsigned keep)
 {
 	ND_ASSERT(s->fbias == 0 && s->npages <= MAX_PAGES && s->cap <= MAX_CAP, "a partial slab within the pass's bounds");
+	ND_ASSERT(keep <= PARK_KEEP, "keep: 0 or an exit's");
 	uint32_t carved = s->carved, size = s->size;
 	size_t end = carved == s->cap ? (size_t)s->npages << ND_PAGE_SHIFT : obj_off(s, carved);
 	unsigned below = (unsigned)(end >> ND_PAGE_SHIFT);
@@ -253,11 +266,18 @@ static unsigned purge_slab(slab_t *s)
 		return 0;
 	}
 	uint64_t fr[MAX_CAP / 64] = { 0 };
+	uint32_t kept[PARK_KEEP];
+	unsigned nk = 0;
 	for (void **x = s->free; x; x = ND_FO_NEXT(x)) {
 		_nd_slab_check_link(s, x, "malloc");
 		uint64_t k = obj_of(s, x);
 		fr[k / 64] |= (uint64_t)1 << (k % 64);
+		if (nk < keep)
+			kept[nk++] = (uint32_t)k;
 	}
+	/* the kept ones look out to the page scan below, listed again after it */
+	for (unsigned i = 0; i < nk; i++)
+		fr[kept[i] / 64] &= ~((uint64_t)1 << (kept[i] % 64));
 	/* pages below the carved end (the slab's end once all is carved),
 	 * minus those an object out overlaps (withheld objects count as
 	 * free: their pages are marked) */
@@ -275,6 +295,8 @@ static unsigned purge_slab(slab_t *s)
 			cand &= ~((uint64_t)1 << p);
 		k = past_page(s, k, lp);
 	}
+	for (unsigned i = 0; i < nk; i++)
+		fr[kept[i] / 64] |= (uint64_t)1 << (kept[i] % 64);
 	/* marked pages were given back already (an object that starts in an
 	 * earlier page and was used since may have touched one again: it
 	 * goes again with its stretch when the stretch has a new page) */
@@ -282,7 +304,7 @@ static unsigned purge_slab(slab_t *s)
 	/* whole units no object out overlaps go back to the page level
 	 * (dirty: another slab takes them without a fault) */
 	uint64_t units = 0;
-	if (s->npages >= 2 * UNIT && carved == s->cap)
+	if (!keep && s->npages >= 2 * UNIT && carved == s->cap)
 		for (unsigned u = 0; u < s->npages / UNIT; u++) {
 			uint64_t m = (((uint64_t)1 << UNIT) - 1) << (u * UNIT);
 			if ((cand & m) == m)
@@ -399,7 +421,7 @@ bool _nd_slab_purge_lent(slab_t *s)
 {
 	uint32_t f = (uint32_t)s->carved - s->used;
 	if (!_nd_slab_check && f > s->pfree && (size_t)f * s->size >= ND_PAGE_SIZE)
-		purge_slab(s);
+		purge_slab(s, 0);
 	return s->free != NULL;
 }
 
@@ -427,7 +449,7 @@ static inline __attribute__((always_inline)) size_t purge_heap(heap_t *h, uint64
 			uint32_t f = (uint32_t)s->carved - s->used;
 			if (f <= s->pfree || (size_t)f * s->size < ND_PAGE_SIZE)
 				continue;
-			n += purge_slab(s);
+			n += purge_slab(s, 0);
 		}
 	}
 	*walked = w;
@@ -470,6 +492,41 @@ size_t _nd_slab_purge_all(heap_t *h)
 	uint64_t w;
 	h->spbusy = 0;
 	return purge_heap(h, &w);
+}
+
+/* A thread's exit, before its heap parks (issue 11, wl_threads' peak
+ * RSS): each heap keeps, per class, the pages of the most objects that
+ * class ever had out at once in any of the threads that owned it (free
+ * objects are reused first in, last out), and a class above 2 KiB holds
+ * few objects a thread, so that high-water mark sits far above what one
+ * thread uses: wl_threads' peak was 1.21x glibc's (glibc reuses a free
+ * chunk for any size). Here the free pages of those classes' partial
+ * slabs go back to the OS but for the first PARK_KEEP free objects of
+ * each (the adopter's first takes; the others come back, as zero pages,
+ * when the slab's free list runs dry: _nd_slab_unpurge), so the adopter's
+ * own uses set the mark again. wl_threads (`nd_measure -x`, medians of
+ * 15 interleaved runs): peak 6,004 -> 5,072 KiB (glibc 4,856), minor
+ * faults 1,425 -> 3,181, time 0.046 -> 0.056 s (glibc 0.082); keeping
+ * none 4,952 KiB, 6.7k faults; 3, 5,296 KiB, 2.1k; the classes above
+ * 4 KiB only, as above 2 KiB (docs/arenas.md, "Thread-exit trims").
+ * Classes of at most 2 KiB keep their free pages: their slabs hold many
+ * objects a thread, which the next owner reuses (purging every class:
+ * 9-10k faults). Owner of h (the exiting thread); off in check mode. */
+size_t _nd_slab_purge_park(heap_t *h)
+{
+	if (_nd_slab_check)
+		return 0;
+	size_t n = 0;
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		if (_nd_slab_class_size(c) <= PARK_MIN)
+			continue;
+		for (slab_t *s = h->cur[c]; s && s != &_nd_slab_empty; s = s->next) {
+			uint32_t f = (uint32_t)s->carved - s->used;
+			if (f > PARK_KEEP && (size_t)(f - PARK_KEEP) * s->size >= ND_PAGE_SIZE)
+				n += purge_slab(s, PARK_KEEP);
+		}
+	}
+	return n;
 }
 
 void _nd_slab_purge_taken(heap_t *h, const slab_t *s)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* malloc_trim reaches the heaps of exited threads (audit14). A thread's
- * exit parks its heap trimmed of its empty slabs only (giving the free
- * pages inside partial slabs back there cost the thread-churn workloads
- * faults and CPU: docs/arenas.md, thrpeak), and malloc_trim trimmed the
+ * exit parks its heap trimmed of its empty slabs, and of the free pages
+ * of its classes above 2 KiB only (giving back all the free pages inside
+ * partial slabs there cost the thread-churn workloads faults and CPU:
+ * docs/arenas.md, thrpeak; test_heap_exit_park), and malloc_trim trimmed the
  * calling thread's heaps only: the pages of a worker that freed 63 of 64
  * of its objects stayed resident until some thread adopted its heap
  * (glibc's malloc_trim gives them back: every arena). Now malloc_trim
