@@ -97,6 +97,7 @@ static ND_BIG_TABLE struct {
 	int pid;
 } ex;
 static bool shared;   /* slots are in an export mapping (a file or nodactl's descriptor) */
+static bool ex_by_pid; /* the file is named by the pid (the option's "1"): a forked child publishes its own */
 static int root_pid;  /* NODALLOC_STATS_EXPORT=fd:N:PID: the program nodactl launched */
 
 /* The process-wide slot of the slots s (loaded with acquire: shared was
@@ -193,6 +194,7 @@ static int export_resolve(const char *v, char *why, size_t len)
 	bool on;
 	if (_nd_opt_parse_bool(v, &on) == 0) {
 		_nd_msg_format(ex.path, sizeof ex.path, "/dev/shm/nodalloc-%d.stats", _nd_os_getpid());
+		ex_by_pid = true;
 		return 0;
 	}
 	size_t n = 0;
@@ -277,6 +279,51 @@ static char *export_map_fd(int fd, char *why, size_t len)
 	return base;
 }
 
+/* Creates the file at ex.path (a stale export there removed first: its
+ * process is gone, or it is an earlier image of this pid) and maps it
+ * for process pid; NULL with why (nothing left at the path). */
+static char *export_create(int pid, char *why, size_t len)
+{
+	_nd_file_info_t fi;
+	int r;
+	if (_nd_stats_clear_export(ex.path, why, len) != 0)
+		return NULL;
+	int fd = _nd_os_open(ex.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0600);
+	if (fd < 0) {
+		_nd_msg_format(why, len, "cannot create it (error %d%s)", -fd, fd == -17 ? ": it appeared meanwhile" : "");
+		return NULL;
+	}
+	char *base = NULL;
+	if ((r = _nd_os_fstat(fd, &fi)) < 0 || (r = _nd_os_ftruncate(fd, EXPORT_SIZE)) < 0)
+		_nd_msg_format(why, len, "cannot size it (error %d)", -r);
+	else if (!(base = _nd_os_map_shared_fd(fd, EXPORT_SIZE, &r)))
+		_nd_msg_format(why, len, "cannot map it (error %d)", -r);
+	_nd_os_close(fd);
+	if (!base) {
+		_nd_os_unlink(ex.path); /* ours: O_EXCL made it */
+		return NULL;
+	}
+	ex.dev = fi.dev;
+	ex.ino = fi.ino;
+	ex.pid = pid;
+	return base;
+}
+
+/* Writes the header of the export mapped at base (the magic last: a
+ * reader takes the file as published from then on); its slots. */
+static stat_slot_t *export_publish(char *base, int pid, uint64_t start)
+{
+	export_hdr_t *h = (export_hdr_t *)base;
+	h->version = EXPORT_VERSION;
+	h->slot_size = sizeof(stat_slot_t);
+	h->pid = pid;
+	h->start = start;
+	h->node_limit = _nd_topo() ? _nd_topo()->node_limit : 1;
+	h->slots = N_SLOTS;
+	__atomic_store_n(&h->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
+	return (stat_slot_t *)(base + ND_PAGE_SIZE);
+}
+
 static int export_map(void **out)
 {
 	const char *v = _nd_opt_str(ND_OPT_STATS_EXPORT);
@@ -287,7 +334,6 @@ static int export_map(void **out)
 	uint64_t start;
 	unsigned uid;
 	int pid = _nd_os_getpid(), fd = -1, r;
-	_nd_file_info_t fi;
 	char *base;
 	if ((r = _nd_os_proc_identity(pid, &start, &uid)) < 0) {
 		_nd_msg_format(why, sizeof why, "cannot read this process's start time in /proc (error %d)", -r);
@@ -305,44 +351,12 @@ static int export_map(void **out)
 			goto fail;
 		goto publish;
 	}
-	if (export_resolve(v, why, sizeof why) != 0)
+	if (export_resolve(v, why, sizeof why) != 0 || !(base = export_create(pid, why, sizeof why)))
 		goto fail;
-	if (_nd_stats_clear_export(ex.path, why, sizeof why) != 0)
-		goto fail;
-	fd = _nd_os_open(ex.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0600);
-	if (fd < 0) {
-		_nd_msg_format(why, sizeof why, "cannot create it (error %d%s)", -fd,
-			       fd == -17 ? ": it appeared meanwhile" : "");
-		goto fail;
-	}
-	if ((r = _nd_os_fstat(fd, &fi)) < 0 || (r = _nd_os_ftruncate(fd, EXPORT_SIZE)) < 0) {
-		_nd_msg_format(why, sizeof why, "cannot size it (error %d)", -r);
-		goto fail_created;
-	}
-	base = _nd_os_map_shared_fd(fd, EXPORT_SIZE, &r);
-	if (!base) {
-		_nd_msg_format(why, sizeof why, "cannot map it (error %d)", -r);
-		goto fail_created;
-	}
-	_nd_os_close(fd);
-	ex.dev = fi.dev;
-	ex.ino = fi.ino;
-	ex.pid = pid;
 	_nd_os_on_sigterm(export_remove); /* EBUSY: the program handles SIGTERM */
-publish:;
-	export_hdr_t *h = (export_hdr_t *)base;
-	h->version = EXPORT_VERSION;
-	h->slot_size = sizeof(stat_slot_t);
-	h->pid = pid;
-	h->start = start;
-	h->node_limit = _nd_topo() ? _nd_topo()->node_limit : 1;
-	h->slots = N_SLOTS;
-	__atomic_store_n(&h->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
-	*out = base + ND_PAGE_SIZE;
+publish:
+	*out = export_publish(base, pid, start);
 	return 1;
-fail_created:
-	_nd_os_close(fd);
-	_nd_os_unlink(ex.path); /* ours: O_EXCL made it */
 fail:
 	_nd_msg_warn("NODALLOC_STATS_EXPORT: not publishing to %s: %s", ex.path[0] ? ex.path : v, why);
 	ex.path[0] = '\0';
@@ -377,23 +391,55 @@ int _nd_stats_init(void)
 	return 0;
 }
 
-/* A forked child must not count into its parent's published file: it
- * continues on a private copy (only one thread exists in the child). */
+/* A forked child must not count into its parent's published file
+ * (statistics name the process they describe): with a file named by the
+ * pid (the option's "1") it publishes its own, /dev/shm/nodalloc-CHILD.stats,
+ * so that a daemon (fork, the parent exits; or a double fork) is found
+ * under its pid; with a path the user named (the parent's), or nodactl's
+ * descriptor (the launched program's), it continues on a private copy.
+ * Its figures start from its parent's at the fork. Only one thread
+ * exists in the child. */
 void _nd_stats_fork_child(void)
 {
 	if (!shared || !slots)
 		return;
+	stat_slot_t *old = slots, *p = NULL;
+	int limit = _nd_topo() ? _nd_topo()->node_limit : ND_MAX_NODES;
+	bool mine = ex_by_pid && ex.path[0] && ex.pid;
+	int pid = _nd_os_getpid();
+	ex.path[0] = '\0'; /* the parent's: never unlinked here */
+	if (mine) {
+		char why[200];
+		uint64_t start;
+		unsigned uid;
+		char *base = NULL;
+		int r = _nd_os_proc_identity(pid, &start, &uid);
+		if (r < 0)
+			_nd_msg_format(why, sizeof why, "cannot read this process's start time in /proc (error %d)", -r);
+		else if (export_resolve("1", why, sizeof why) == 0)
+			base = export_create(pid, why, sizeof why);
+		if (base) {
+			p = (stat_slot_t *)(base + ND_PAGE_SIZE);
+			for (int n = 0; n < limit && n < ND_MAX_NODES; n++)
+				p[n] = old[n];
+			p[PROC_SLOT] = old[PROC_SLOT];
+			export_publish(base, pid, start);
+			__atomic_store_n(&slots, p, __ATOMIC_RELEASE);
+			_nd_os_munmap((char *)old - ND_PAGE_SIZE, EXPORT_SIZE); /* the parent's file, held no longer */
+			return;
+		}
+		_nd_msg_warn("NODALLOC_STATS_EXPORT: forked child %d not publishing to %s: %s", pid, ex.path, why);
+		ex.path[0] = '\0';
+	}
 	int err;
-	stat_slot_t *p = _nd_os_mmap(sizeof(stat_slot_t) * N_SLOTS, true, &err);
+	p = _nd_os_mmap(sizeof(stat_slot_t) * N_SLOTS, true, &err);
 	if (!p)
 		return; /* keep counting into the shared file rather than lose counts */
-	int limit = _nd_topo() ? _nd_topo()->node_limit : ND_MAX_NODES;
 	for (int n = 0; n < limit && n < ND_MAX_NODES; n++)
-		p[n + 1] = slots[n];
-	p[0] = *proc_of(slots);
+		p[n + 1] = old[n];
+	p[0] = *proc_of(old);
 	slots = p + 1;
 	shared = false;
-	ex.path[0] = '\0';
 }
 
 /* Reads a published export (mapped by the caller) into *out. */
