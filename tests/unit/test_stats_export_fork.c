@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -94,10 +95,13 @@ static int read_export(const char *path, long long *hits, int *owner, char *err,
 	return r;
 }
 
+/* pid ended and was reaped (this process is the orphans' subreaper: a
+ * zombie would still be a running process to the export's reader) */
 static bool gone(int pid)
 {
 	for (int i = 0; i < 200; i++) {
-		if (kill(pid, 0) != 0 && errno == ESRCH)
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid || (kill(pid, 0) != 0 && errno == ESRCH))
 			return true;
 		usleep(50000);
 	}
@@ -116,6 +120,7 @@ int main(int argc, char **argv)
 	char self[4096];
 	ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
 	self[sn > 0 ? sn : 0] = '\0';
+	CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0, "subreaper");
 	int p[2];
 	CHECK(pipe(p) == 0, "pipe");
 	pid_t w = fork();
