@@ -391,6 +391,37 @@ int _nd_stats_init(void)
 	return 0;
 }
 
+/* The fork child's own pid-named export (_nd_stats_fork_child), its
+ * figures copied from the parent's slots old: true once its slots are
+ * the new file's. Out of line: the fork child's common path is in the
+ * hot text (src/hot_text.ld), this is not. */
+static __attribute__((noinline)) bool fork_publish(stat_slot_t *old, int limit)
+{
+	char why[200];
+	uint64_t start;
+	unsigned uid;
+	char *base = NULL;
+	int pid = _nd_os_getpid();
+	int r = _nd_os_proc_identity(pid, &start, &uid);
+	if (r < 0)
+		_nd_msg_format(why, sizeof why, "cannot read this process's start time in /proc (error %d)", -r);
+	else if (export_resolve("1", why, sizeof why) == 0)
+		base = export_create(pid, why, sizeof why);
+	if (!base) {
+		_nd_msg_warn("NODALLOC_STATS_EXPORT: forked child %d not publishing to %s: %s", pid, ex.path, why);
+		ex.path[0] = '\0';
+		return false;
+	}
+	stat_slot_t *p = (stat_slot_t *)(base + ND_PAGE_SIZE);
+	for (int n = 0; n < limit && n < ND_MAX_NODES; n++)
+		p[n] = old[n];
+	p[PROC_SLOT] = old[PROC_SLOT];
+	export_publish(base, pid, start);
+	__atomic_store_n(&slots, p, __ATOMIC_RELEASE);
+	_nd_os_munmap((char *)old - ND_PAGE_SIZE, EXPORT_SIZE); /* the parent's file, held no longer */
+	return true;
+}
+
 /* A forked child must not count into its parent's published file
  * (statistics name the process they describe): with a file named by the
  * pid (the option's "1") it publishes its own, /dev/shm/nodalloc-CHILD.stats,
@@ -403,36 +434,14 @@ void _nd_stats_fork_child(void)
 {
 	if (!shared || !slots)
 		return;
-	stat_slot_t *old = slots, *p = NULL;
+	stat_slot_t *old = slots;
 	int limit = _nd_topo() ? _nd_topo()->node_limit : ND_MAX_NODES;
 	bool mine = ex_by_pid && ex.path[0] && ex.pid;
-	int pid = _nd_os_getpid();
 	ex.path[0] = '\0'; /* the parent's: never unlinked here */
-	if (mine) {
-		char why[200];
-		uint64_t start;
-		unsigned uid;
-		char *base = NULL;
-		int r = _nd_os_proc_identity(pid, &start, &uid);
-		if (r < 0)
-			_nd_msg_format(why, sizeof why, "cannot read this process's start time in /proc (error %d)", -r);
-		else if (export_resolve("1", why, sizeof why) == 0)
-			base = export_create(pid, why, sizeof why);
-		if (base) {
-			p = (stat_slot_t *)(base + ND_PAGE_SIZE);
-			for (int n = 0; n < limit && n < ND_MAX_NODES; n++)
-				p[n] = old[n];
-			p[PROC_SLOT] = old[PROC_SLOT];
-			export_publish(base, pid, start);
-			__atomic_store_n(&slots, p, __ATOMIC_RELEASE);
-			_nd_os_munmap((char *)old - ND_PAGE_SIZE, EXPORT_SIZE); /* the parent's file, held no longer */
-			return;
-		}
-		_nd_msg_warn("NODALLOC_STATS_EXPORT: forked child %d not publishing to %s: %s", pid, ex.path, why);
-		ex.path[0] = '\0';
-	}
+	if (mine && fork_publish(old, limit))
+		return;
 	int err;
-	p = _nd_os_mmap(sizeof(stat_slot_t) * N_SLOTS, true, &err);
+	stat_slot_t *p = _nd_os_mmap(sizeof(stat_slot_t) * N_SLOTS, true, &err);
 	if (!p)
 		return; /* keep counting into the shared file rather than lose counts */
 	for (int n = 0; n < limit && n < ND_MAX_NODES; n++)
