@@ -85,6 +85,19 @@ typedef struct export_hdr {
 	uint64_t start;     /* the writer's start time: with pid, one process */
 } export_hdr_t;
 #define EXPORT_SIZE (ND_PAGE_SIZE + sizeof(stat_slot_t) * N_SLOTS)
+/* In the header page, after the header: the pids of the last KIDS forked
+ * children that published their own pid-named file (fork_publish). A
+ * child that ends by _exit (or a signal) leaves its file; the next child
+ * and the exporting process's exit remove those of them that are stale
+ * (kids_sweep): a loop of fork and _exit leaves at most a few. */
+#define KIDS 64
+typedef struct export_kids {
+	uint32_t next;        /* atomic: the next entry to write, mod KIDS */
+	int32_t pid[KIDS];    /* atomic; 0: none */
+} export_kids_t;
+#define KIDS_AT 512 /* offset in the header page */
+_Static_assert(KIDS_AT >= sizeof(export_hdr_t) && KIDS_AT + sizeof(export_kids_t) <= ND_PAGE_SIZE,
+	       "the kids' ring is in the header page, after the header");
 #define S_TYPE 0170000
 #define S_REG 0100000
 
@@ -217,6 +230,29 @@ static int export_resolve(const char *v, char *why, size_t len)
 		if (!(ex.path[n++] = v[k]))
 			return 0;
 	}
+}
+
+/* Removes the stale files of the children in the ring k (each path's
+ * own checks: a live export, another user's file, anything that is not an
+ * export stays). */
+static void kids_sweep(export_kids_t *k)
+{
+	for (int i = 0; i < KIDS; i++) {
+		int pid = __atomic_load_n(&k->pid[i], __ATOMIC_RELAXED);
+		if (pid <= 0)
+			continue;
+		char path[64], why[8];
+		_nd_msg_format(path, sizeof path, "/dev/shm/nodalloc-%d.stats", pid);
+		_nd_file_info_t fi;
+		bool none = _nd_os_lstat(path, &fi) == -2;
+		if (none || (_nd_stats_clear_export(path, why, sizeof why) == 0 && _nd_os_lstat(path, &fi) == -2))
+			__atomic_compare_exchange_n(&k->pid[i], &pid, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
+}
+
+static export_kids_t *kids_of(stat_slot_t *s)
+{
+	return (export_kids_t *)((char *)s - ND_PAGE_SIZE + KIDS_AT);
 }
 
 static void export_remove(void)
@@ -412,6 +448,11 @@ static __attribute__((noinline)) bool fork_publish(stat_slot_t *old, int limit)
 		ex.path[0] = '\0';
 		return false;
 	}
+	/* the parent's earlier children that are gone: their files go; this
+	 * one is noted for the next (its parent's file is still mapped) */
+	export_kids_t *k = kids_of(old);
+	kids_sweep(k);
+	__atomic_store_n(&k->pid[__atomic_fetch_add(&k->next, 1, __ATOMIC_RELAXED) % KIDS], pid, __ATOMIC_RELAXED);
 	stat_slot_t *p = (stat_slot_t *)(base + ND_PAGE_SIZE);
 	for (int n = 0; n < limit && n < ND_MAX_NODES; n++)
 		p[n] = old[n];
@@ -734,6 +775,9 @@ static void self_label(_nd_stats_label_t *lb)
 
 void _nd_stats_at_exit(void)
 {
+	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
+	if (s && shared && ex_by_pid && ex.path[0] && ex.pid == _nd_os_getpid())
+		kids_sweep(kids_of(s)); /* children of ours that ended by _exit: their stale files */
 	export_remove(); /* a forked child has cleared the path: only the owner unlinks */
 	_nd_os_on_sigterm_off(); /* dlclose: no handler left in the unmapped library */
 	/* nodactl reads the launched program's figures from the export

@@ -14,6 +14,9 @@
  * SIGTERM. Checked: the daemon's file names it and starts from its parent's
  * figures, `nodactl stat PID` shows it, the parent's file went with it,
  * the first child's is refused as stale, SIGTERM removes the daemon's.
+ * And a process whose 20 children publish and end by _exit leaves none
+ * of their files (each fork's child and its exit remove its gone
+ * children's: 20 files left without that).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -108,8 +111,29 @@ static bool gone(int pid)
 	return false;
 }
 
+/* Children that end by _exit (a worker pool's, fork and exec failing):
+ * each publishes its file and leaves it; the next fork's child and this
+ * process's exit remove them (stats.c kids_sweep). */
+static int spawn_main(void)
+{
+	for (int i = 0; i < 20; i++) {
+		pid_t c = fork();
+		if (c < 0)
+			return 3;
+		if (c == 0) {
+			runs(1);
+			dprintf(1, "%d\n", (int)getpid());
+			_exit(0);
+		}
+		waitpid(c, NULL, 0);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "spawn") == 0)
+		return spawn_main();
 	if (argc > 1 && strcmp(argv[1], "daemon") == 0) {
 		if (daemon_main() != -1)
 			return 2;
@@ -166,6 +190,35 @@ int main(int argc, char **argv)
 	char want[64];
 	snprintf(want, sizeof want, "statistics of pid %d ", dpid);
 	CHECK(rc == 0 && strstr(run_out, want), "nodactl stat %d (rc %d): %s", dpid, rc, run_out);
+
+	/* 20 children that _exit: none of their files is left */
+	int q[2];
+	CHECK(pipe(q) == 0, "pipe");
+	pid_t sp = fork();
+	if (sp == 0) {
+		dup2(q[1], 1);
+		close(q[0]);
+		close(q[1]);
+		char *envp[] = { "NODALLOC_STATS_EXPORT=1", NULL };
+		execle(self, self, "spawn", (char *)NULL, envp);
+		_exit(127);
+	}
+	close(q[1]);
+	FILE *f = fdopen(q[0], "r");
+	int kid[32], kids = 0, left = 0;
+	while (f && kids < 32 && fscanf(f, "%d", &kid[kids]) == 1)
+		kids++;
+	if (f)
+		fclose(f);
+	waitpid(sp, &st, 0);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && kids == 20, "the spawner ran its 20 children (status %d, %d)", st,
+	      kids);
+	for (int i = 0; i < kids; i++)
+		if (access(path_of(2, kid[i]), F_OK) == 0) {
+			left++;
+			unlink(path_of(2, kid[i]));
+		}
+	CHECK(left == 0, "%d of its children's stale files left in /dev/shm", left);
 
 	kill(dpid, SIGTERM);
 	CHECK(gone(dpid), "the daemon ended on SIGTERM");
