@@ -448,16 +448,17 @@ static __attribute__((noinline)) bool fork_publish(stat_slot_t *old, int limit)
 		ex.path[0] = '\0';
 		return false;
 	}
-	/* the parent's earlier children that are gone: their files go; this
-	 * one is noted for the next (its parent's file is still mapped) */
-	export_kids_t *k = kids_of(old);
-	kids_sweep(k);
-	__atomic_store_n(&k->pid[__atomic_fetch_add(&k->next, 1, __ATOMIC_RELAXED) % KIDS], pid, __ATOMIC_RELAXED);
 	stat_slot_t *p = (stat_slot_t *)(base + ND_PAGE_SIZE);
 	for (int n = 0; n < limit && n < ND_MAX_NODES; n++)
 		p[n] = old[n];
 	p[PROC_SLOT] = old[PROC_SLOT];
 	export_publish(base, pid, start);
+	/* the parent's earlier children that are gone: their files go; this
+	 * one is noted for the next, published (an unpublished file of an
+	 * export's size counts as stale) */
+	export_kids_t *k = kids_of(old);
+	kids_sweep(k);
+	__atomic_store_n(&k->pid[__atomic_fetch_add(&k->next, 1, __ATOMIC_RELAXED) % KIDS], pid, __ATOMIC_RELAXED);
 	__atomic_store_n(&slots, p, __ATOMIC_RELEASE);
 	_nd_os_munmap((char *)old - ND_PAGE_SIZE, EXPORT_SIZE); /* the parent's file, held no longer */
 	return true;
