@@ -130,6 +130,24 @@ static int spawn_main(void)
 	return 0;
 }
 
+/* This binary re-executed as mode with NODALLOC_STATS_EXPORT=1, its
+ * stdout the pipe p (p[0] left open here). */
+static pid_t writer(const char *self, const char *mode, int p[2])
+{
+	CHECK(pipe(p) == 0, "pipe");
+	pid_t w = fork();
+	if (w == 0) {
+		dup2(p[1], 1);
+		close(p[0]);
+		close(p[1]); /* the writers hold only their stdout: EOF when they close it */
+		char *envp[] = { "NODALLOC_STATS_EXPORT=1", NULL };
+		execle(self, self, mode, (char *)NULL, envp);
+		_exit(127);
+	}
+	close(p[1]);
+	return w;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "spawn") == 0)
@@ -146,17 +164,7 @@ int main(int argc, char **argv)
 	self[sn > 0 ? sn : 0] = '\0';
 	CHECK(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0, "subreaper");
 	int p[2];
-	CHECK(pipe(p) == 0, "pipe");
-	pid_t w = fork();
-	if (w == 0) {
-		dup2(p[1], 1);
-		close(p[0]);
-		close(p[1]); /* the daemon holds only its stdout: EOF when it closes it */
-		char *envp[] = { "NODALLOC_STATS_EXPORT=1", NULL };
-		execle(self, self, "daemon", (char *)NULL, envp);
-		_exit(127);
-	}
-	close(p[1]);
+	pid_t w = writer(self, "daemon", p);
 	int st;
 	waitpid(w, &st, 0);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the writer exited 0 (status %d)", st);
@@ -193,17 +201,7 @@ int main(int argc, char **argv)
 
 	/* 20 children that _exit: none of their files is left */
 	int q[2];
-	CHECK(pipe(q) == 0, "pipe");
-	pid_t sp = fork();
-	if (sp == 0) {
-		dup2(q[1], 1);
-		close(q[0]);
-		close(q[1]);
-		char *envp[] = { "NODALLOC_STATS_EXPORT=1", NULL };
-		execle(self, self, "spawn", (char *)NULL, envp);
-		_exit(127);
-	}
-	close(q[1]);
+	pid_t sp = writer(self, "spawn", q);
 	FILE *f = fdopen(q[0], "r");
 	int kid[32], kids = 0, left = 0;
 	while (f && kids < 32 && fscanf(f, "%d", &kid[kids]) == 1)
