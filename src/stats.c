@@ -85,6 +85,19 @@ typedef struct export_hdr {
 	uint64_t start;     /* the writer's start time: with pid, one process */
 } export_hdr_t;
 #define EXPORT_SIZE (ND_PAGE_SIZE + sizeof(stat_slot_t) * N_SLOTS)
+/* In the header page, after the header: the pids of the last KIDS forked
+ * children that published their own pid-named file (fork_publish). A
+ * child that ends by _exit (or a signal) leaves its file; the next child
+ * and the exporting process's exit remove those of them that are stale
+ * (kids_sweep): a loop of fork and _exit leaves at most a few. */
+#define KIDS 64
+typedef struct export_kids {
+	uint32_t next;        /* atomic: the next entry to write, mod KIDS */
+	int32_t pid[KIDS];    /* atomic; 0: none */
+} export_kids_t;
+#define KIDS_AT 512 /* offset in the header page */
+_Static_assert(KIDS_AT >= sizeof(export_hdr_t) && KIDS_AT + sizeof(export_kids_t) <= ND_PAGE_SIZE,
+	       "the kids' ring is in the header page, after the header");
 #define S_TYPE 0170000
 #define S_REG 0100000
 
@@ -97,6 +110,7 @@ static ND_BIG_TABLE struct {
 	int pid;
 } ex;
 static bool shared;   /* slots are in an export mapping (a file or nodactl's descriptor) */
+static bool ex_by_pid; /* the file is named by the pid (the option's "1"): a forked child publishes its own */
 static int root_pid;  /* NODALLOC_STATS_EXPORT=fd:N:PID: the program nodactl launched */
 
 /* The process-wide slot of the slots s (loaded with acquire: shared was
@@ -193,6 +207,7 @@ static int export_resolve(const char *v, char *why, size_t len)
 	bool on;
 	if (_nd_opt_parse_bool(v, &on) == 0) {
 		_nd_msg_format(ex.path, sizeof ex.path, "/dev/shm/nodalloc-%d.stats", _nd_os_getpid());
+		ex_by_pid = true;
 		return 0;
 	}
 	size_t n = 0;
@@ -215,6 +230,29 @@ static int export_resolve(const char *v, char *why, size_t len)
 		if (!(ex.path[n++] = v[k]))
 			return 0;
 	}
+}
+
+/* Removes the stale files of the children in the ring k (each path's
+ * own checks: a live export, another user's file, anything that is not an
+ * export stays). */
+static void kids_sweep(export_kids_t *k)
+{
+	for (int i = 0; i < KIDS; i++) {
+		int pid = __atomic_load_n(&k->pid[i], __ATOMIC_RELAXED);
+		if (pid <= 0)
+			continue;
+		char path[64], why[8];
+		_nd_msg_format(path, sizeof path, "/dev/shm/nodalloc-%d.stats", pid);
+		_nd_file_info_t fi;
+		bool none = _nd_os_lstat(path, &fi) == -2;
+		if (none || (_nd_stats_clear_export(path, why, sizeof why) == 0 && _nd_os_lstat(path, &fi) == -2))
+			__atomic_compare_exchange_n(&k->pid[i], &pid, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
+}
+
+static export_kids_t *kids_of(stat_slot_t *s)
+{
+	return (export_kids_t *)((char *)s - ND_PAGE_SIZE + KIDS_AT);
 }
 
 static void export_remove(void)
@@ -277,6 +315,51 @@ static char *export_map_fd(int fd, char *why, size_t len)
 	return base;
 }
 
+/* Creates the file at ex.path (a stale export there removed first: its
+ * process is gone, or it is an earlier image of this pid) and maps it
+ * for process pid; NULL with why (nothing left at the path). */
+static char *export_create(int pid, char *why, size_t len)
+{
+	_nd_file_info_t fi;
+	int r;
+	if (_nd_stats_clear_export(ex.path, why, len) != 0)
+		return NULL;
+	int fd = _nd_os_open(ex.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0600);
+	if (fd < 0) {
+		_nd_msg_format(why, len, "cannot create it (error %d%s)", -fd, fd == -17 ? ": it appeared meanwhile" : "");
+		return NULL;
+	}
+	char *base = NULL;
+	if ((r = _nd_os_fstat(fd, &fi)) < 0 || (r = _nd_os_ftruncate(fd, EXPORT_SIZE)) < 0)
+		_nd_msg_format(why, len, "cannot size it (error %d)", -r);
+	else if (!(base = _nd_os_map_shared_fd(fd, EXPORT_SIZE, &r)))
+		_nd_msg_format(why, len, "cannot map it (error %d)", -r);
+	_nd_os_close(fd);
+	if (!base) {
+		_nd_os_unlink(ex.path); /* ours: O_EXCL made it */
+		return NULL;
+	}
+	ex.dev = fi.dev;
+	ex.ino = fi.ino;
+	ex.pid = pid;
+	return base;
+}
+
+/* Writes the header of the export mapped at base (the magic last: a
+ * reader takes the file as published from then on); its slots. */
+static stat_slot_t *export_publish(char *base, int pid, uint64_t start)
+{
+	export_hdr_t *h = (export_hdr_t *)base;
+	h->version = EXPORT_VERSION;
+	h->slot_size = sizeof(stat_slot_t);
+	h->pid = pid;
+	h->start = start;
+	h->node_limit = _nd_topo() ? _nd_topo()->node_limit : 1;
+	h->slots = N_SLOTS;
+	__atomic_store_n(&h->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
+	return (stat_slot_t *)(base + ND_PAGE_SIZE);
+}
+
 static int export_map(void **out)
 {
 	const char *v = _nd_opt_str(ND_OPT_STATS_EXPORT);
@@ -287,7 +370,6 @@ static int export_map(void **out)
 	uint64_t start;
 	unsigned uid;
 	int pid = _nd_os_getpid(), fd = -1, r;
-	_nd_file_info_t fi;
 	char *base;
 	if ((r = _nd_os_proc_identity(pid, &start, &uid)) < 0) {
 		_nd_msg_format(why, sizeof why, "cannot read this process's start time in /proc (error %d)", -r);
@@ -305,44 +387,12 @@ static int export_map(void **out)
 			goto fail;
 		goto publish;
 	}
-	if (export_resolve(v, why, sizeof why) != 0)
+	if (export_resolve(v, why, sizeof why) != 0 || !(base = export_create(pid, why, sizeof why)))
 		goto fail;
-	if (_nd_stats_clear_export(ex.path, why, sizeof why) != 0)
-		goto fail;
-	fd = _nd_os_open(ex.path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, 0600);
-	if (fd < 0) {
-		_nd_msg_format(why, sizeof why, "cannot create it (error %d%s)", -fd,
-			       fd == -17 ? ": it appeared meanwhile" : "");
-		goto fail;
-	}
-	if ((r = _nd_os_fstat(fd, &fi)) < 0 || (r = _nd_os_ftruncate(fd, EXPORT_SIZE)) < 0) {
-		_nd_msg_format(why, sizeof why, "cannot size it (error %d)", -r);
-		goto fail_created;
-	}
-	base = _nd_os_map_shared_fd(fd, EXPORT_SIZE, &r);
-	if (!base) {
-		_nd_msg_format(why, sizeof why, "cannot map it (error %d)", -r);
-		goto fail_created;
-	}
-	_nd_os_close(fd);
-	ex.dev = fi.dev;
-	ex.ino = fi.ino;
-	ex.pid = pid;
 	_nd_os_on_sigterm(export_remove); /* EBUSY: the program handles SIGTERM */
-publish:;
-	export_hdr_t *h = (export_hdr_t *)base;
-	h->version = EXPORT_VERSION;
-	h->slot_size = sizeof(stat_slot_t);
-	h->pid = pid;
-	h->start = start;
-	h->node_limit = _nd_topo() ? _nd_topo()->node_limit : 1;
-	h->slots = N_SLOTS;
-	__atomic_store_n(&h->magic, EXPORT_MAGIC, __ATOMIC_RELEASE);
-	*out = base + ND_PAGE_SIZE;
+publish:
+	*out = export_publish(base, pid, start);
 	return 1;
-fail_created:
-	_nd_os_close(fd);
-	_nd_os_unlink(ex.path); /* ours: O_EXCL made it */
 fail:
 	_nd_msg_warn("NODALLOC_STATS_EXPORT: not publishing to %s: %s", ex.path[0] ? ex.path : v, why);
 	ex.path[0] = '\0';
@@ -377,23 +427,70 @@ int _nd_stats_init(void)
 	return 0;
 }
 
-/* A forked child must not count into its parent's published file: it
- * continues on a private copy (only one thread exists in the child). */
+/* The fork child's own pid-named export (_nd_stats_fork_child), its
+ * figures copied from the parent's slots old: true once its slots are
+ * the new file's. Out of line: the fork child's common path is in the
+ * hot text (src/hot_text.ld), this is not. */
+static __attribute__((noinline)) bool fork_publish(stat_slot_t *old, int limit)
+{
+	char why[200];
+	uint64_t start;
+	unsigned uid;
+	char *base = NULL;
+	int pid = _nd_os_getpid();
+	int r = _nd_os_proc_identity(pid, &start, &uid);
+	if (r < 0)
+		_nd_msg_format(why, sizeof why, "cannot read this process's start time in /proc (error %d)", -r);
+	else if (export_resolve("1", why, sizeof why) == 0)
+		base = export_create(pid, why, sizeof why);
+	if (!base) {
+		_nd_msg_warn("NODALLOC_STATS_EXPORT: forked child %d not publishing to %s: %s", pid, ex.path, why);
+		ex.path[0] = '\0';
+		return false;
+	}
+	stat_slot_t *p = (stat_slot_t *)(base + ND_PAGE_SIZE);
+	for (int n = 0; n < limit && n < ND_MAX_NODES; n++)
+		p[n] = old[n];
+	p[PROC_SLOT] = old[PROC_SLOT];
+	export_publish(base, pid, start);
+	/* the parent's earlier children that are gone: their files go; this
+	 * one is noted for the next, published (an unpublished file of an
+	 * export's size counts as stale) */
+	export_kids_t *k = kids_of(old);
+	kids_sweep(k);
+	__atomic_store_n(&k->pid[__atomic_fetch_add(&k->next, 1, __ATOMIC_RELAXED) % KIDS], pid, __ATOMIC_RELAXED);
+	__atomic_store_n(&slots, p, __ATOMIC_RELEASE);
+	_nd_os_munmap((char *)old - ND_PAGE_SIZE, EXPORT_SIZE); /* the parent's file, held no longer */
+	return true;
+}
+
+/* A forked child must not count into its parent's published file
+ * (statistics name the process they describe): with a file named by the
+ * pid (the option's "1") it publishes its own, /dev/shm/nodalloc-CHILD.stats,
+ * so that a daemon (fork, the parent exits; or a double fork) is found
+ * under its pid; with a path the user named (the parent's), or nodactl's
+ * descriptor (the launched program's), it continues on a private copy.
+ * Its figures start from its parent's at the fork. Only one thread
+ * exists in the child. */
 void _nd_stats_fork_child(void)
 {
 	if (!shared || !slots)
+		return;
+	stat_slot_t *old = slots;
+	int limit = _nd_topo() ? _nd_topo()->node_limit : ND_MAX_NODES;
+	bool mine = ex_by_pid && ex.path[0] && ex.pid;
+	ex.path[0] = '\0'; /* the parent's: never unlinked here */
+	if (mine && fork_publish(old, limit))
 		return;
 	int err;
 	stat_slot_t *p = _nd_os_mmap(sizeof(stat_slot_t) * N_SLOTS, true, &err);
 	if (!p)
 		return; /* keep counting into the shared file rather than lose counts */
-	int limit = _nd_topo() ? _nd_topo()->node_limit : ND_MAX_NODES;
 	for (int n = 0; n < limit && n < ND_MAX_NODES; n++)
-		p[n + 1] = slots[n];
-	p[0] = *proc_of(slots);
+		p[n + 1] = old[n];
+	p[0] = *proc_of(old);
 	slots = p + 1;
 	shared = false;
-	ex.path[0] = '\0';
 }
 
 /* Reads a published export (mapped by the caller) into *out. */
@@ -679,6 +776,9 @@ static void self_label(_nd_stats_label_t *lb)
 
 void _nd_stats_at_exit(void)
 {
+	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
+	if (s && shared && ex_by_pid && ex.path[0] && ex.pid == _nd_os_getpid())
+		kids_sweep(kids_of(s)); /* children of ours that ended by _exit: their stale files */
 	export_remove(); /* a forked child has cleared the path: only the owner unlinks */
 	_nd_os_on_sigterm_off(); /* dlclose: no handler left in the unmapped library */
 	/* nodactl reads the launched program's figures from the export
