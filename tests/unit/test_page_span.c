@@ -49,7 +49,8 @@ int main(void)
 	CHECK(r != NULL, "4000 pages: errno %d", errno);
 	CHECK_EQ(_nd_page_node_of(r), 1);
 	CHECK_EQ(_nd_page_desc(r)->npages, 4000);
-	memset(r, 1, 4000ull << ND_PAGE_SHIFT); /* the whole run is ours */
+	if (r)
+		memset(r, 1, 4000ull << ND_PAGE_SHIFT); /* the whole run is ours */
 	check_slot("span taken");
 
 	/* Aligned: 3000 pages aligned to 1024 start 1024 pages into a block. */
@@ -81,5 +82,5 @@ int main(void)
 	check_slot("all freed");
 	CHECK(_nd_page_info(1, &in) == 0);
 	CHECK_EQ(in.used_pages, 0);
-	return 0;
+	return CHECK_DONE();
 }
