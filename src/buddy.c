@@ -338,6 +338,51 @@ uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *d
 	return (uint32_t)s;
 }
 
+/* The last resort when no block of order ceil_log2(n) is free: the
+ * first n free pages in a row, from an align-aligned start below end,
+ * across free blocks of any order. Without it a run of 45 MiB needed a
+ * free aligned 64 MiB block: audit17's bound churn failed with 1.2 GiB
+ * of its 2 GiB slot free, the largest block 32 MiB. Walks the heads of
+ * [0, end) (free blocks, runs, holes): O(blocks + runs), on failures only. */
+uint32_t _nd_buddy_take_span(_nd_buddy_t *b, uint64_t n, uint64_t align, uint64_t end, uint64_t *dirty)
+{
+	uint64_t h = 0, s = 0, e = 0; /* the stretch of free blocks: first head, aligned start, end */
+	bool found = false;
+	for (uint64_t j = 0; j < end && !found;) {
+		const _nd_pagedesc_t *d = &b->desc[j];
+		if (d->state != ND_PG_FREE) {
+			e = 0; /* the stretch ends */
+			j += (d->state == ND_PG_RUN || d->state == ND_PG_HOLE) && d->npages ? d->npages : 1;
+			continue;
+		}
+		if (j != e || !e) {
+			h = j;
+			s = ND_ALIGN_UP(j, align);
+		}
+		e = j + (1ull << d->order);
+		found = s < e && e - s >= n;
+		j = e;
+	}
+	if (!found)
+		return NIL;
+	uint64_t t = s + n, rd = 0;
+	for (uint64_t j = h, bl; j < t; j += bl) {
+		bl = 1ull << b->desc[j].order;
+		if (j + bl <= s)
+			continue; /* before the aligned start: stays free */
+		uint64_t d = b->desc[j].npages, lo = j > s ? j : s, hi = j + bl < t ? j + bl : t;
+		uint64_t od = part_dirty(b, d, bl, lo, hi - lo), hd = 0; /* its pages in the run */
+		_nd_buddy_del(b, (uint32_t)j);
+		if (j < s)
+			hd = give_pieces(b, j, s, d, bl);
+		if (j + bl > t)
+			give_pieces(b, t, j + bl, d - hd - od, j + bl - t);
+		rd += od;
+	}
+	*dirty = rd;
+	return (uint32_t)s;
+}
+
 /* May two free buddies of order o with md committed pages between them
  * merge? Clean ones always; dirty ones only up to the purge order
  * (invariant I) and while at least a quarter of the merged block is

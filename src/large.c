@@ -673,9 +673,12 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 		p = _nd_page_alloc_spread(np, pol);
 	} else {
 		p = node_run(np, ap, pol, want_node, &reused);
-		/* under an address space limit the calling thread's kept
-		 * empty slabs may split the free space a large run needs */
-		if (!p && _nd_page_lazy()) {
+		/* The calling thread's kept empty slabs are pages of their
+		 * node (its capacity counts them) and, under an address space
+		 * limit, may split the free space a large run needs: given
+		 * back before ENOMEM (bind:1 on a full node failed with them
+		 * kept; node_run has flushed the large-run caches already). */
+		if (!p) {
 			_nd_heap_trim_self();
 			p = node_run(np, ap, pol, want_node, &reused);
 		}

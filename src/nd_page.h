@@ -96,6 +96,10 @@ uint32_t _nd_buddy_take_oldest(_nd_buddy_t *b, unsigned k, bool small, uint64_t 
  * not) and its dirty pages in *dirty; the caller sets next_at
  * (_nd_buddy_packed). */
 uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *dirty);
+/* n free pages in a row across free blocks of any order, from an
+ * align-aligned start below end (none of order ceil_log2(n) free): the
+ * start, NIL if none; *dirty as above. */
+uint32_t _nd_buddy_take_span(_nd_buddy_t *b, uint64_t n, uint64_t align, uint64_t end, uint64_t *dirty);
 /* The next packed run starts at i + n: after a run of n pages cut at i, or
  * at i when the last packed run, there, is freed (n = 0). */
 static inline void _nd_buddy_packed(_nd_buddy_t *b, uint32_t i, uint64_t n)

@@ -284,6 +284,10 @@ retry:;
 		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL && _nd_room_grow(a, k)) /* lazy reservation */
 		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
+	if (i == ND_BUDDY_NIL && n > 1 && a->bd.free_pages >= n) { /* free pages enough, no block of order k */
+		i = _nd_buddy_take_span(&a->bd, n, align, a->mapped, &d);
+		cut = 0; /* exact: no tail */
+	}
 	if (i == ND_BUDDY_NIL) {
 		_nd_unlock(&a->lock);
 		_nd_room_give(a, n);
