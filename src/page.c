@@ -503,7 +503,9 @@ static int free_run(void *p, uint64_t from)
 		}
 	}
 	uint64_t clean = 0;
-	if (from < n && n < g.purge_pages && !g.lazy) /* lazy: a clean free page is unmapped */
+	/* lazy: a clean free page is unmapped; THP always: the untouched
+	 * pages may be resident in a huge page (room.c advises the slot) */
+	if (from < n && n < g.purge_pages && !g.lazy && g.thp != ND_THP_ALWAYS)
 		for (uint64_t j = i + from; j < i + n; j++)
 			if (a->bd.desc[j].flags & ND_PGF_FRESH) {
 				a->bd.desc[j].flags &= (uint8_t)~(ND_PGF_FRESH | ND_PGF_DIRTY);
