@@ -3,7 +3,8 @@
  * _nd_page_free_untouched; docs/arenas.md "Untouched pages of a slab"):
  * the page level's dirty count grows by the written pages only, pages
  * that were dirty when the run was taken stay dirty, and a released slab
- * counts only the pages up to its carved end. */
+ * counts only the pages up to its carved end, or all that an earlier
+ * class wrote. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,52 @@ static void slab_run(int node)
 	free(o);
 }
 
+/* A kept empty slab made a slab of another class (_nd_slab_take_empty)
+ * starts carving again, but its earlier class wrote its pages: they all
+ * go back dirty (counted clean, a calloc there would skip pages that
+ * hold the old class's bytes: _nd_page_zero). */
+static void reclass_run(int node)
+{
+	void *o = malloc(16);
+	_nd_heap_t *h = ((_nd_slab_t *)_nd_page_desc(o)->user)->heap;
+	unsigned c1 = _nd_slab_class_of(1024), c2 = c1;
+	_nd_slab_t *s = _nd_slab_new(h, c1, NULL);
+	CHECK(s != NULL && s->node == node);
+	for (unsigned c = 0; c < c1 && c2 == c1; c++) { /* a smaller class of as many pages */
+		_nd_slab_t *t = _nd_slab_new(h, c, NULL);
+		CHECK(t != NULL);
+		if (t->npages == s->npages)
+			c2 = c;
+		_nd_slab_release(t);
+	}
+	CHECK(c2 != c1, "no class below %u with %u pages", c1, s->npages);
+	while (s->carved < s->cap) { /* every object carved and written */
+		s->free = NULL;
+		_nd_slab_carve(s);
+	}
+	memset(s->start, 0x77, (size_t)s->cap * s->size);
+	s->free = NULL;
+	/* kept empty, as keep_empty (static) would: the only one of h */
+	_nd_slab_t *e = h->empty[c1];
+	uint64_t em = h->emask, ep = h->epages;
+	h->empty[c1] = s;
+	h->emask = (uint64_t)1 << c1;
+	h->epages = s->npages;
+	_nd_slab_t *t = _nd_slab_take_empty(h, c2);
+	h->empty[c1] = e;
+	h->emask = em;
+	h->epages = ep;
+	CHECK(t == s && s->cls == c2 && s->carved == 0, "slab %p taken for class %u", (void *)t, c2);
+	_nd_slab_carve(s);
+	s->free = NULL;
+	uint64_t d0 = dirty_of(node), np = s->npages;
+	_nd_slab_release(s);
+	CHECK(dirty_of(node) == d0 + np, "dirty free pages %llu -> %llu (all %llu written)", (unsigned long long)d0,
+	      (unsigned long long)dirty_of(node), (unsigned long long)np);
+	consistent(node);
+	free(o);
+}
+
 int main(void)
 {
 	void *p = malloc(1); /* the init */
@@ -97,5 +144,6 @@ int main(void)
 	clean_run(node);
 	dirty_run(node);
 	slab_run(node);
+	reclass_run(node);
 	return CHECK_DONE();
 }
