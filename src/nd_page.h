@@ -46,8 +46,6 @@ typedef struct _nd_pagedesc {
 #define ND_PGF_PLACED 0x02 /* page.c: mixed-slot page, node is valid */
 #define ND_PGF_KIL 0x04    /* page.c: mixed-slot run head, interleaved by the kernel */
 #define ND_PGF_SPARE 0x08  /* buddy.c: free head on a spare list (tail of a big run) */
-#define ND_PGF_FRESH 0x10  /* page.c: page of a small node-slot run that was clean when
-			    * the run was taken (meaningful while it is a run's only) */
 
 /* ---- buddy.c: the buddy allocator of one slot over its descriptors.
  * Pure (no system call, no lock, no global): the caller holds the slot's
@@ -329,10 +327,6 @@ void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t
 /* Free a run (p must be a run head from this file). Returns 0, or -1 if p
  * is not a run head (the caller reports the invalid free). */
 int _nd_page_free(void *p);
-/* The same, the caller saying that pages [from, npages) of the run were
- * never written since it was taken: those that were clean then go back
- * clean, not committed (a slab's pages past its carved end). */
-int _nd_page_free_untouched(void *p, size_t from);
 /* Resize a node-slot run in place (realloc). grow: take the free pages
  * right after it (node capacity and watermark as for a new run); shrink:
  * give its tail back as a free would. 0, or -1 with nothing changed (not

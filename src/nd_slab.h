@@ -630,8 +630,6 @@ typedef struct _nd_slab {
 	_nd_span_map_t *spans;     /* atomic (release once): its span map, made by its first
 				    * span and kept with the header; NULL: none yet */
 	uint16_t spseen;           /* owner: carved - used when a span search last failed here */
-	uint8_t written;           /* owner: pages written under the classes it had before
-				    * (a kept slab that changed class, _nd_slab_touched) */
 } _nd_slab_t;
 /* The run of s: its first object is start, or for a coloured slab (slab.c,
  * colour_of) 64 B times a colour further; runs are aligned to their size. */

@@ -310,14 +310,12 @@ retry:;
 		goto retry;
 	}
 	/* The run's pages are ours now: mark them without the lock. Small
-	 * runs carry DIRTY on every page, FRESH on those that were clean
-	 * (_nd_page_free_untouched); big ones come from clean blocks
+	 * runs carry DIRTY on every page; big ones come from clean blocks
 	 * (invariant I) and are purged whole when freed. */
 	if (n < g.purge_pages) {
-		for (uint64_t j = 0; j < n; j++) {
-			uint8_t f = a->bd.desc[i + j].flags;
-			a->bd.desc[i + j].flags = (uint8_t)((f & ~ND_PGF_FRESH) | ND_PGF_DIRTY | (f & ND_PGF_DIRTY ? 0 : ND_PGF_FRESH));
-		}
+		if (rd < n)
+			for (uint64_t j = 0; j < n; j++)
+				a->bd.desc[i + j].flags |= ND_PGF_DIRTY;
 	} else if (rd) {
 		_nd_buddy_clear_dirty(&a->bd, i, n); /* not reached while invariant I holds */
 	}
@@ -436,11 +434,9 @@ void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t
  * them does: a big range (from a run of at least the purge threshold) is
  * purged first, unlocked, and goes back clean; a small one goes back dirty.
  * Then the dirty limit, capacity and statistics. The slot lock is held on
- * entry iff !big; it is released on return. clean: pages of a small range
- * whose DIRTY the caller cleared (untouched): each stretch of like pages
- * goes back as such, and stops counting as committed.
+ * entry iff !big; it is released on return.
  */
-static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big, uint64_t clean)
+static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big)
 {
 	if (big) {
 		_nd_purge_range(a, page_addr(a, i), (size_t)n << ND_PAGE_SHIFT, g.advice);
@@ -451,17 +447,7 @@ static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big, uint64_t
 	}
 	if (!big && i + n == a->bd.next_at) /* the last packed run: the next one starts where it did */
 		_nd_buddy_packed(&a->bd, (uint32_t)i, 0);
-	if (clean) {
-		for (uint64_t j = i, q, e = i + n; j < e; j = q) {
-			uint8_t d = a->bd.desc[j].flags & ND_PGF_DIRTY;
-			for (q = j + 1; q < e && (a->bd.desc[q].flags & ND_PGF_DIRTY) == d; q++)
-				;
-			_nd_buddy_give(&a->bd, j, q - j, d, true);
-		}
-		_nd_room_committed(a, -(int64_t)clean);
-	} else {
-		_nd_buddy_give(&a->bd, i, n, !big, true);
-	}
+	_nd_buddy_give(&a->bd, i, n, !big, true);
 	_nd_room_give(a, n); /* first: the dirty limit follows the pages in use */
 	_nd_thread_t *t = _nd_tls;
 	bool noted = !_nd_thread_none(t);
@@ -475,9 +461,7 @@ static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big, uint64_t
 		drop_note(t, n, true, a->node);
 }
 
-/* from: pages [from, npages) untouched (_nd_page_free_untouched), else
- * UINT64_MAX. */
-static int free_run(void *p, uint64_t from)
+int _nd_page_free(void *p)
 {
 	_nd_purge_decay();
 	uintptr_t off = (uintptr_t)p - g.base;
@@ -506,27 +490,8 @@ static int free_run(void *p, uint64_t from)
 			return 0;
 		}
 	}
-	uint64_t clean = 0;
-	/* lazy: a clean free page is unmapped; THP always: the untouched
-	 * pages may be resident in a huge page (room.c advises the slot) */
-	if (from < n && n < g.purge_pages && !g.lazy && g.thp != ND_THP_ALWAYS)
-		for (uint64_t j = i + from; j < i + n; j++)
-			if (a->bd.desc[j].flags & ND_PGF_FRESH) {
-				a->bd.desc[j].flags &= (uint8_t)~(ND_PGF_FRESH | ND_PGF_DIRTY);
-				clean++;
-			}
-	give_back(a, i, n, n >= g.purge_pages, clean);
+	give_back(a, i, n, n >= g.purge_pages);
 	return 0;
-}
-
-int _nd_page_free(void *p)
-{
-	return free_run(p, UINT64_MAX);
-}
-
-int _nd_page_free_untouched(void *p, size_t from)
-{
-	return free_run(p, from);
 }
 
 /* ---- resizing a run in place (realloc) --------------------------------- */
@@ -720,7 +685,7 @@ int _nd_page_shrink(void *run, size_t new_npages)
 	a->bd.desc[i].npages = new_npages;
 	if (big)
 		_nd_unlock(&a->lock);
-	give_back(a, s, cut, big, 0);
+	give_back(a, s, cut, big);
 	return 0;
 }
 
@@ -754,7 +719,7 @@ int _nd_page_free_inner(void *run, size_t first, size_t n)
 		h->npages = first;
 	else
 		h->use = ND_USE_NONE, h->user = 0;
-	give_back(a, i + first, n, false, 0);
+	give_back(a, i + first, n, false);
 	return 0;
 }
 

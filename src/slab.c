@@ -287,7 +287,7 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	int mnode = got >= 0 && got < ND_MAX_NODES ? got : 0;
 	slab_t *s = _nd_meta_hdr_get(mnode);
 	if (!s) {
-		_nd_page_free_untouched(p, 0);
+		_nd_page_free(p);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -309,7 +309,6 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	s->hnext = NULL;
 	ND_ASSERT(!s->spans || !s->spans->n, "a released header holds no span");
 	s->spseen = 0;
-	s->written = 0;
 	s->start = p + colour_of(c, p);
 	set_class(s, c);
 	s->chk = _nd_slab_chk(s->start, s->mul, 0); /* nothing carved: the map may point here now */
@@ -333,16 +332,6 @@ static __attribute__((noinline)) void span_clear(_nd_span_map_t *m)
 	__atomic_store_n(&m->extra, 0, __ATOMIC_RELAXED);
 }
 
-/* Pages of s ever written: up to its carved end (carving writes the
- * links, the program writes only carved objects, spans take carved
- * slots, the header is elsewhere), or further under an earlier class. */
-static uint32_t slab_touched(const slab_t *s)
-{
-	size_t end = (size_t)(s->start - _nd_slab_run(s)) + (size_t)s->carved * s->size;
-	uint32_t t = (uint32_t)((end + ND_PAGE_SIZE - 1) >> ND_PAGE_SHIFT);
-	return t > s->written ? t : s->written;
-}
-
 /* Back to the page level (used == 0: no object out, so no remote free can
  * be in flight and nobody else holds the slab). */
 void _nd_slab_release(slab_t *s)
@@ -359,21 +348,14 @@ void _nd_slab_drop(slab_t *s)
 	if (nd_unlikely(m && m->n))
 		span_clear(m);
 	/* each stretch of pages not given back (slab_purge.c's units) is a
-	 * run of its own; the pages past the carved end were never written:
-	 * the page level counts them clean if they were when taken (half the
-	 * pages freed in wl_threads 2 100 20000, docs/arenas.md) */
-	uint32_t t = slab_touched(s);
+	 * run of its own */
 	for (uint32_t p = 0, q; p < s->npages; p = q) {
 		for (q = p + 1; q < s->npages && (s->gone >> q & 1) == (s->gone >> p & 1); q++)
 			;
 		if (s->gone >> p & 1)
 			continue;
 		set_slab_pages(s, p, q, ND_USE_NONE);
-		char *r = _nd_slab_run(s) + ((size_t)p << ND_PAGE_SHIFT);
-		if (t < q)
-			_nd_page_free_untouched(r, t > p ? t - p : 0);
-		else
-			_nd_page_free(r);
+		_nd_page_free(_nd_slab_run(s) + ((size_t)p << ND_PAGE_SHIFT));
 	}
 	__atomic_store_n(&s->gone, 0, __ATOMIC_RELAXED); /* statistics read them */
 	__atomic_store_n(&s->lost, 0, __ATOMIC_RELAXED);
@@ -450,7 +432,6 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 	if (k != c) {
 		/* nothing of class k is out: carving starts again (objects
 		 * of k left in the pages are not reachable: never carved) */
-		s->written = (uint8_t)slab_touched(s);
 		s->start = _nd_slab_run(s) + colour_of(c, _nd_slab_run(s));
 		set_class(s, c);
 		set_map(s, 0, s->npages, s); /* the map's mul is the new class's */
