@@ -3,7 +3,8 @@
  * zero: _nd_page_zero (calloc of page runs, zeroed tables) skips such
  * pages. Slabs of every class, partly or wholly carved and written, are
  * emptied, kept, taken again for other classes and dropped (threads
- * exit, a released slab's untouched pages go back clean: cleanrun), on
+ * exit; branch cleanrun, which gave a dropped slab's untouched pages
+ * back clean, was reverted: this scan guards any such change), on
  * two emulated nodes; runs are cut across smaller free blocks (bindfull,
  * _nd_buddy_take_span) after those. Then each slot's free pages are
  * scanned, calloc of small and page-run sizes returns zeros, and the
