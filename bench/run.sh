@@ -120,7 +120,7 @@ else
 		[footprint]="wl_footprint 300000"
 		[large]="wl_large 200" [threads]="wl_threads 4 50 20000"
 		[xfree2]="wl_xfree 2 2000000" [xfree4]="wl_xfree 4 1000000" [burst]="wl_burst 1 10 128"
-		[rpat]="wl_rpat 2 1000 100 16 16000 2 2 3000 2")
+		[rpat]="wl_rpat 2 1000 100 16 16000 2 2 10000 2")
 	CG_N=500000
 fi
 if [ -n "${BENCH_WL:-}" ]; then

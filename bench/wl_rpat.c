@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Workload 11: random allocation patterns across threads.
+ * Workload 10: random allocation patterns across threads.
  *
  *   wl_rpat [threads [blocks [ops [min [max [dist [cross [loops [rounds]]]]]]]]]
  *
@@ -12,7 +12,7 @@
  * distribution `dist`: 1 even; 2 linear falloff (default): an even size
  * scaled by a weight whose density falls linearly from 1 to 0; 3
  * exponential-like falloff: scaled by the product of two even weights.
- * Each of a thread's `loops` (default 3000) iterations:
+ * Each of a thread's `loops` (default 10000) iterations:
  *   - frees 0.8 x a random 30..99% of `ops` (default 100) slots, walking
  *     the array with one prime stride (an empty slot is skipped),
  *   - frees every batch other threads handed it since its last loop,
@@ -219,7 +219,7 @@ int main(int argc, char **argv)
 	maxsz = wl_arg(argc, argv, 5, 16000, "largest size");
 	dist = wl_arg(argc, argv, 6, 2, "distribution (1 even, 2 linear, 3 exp)");
 	cross = argc > 7 && strcmp(argv[7], "0") == 0 ? 0 : wl_arg(argc, argv, 7, 2, "cross rate");
-	nloops = wl_arg(argc, argv, 8, 3000, "loop count");
+	nloops = wl_arg(argc, argv, 8, 10000, "loop count");
 	nrounds = wl_arg(argc, argv, 9, 2, "round count");
 	if (minsz < 8 || maxsz < minsz || maxsz > 0x7fffffffL || dist > 3 || nthreads > 1024) {
 		fprintf(stderr,
