@@ -234,7 +234,13 @@ static int export_resolve(const char *v, char *why, size_t len)
 
 /* Removes the stale files of the children in the ring k (each path's
  * own checks: a live export, another user's file, anything that is not an
- * export stays). */
+ * export stays), and only of a pid no process has now (a zombie counts as
+ * gone). A pid that runs is our child, or, reused, another process whose
+ * export may be in the making: an unpublished file of an export's size
+ * reads as stale to _nd_stats_clear_export (nodactl's before its program
+ * publishes, export_create's before export_publish), and the check and
+ * the unlink are two steps (audit19: a sweep removed such a live file).
+ * Its entry stays for a later sweep. */
 static void kids_sweep(export_kids_t *k)
 {
 	for (int i = 0; i < KIDS; i++) {
@@ -245,6 +251,10 @@ static void kids_sweep(export_kids_t *k)
 		_nd_msg_format(path, sizeof path, "/dev/shm/nodalloc-%d.stats", pid);
 		_nd_file_info_t fi;
 		bool none = _nd_os_lstat(path, &fi) == -2;
+		uint64_t start;
+		unsigned uid;
+		if (!none && _nd_os_proc_identity(pid, &start, &uid) != -ESRCH)
+			continue;
 		if (none || (_nd_stats_clear_export(path, why, sizeof why) == 0 && _nd_os_lstat(path, &fi) == -2))
 			__atomic_compare_exchange_n(&k->pid[i], &pid, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 	}

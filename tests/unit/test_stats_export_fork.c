@@ -17,6 +17,10 @@
  * And a process whose 20 children publish and end by _exit leaves none
  * of their files (each fork's child and its exit remove its gone
  * children's: 20 files left without that).
+ * And a sweep leaves the file of a pid that runs (audit19): a child still
+ * running, whose path now holds an export not yet published (as nodactl's
+ * for a program it launched under a reused pid, or export_create's before
+ * its header), was taken as stale by the next child's sweep and removed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -130,6 +134,45 @@ static int spawn_main(void)
 	return 0;
 }
 
+/* A child that runs while its path holds an unpublished export (an
+ * export's size, magic 0), then a second child (its sweep): prints the
+ * first child's pid and whether that file is still there. */
+static int unpub_main(void)
+{
+	int go[2], done[2];
+	if (pipe(go) != 0 || pipe(done) != 0)
+		return 3;
+	pid_t x = fork();
+	if (x < 0)
+		return 3;
+	char path[64];
+	if (x == 0) {
+		snprintf(path, sizeof path, "/dev/shm/nodalloc-%d.stats", (int)getpid());
+		unlink(path); /* its own, published: replaced by one in the making */
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+		char c = fd >= 0 && ftruncate(fd, (off_t)_nd_stats_export_size()) == 0 ? 'y' : 'n';
+		if (write(go[1], &c, 1) != 1 || read(done[0], &c, 1) < 0)
+			c = 0;
+		_exit(0);
+	}
+	char c = 0;
+	if (read(go[0], &c, 1) != 1 || c != 'y')
+		return 4;
+	pid_t y = fork(); /* publishes its own file and sweeps the ring (x) */
+	if (y == 0)
+		_exit(0);
+	if (y < 0)
+		return 3;
+	waitpid(y, NULL, 0);
+	snprintf(path, sizeof path, "/dev/shm/nodalloc-%d.stats", (int)x);
+	dprintf(1, "%d %d\n", (int)x, access(path, F_OK) == 0);
+	if (write(done[1], &c, 1) != 1)
+		return 5;
+	waitpid(x, NULL, 0);
+	unlink(path);
+	return 0;
+}
+
 /* This binary re-executed as mode with NODALLOC_STATS_EXPORT=1, its
  * stdout the pipe p (p[0] left open here). */
 static pid_t writer(const char *self, const char *mode, int p[2])
@@ -152,6 +195,8 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && strcmp(argv[1], "spawn") == 0)
 		return spawn_main();
+	if (argc > 1 && strcmp(argv[1], "unpub") == 0)
+		return unpub_main();
 	if (argc > 1 && strcmp(argv[1], "daemon") == 0) {
 		if (daemon_main() != -1)
 			return 2;
@@ -217,6 +262,19 @@ int main(int argc, char **argv)
 			unlink(path_of(2, kid[i]));
 		}
 	CHECK(left == 0, "%d of its children's stale files left in /dev/shm", left);
+
+	/* a running child's unpublished file survives the next child's sweep */
+	pid_t up = writer(self, "unpub", q);
+	memset(buf, 0, sizeof buf);
+	got = 0;
+	for (ssize_t n; got < sizeof buf - 1 && (n = read(q[0], buf + got, sizeof buf - 1 - got)) > 0;)
+		got += (size_t)n;
+	close(q[0]);
+	waitpid(up, &st, 0);
+	int ux = 0, kept = 0;
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && sscanf(buf, "%d %d", &ux, &kept) == 2,
+	      "the unpub writer ran (status %d): '%s'", st, buf);
+	CHECK(kept == 1, "the running child %d's unpublished file was left by the next child's sweep", ux);
 
 	kill(dpid, SIGTERM);
 	CHECK(gone(dpid), "the daemon ended on SIGTERM");
