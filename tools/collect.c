@@ -86,24 +86,45 @@ static void describe_end(int status, char *buf, size_t len)
 
 static _nd_stats_all_t snap; /* every node, 72 KiB: not on the stack */
 
+static const int fwd_sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+/* Before the program runs: the named export's temporary file goes, and
+ * the signal mask is the caller's again. */
+static int collect_fail(const char *tmp, const sigset_t *old)
+{
+	if (tmp[0])
+		unlink(tmp);
+	sigprocmask(SIG_SETMASK, old, NULL);
+	return 1;
+}
+
 int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 {
-	char tmp[128], path[128] = "";
+	char tmp[128] = "", path[128] = "";
+	/* The signals nodactl passes on wait, blocked, from before the
+	 * temporary file exists until forward() is in place: a SIGTERM in
+	 * between killed nodactl and left /dev/shm/nodalloc-nodactl-PID.tmp
+	 * (test_nodactl_stats). Then they reach the child, as later ones. */
+	sigset_t fwd, old;
+	sigemptyset(&fwd);
+	for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
+		sigaddset(&fwd, fwd_sigs[i]);
+	sigprocmask(SIG_BLOCK, &fwd, &old);
 	int efd = make_export(named, tmp, sizeof tmp);
 	if (efd < 0)
-		return 1;
+		return collect_fail("", &old); /* make_export removed its file */
 	size_t size = _nd_stats_export_size();
 	void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, efd, 0);
 	if (map == MAP_FAILED) {
 		fprintf(stderr, "nodactl: --stats: mapping the export: %s\n", strerror(errno));
-		return 1;
+		return collect_fail(tmp, &old);
 	}
 	/* go: the parent is ready; failed: the child's exec failed (its
 	 * errno; end of file: the program runs), both closed by the exec */
 	int go[2], failed[2];
 	if (pipe2(go, O_CLOEXEC) != 0 || pipe2(failed, O_CLOEXEC) != 0) {
 		fprintf(stderr, "nodactl: pipe: %s\n", strerror(errno));
-		return 1;
+		return collect_fail(tmp, &old);
 	}
 	if (!children)
 		unsetenv("NODALLOC_STATS"); /* descendants stay silent */
@@ -111,9 +132,10 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 	pid_t pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "nodactl: fork: %s\n", strerror(errno));
-		return 1;
+		return collect_fail(tmp, &old);
 	}
 	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL); /* the program's mask is nodactl's caller's */
 		close(go[1]);
 		close(failed[0]);
 		char c;
@@ -152,12 +174,18 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 	sa.sa_sigaction = forward;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
-	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-		sigaction(sigs[i], &sa, NULL);
+	for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
+		sigaction(fwd_sigs[i], &sa, NULL);
+	sigprocmask(SIG_SETMASK, &old, NULL); /* a signal that waited goes to the child now */
+	/* A child a forwarded signal killed before this write made it
+	 * raise SIGPIPE, which killed nodactl and left the export's file:
+	 * ignored for the write (the child's disposition is its own). */
+	struct sigaction ign = { .sa_handler = SIG_IGN }, oldpipe;
+	sigaction(SIGPIPE, &ign, &oldpipe);
 	if (write(go[1], "g", 1) != 1) {
 		/* the child is gone already: waited for below */
 	}
+	sigaction(SIGPIPE, &oldpipe, NULL);
 	close(go[1]);
 	/* No program ran (not found, not executable): said by the child; no
 	 * statistics to report, which would name nodactl's child. */
