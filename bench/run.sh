@@ -53,7 +53,7 @@ PEAK=${BENCH_PEAK:-exit}
 case $PEAK in exit) PEAKOPT=-x ;; exact) PEAKOPT=-z ;; *) echo "run.sh: bad BENCH_PEAK '$PEAK': expected exit or exact" >&2; exit 2 ;; esac
 LIBDIR=/usr/lib/x86_64-linux-gnu
 MEASURE=$BIN/nd_measure
-for f in "$MEASURE" "$BIN"/wl_{small,prodcons,larson,footprint,large,threads,xfree,burst,rpat,probe,touch}; do
+for f in "$MEASURE" "$BIN"/wl_{small,prodcons,larson,footprint,large,threads,xfree,burst,order,rpat,probe,touch}; do
 	[ -x "$f" ] || { echo "run.sh: $f is missing: build first (cmake --build $BUILD)" >&2; exit 2; }
 done
 mkdir -p "$RESULTS"
@@ -103,15 +103,18 @@ WANT_2N=${WANT_2N:-0}
 # ---- workloads: name and command line (op counts fixed: deterministic) ----
 # (docs/benchmarks.md describes each; issue 11 added large, threads, xfree2/4,
 # larsonbig, burst: rounds of a thread freeing 128 MiB of page runs just
-# before it exits, about 0.15 GiB and 0.3-0.8 s a run; rpat: random
-# patterns across threads, rpmalloc's benchmark tool's kind)
-WL_NAMES=(small prodcons larson larsonbig footprint large threads xfree2 xfree4 burst rpat)
+# before it exits, about 0.15 GiB and 0.3-0.8 s a run; order, order2: the
+# whole small working set emptied twice a round, its class mix shifting,
+# 1 and 2 threads; rpat: random patterns across threads, rpmalloc's
+# benchmark tool's kind)
+WL_NAMES=(small prodcons larson larsonbig footprint large threads xfree2 xfree4 burst order order2 rpat)
 if [ "$QUICK" = 1 ]; then
 	declare -A WL=([small]="wl_small 1000000" [prodcons]="wl_prodcons 1 200000"
 		[larson]="wl_larson 2 2 50000" [larsonbig]="wl_larson 2 2 20000 1024 2000 16000 2"
 		[footprint]="wl_footprint 50000"
 		[large]="wl_large 30 4" [threads]="wl_threads 4 4 2000"
 		[xfree2]="wl_xfree 2 100000" [xfree4]="wl_xfree 4 50000" [burst]="wl_burst 1 2 16"
+		[order]="wl_order 15 1 1000" [order2]="wl_order 15 2 1000"
 		[rpat]="wl_rpat 2 1000 100 16 16000 2 2 300 1")
 	CG_N=100000
 else
@@ -120,6 +123,7 @@ else
 		[footprint]="wl_footprint 300000"
 		[large]="wl_large 200" [threads]="wl_threads 4 50 20000"
 		[xfree2]="wl_xfree 2 2000000" [xfree4]="wl_xfree 4 1000000" [burst]="wl_burst 1 10 128"
+		[order]="wl_order 150 1" [order2]="wl_order 150 2"
 		[rpat]="wl_rpat 2 1000 100 16 16000 2 2 10000 2")
 	CG_N=500000
 fi
@@ -168,8 +172,8 @@ RAW=$TMP/raw.txt
 # peak_kb: nd_measure -x's, the larger of ru_maxrss and the exact RSS at the
 # exit (ru_maxrss reads the kernel's approximate per-CPU counters, up to ~62
 # pages low per counter: docs/benchmarks.md "smallrss"), or -z's exact peak
-# (BENCH_PEAK=exact); maxrss_kb: ru_maxrss
-echo "# workload allocator rep time_s wall_s peak_kb mops status cpu_s maxrss_kb" >"$RAW"
+# (BENCH_PEAK=exact); maxrss_kb: ru_maxrss; minflt: the process's minor faults
+echo "# workload allocator rep time_s wall_s peak_kb mops status cpu_s maxrss_kb minflt" >"$RAW"
 echo "running ${#WL_NAMES[@]} workloads x ${#ALLOCS[@]} allocators x $REPS repetitions ..."
 for ((rep = 1; rep <= REPS; rep++)); do
 	for w in "${WL_NAMES[@]}"; do
@@ -197,11 +201,11 @@ for ((rep = 1; rep <= REPS; rep++)); do
 			if [ $st -ne 0 ] || [ -z "$r" ]; then
 				echo "  FAILED: $w under $a (status $st):" | tee -a "$OUT"
 				tail -n 5 "$TMP/err" | sed 's/^/    /' | tee -a "$OUT"
-				echo "$w $a $rep - - - - FAIL$st - -" >>"$RAW"
+				echo "$w $a $rep - - - - FAIL$st - - -" >>"$RAW"
 				continue
 			fi
 			cpu=$(awk -v u="$(echo "$m" | kv user_s)" -v s="$(echo "$m" | kv sys_s)" 'BEGIN {printf "%.3f", u + s}')
-			echo "$w $a $rep $(echo "$r" | kv time_s) $(echo "$m" | kv wall_s) $(echo "$m" | kv peak_kb) $(echo "$r" | kv mops) ok $cpu $(echo "$m" | kv maxrss_kb)" >>"$RAW"
+			echo "$w $a $rep $(echo "$r" | kv time_s) $(echo "$m" | kv wall_s) $(echo "$m" | kv peak_kb) $(echo "$r" | kv mops) ok $cpu $(echo "$m" | kv maxrss_kb) $(echo "$m" | kv minflt)" >>"$RAW"
 			[ "$w" = footprint ] && echo "$a $rep $(echo "$r" | sed 's/.*mops=[^ ]* //')" >>"$TMP/footprint_phases"
 		done
 	done
@@ -215,7 +219,7 @@ least() { awk -v w="$1" -v a="$2" -v c="$3" '$1 == w && $2 == a && $8 == "ok" {p
 # ratio x/y with 2 decimals, "-" if either is missing
 ratio() { awk -v x="$1" -v y="$2" 'BEGIN {if (x == "-" || y == "-" || y + 0 == 0) print "-"; else printf "%.2f\n", x / y}'; }
 
-declare -A TIME RSS MOPS BEST CPU
+declare -A TIME RSS MOPS BEST CPU FLT
 for w in "${WL_NAMES[@]}"; do
 	for a in "${ALLOCS[@]}"; do
 		TIME[$w,$a]=$(med "$w" "$a" 4)
@@ -223,6 +227,7 @@ for w in "${WL_NAMES[@]}"; do
 		BEST[$w,$a]=$(least "$w" "$a" 4)
 		RSS[$w,$a]=$(med "$w" "$a" 6)
 		MOPS[$w,$a]=$(med "$w" "$a" 7)
+		FLT[$w,$a]=$(med "$w" "$a" 11)
 	done
 done
 
@@ -235,14 +240,14 @@ done
 
 say "== Median per workload (time = the workload's measured loop, best = its fastest repetition;"
 say "   cpu = user + system time of the whole process: less sensitive to a loaded machine;"
-say "   peak RSS of the process: the larger of ru_maxrss and its exact RSS at exit)"
+say "   peak RSS of the process: the larger of ru_maxrss and its exact RSS at exit; faults: its minor faults)"
 for w in "${WL_NAMES[@]}"; do
 	say ""
 	say "$w: $(set -- ${WL[$w]}; echo "$*")"
-	say "$(printf '  %-12s %10s %10s %10s %10s %12s' allocator time_s best_s cpu_s Mops/s peak_RSS_MiB)"
+	say "$(printf '  %-12s %10s %10s %10s %10s %12s %9s' allocator time_s best_s cpu_s Mops/s peak_RSS_MiB faults)"
 	for a in "${ALLOCS[@]}"; do
-		say "$(printf '  %-12s %10s %10s %10s %10s %12s' "$(lab "$a")" "${TIME[$w,$a]}" "${BEST[$w,$a]}" "${CPU[$w,$a]}" "${MOPS[$w,$a]}" \
-			"$(awk -v r="${RSS[$w,$a]}" 'BEGIN {if (r == "-") print "-"; else printf "%.1f", r / 1024}')")"
+		say "$(printf '  %-12s %10s %10s %10s %10s %12s %9s' "$(lab "$a")" "${TIME[$w,$a]}" "${BEST[$w,$a]}" "${CPU[$w,$a]}" "${MOPS[$w,$a]}" \
+			"$(awk -v r="${RSS[$w,$a]}" 'BEGIN {if (r == "-") print "-"; else printf "%.1f", r / 1024}')" "${FLT[$w,$a]}")"
 	done
 done
 if [ -s "$TMP/footprint_phases" ]; then

@@ -163,6 +163,13 @@ typedef struct _nd_arena {
 	 * lock, read without it by _nd_purge_over): this decay
 	 * period's and the last one's (purge.c). */
 	uint64_t peak_cur, peak_prev;
+	/* Refaults (purge.c): lim_out (slot lock) the pages the dirty limit
+	 * purged that no run has taken again since; refault_cur/_prev
+	 * (written under the slot lock, read without it) the clean pages
+	 * runs took while some were out, this decay period and the last:
+	 * the cap of the kept slabs' bound grows by them (_nd_purge_taken). */
+	uint64_t lim_out;
+	uint64_t refault_cur, refault_prev;
 	/* The dirty limit's floor (same locking): the pages in use when a
 	 * thread exited plus its burst, this decay period and the last
 	 * (_nd_purge_exit). */
@@ -284,6 +291,10 @@ uint64_t _nd_purge_older(_nd_arena_t *a, uint64_t stamp);
 /* After a free put `freed` pages back (slot lock held, `used` already
  * lowered): the dirty limit, and the decay clock started. */
 void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed);
+/* A run took `fresh` clean pages, no dirty block left to serve it (slot
+ * lock held): while pages the dirty limit purged are out, they are
+ * refaults, and raise the cap of _nd_purge_over's bound. */
+void _nd_purge_taken(_nd_arena_t *a, uint64_t fresh);
 /* Would n more dirty free pages, taken from the pages in use, put node's
  * slot past its dirty limit? A lock-free hint: the slab level keeps empty
  * slabs only while they would not (slab.c, keep_empty). */

@@ -297,6 +297,8 @@ retry:;
 	if (n < (1ull << cut))
 		rd -= _nd_buddy_give_tail(&a->bd, i, cut, d, n);
 	a->dirty_taken += rd; /* the decay: dirty pages in use again */
+	if (a->lim_out && rd < n && a->bd.dirty_free < n) /* no dirty block left to serve it: a refault */
+		_nd_purge_taken(a, n - rd);
 	if (packed)
 		_nd_buddy_packed(&a->bd, i, n);
 	_nd_buddy_mark_run(&a->bd, i, n, node);
