@@ -50,4 +50,8 @@ if(NODALLOC_BUILD_TESTS)
   add_test(NAME bench.measure
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/bench_measure_test.sh ${PROJECT_BINARY_DIR})
   set_tests_properties(bench.measure PROPERTIES LABELS unit TIMEOUT 60)
+  # wl_rpat does the same work under any allocator and scheduling
+  add_test(NAME bench.rpat
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/bench_rpat_test.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(bench.rpat PROPERTIES LABELS unit TIMEOUT 120)
 endif()

@@ -53,7 +53,7 @@ PEAK=${BENCH_PEAK:-exit}
 case $PEAK in exit) PEAKOPT=-x ;; exact) PEAKOPT=-z ;; *) echo "run.sh: bad BENCH_PEAK '$PEAK': expected exit or exact" >&2; exit 2 ;; esac
 LIBDIR=/usr/lib/x86_64-linux-gnu
 MEASURE=$BIN/nd_measure
-for f in "$MEASURE" "$BIN"/wl_{small,prodcons,larson,footprint,large,threads,xfree,burst,probe,touch}; do
+for f in "$MEASURE" "$BIN"/wl_{small,prodcons,larson,footprint,large,threads,xfree,burst,rpat,probe,touch}; do
 	[ -x "$f" ] || { echo "run.sh: $f is missing: build first (cmake --build $BUILD)" >&2; exit 2; }
 done
 mkdir -p "$RESULTS"
@@ -103,21 +103,24 @@ WANT_2N=${WANT_2N:-0}
 # ---- workloads: name and command line (op counts fixed: deterministic) ----
 # (docs/benchmarks.md describes each; issue 11 added large, threads, xfree2/4,
 # larsonbig, burst: rounds of a thread freeing 128 MiB of page runs just
-# before it exits, about 0.15 GiB and 0.3-0.8 s a run)
-WL_NAMES=(small prodcons larson larsonbig footprint large threads xfree2 xfree4 burst)
+# before it exits, about 0.15 GiB and 0.3-0.8 s a run; rpat: random
+# patterns across threads, rpmalloc's benchmark tool's kind)
+WL_NAMES=(small prodcons larson larsonbig footprint large threads xfree2 xfree4 burst rpat)
 if [ "$QUICK" = 1 ]; then
 	declare -A WL=([small]="wl_small 1000000" [prodcons]="wl_prodcons 1 200000"
 		[larson]="wl_larson 2 2 50000" [larsonbig]="wl_larson 2 2 20000 1024 2000 16000 2"
 		[footprint]="wl_footprint 50000"
 		[large]="wl_large 30 4" [threads]="wl_threads 4 4 2000"
-		[xfree2]="wl_xfree 2 100000" [xfree4]="wl_xfree 4 50000" [burst]="wl_burst 1 2 16")
+		[xfree2]="wl_xfree 2 100000" [xfree4]="wl_xfree 4 50000" [burst]="wl_burst 1 2 16"
+		[rpat]="wl_rpat 2 1000 100 16 16000 2 2 300 1")
 	CG_N=100000
 else
 	declare -A WL=([small]="wl_small 20000000" [prodcons]="wl_prodcons 1 8000000"
 		[larson]="wl_larson 2 8 500000" [larsonbig]="wl_larson 2 8 500000 4096 2000 16000 2"
 		[footprint]="wl_footprint 300000"
 		[large]="wl_large 200" [threads]="wl_threads 4 50 20000"
-		[xfree2]="wl_xfree 2 2000000" [xfree4]="wl_xfree 4 1000000" [burst]="wl_burst 1 10 128")
+		[xfree2]="wl_xfree 2 2000000" [xfree4]="wl_xfree 4 1000000" [burst]="wl_burst 1 10 128"
+		[rpat]="wl_rpat 2 1000 100 16 16000 2 2 10000 2")
 	CG_N=500000
 fi
 if [ -n "${BENCH_WL:-}" ]; then
