@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "internal.h"
@@ -139,6 +140,18 @@ int main(void)
 	char *more = malloc(1000u << 20);
 	CHECK(more == NULL && errno == ENOMEM, "a second 1000 MiB on the 1 GiB node: %p errno %d", (void *)more, errno);
 	free(more);
+	/* that failure released the heaps' current slabs: every class serves
+	 * again (the thread's dir[] followed them) */
+	static void *o[64];
+	for (int k = 0; k < 64; k++) {
+		size_t n = 16 + (size_t)k * 512;
+		o[k] = malloc(n);
+		CHECK(o[k] != NULL && _nd_page_node_of(o[k]) == 1, "%zu B after the failure", n);
+		if (o[k])
+			memset(o[k], 0xA5, n);
+	}
+	for (int k = 0; k < 64; k++)
+		free(o[k]);
 	free(big);
 	err[0] = '\0';
 	CHECK(_nd_page_check(1, err, sizeof err) == 0, "%s", err);
