@@ -4,8 +4,8 @@
  * docs/arenas.md "Spans"): per memory node m, under the thread policy
  * bind:m, a churn of 1 B - 8 MiB blocks (malloc, realloc, free; live
  * requests up to a third of m's room) is freed whole and trimmed; then one
- * block of most of m's room (what the kernel has above its high watermark,
- * less a slack) is allocated, touched whole, and every page of it must be
+ * block of half of m's room (what the kernel has above its high watermark)
+ * is allocated, touched whole, and every page of it must be
  * on m (move_pages). The library's own runs left in m's slot (metadata
  * chunks, the heaps' slabs) must neither refuse it nor send it elsewhere.
  * Rows: VMTAB bigslot ...
@@ -78,10 +78,12 @@ int main(int argc, char **argv)
 			CHECK(0, "cannot set %s", s);
 			continue;
 		}
-		uint64_t room = vm_zone_headroom(m, 1);
-		churn(room / 3);
+		churn(vm_zone_headroom(m, 1) / 3);
 		malloc_trim(0);
-		uint64_t big = (room - room / 5) & ~(VM_MIB - 1); /* a fifth of slack: other processes, page tables */
+		/* half the room left: a bound fault that reaches the node's min
+		 * watermark is an OOM kill (vm_pressure), and the descriptors
+		 * and page tables of the block come from the node too */
+		uint64_t big = (vm_zone_headroom(m, 1) / 2) & ~(VM_MIB - 1);
 		unsigned char *b = nd_malloc(big);
 		vm_hist_t h = VM_HIST_INIT;
 		if (b) {
