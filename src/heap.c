@@ -677,7 +677,19 @@ static void heap_trim(heap_t *h)
 	}
 }
 
-size_t _nd_heap_trim_self(void)
+/* whole: heap_trim's (the owner's set_cur keeps dir[] right), so the
+ * empty current slabs go too: one per class a heap ever used, each where
+ * the churn left it in the slot, they split the free space a large run
+ * needs (task bigslot). */
+static void trim_own(heap_t *h, bool whole)
+{
+	if (whole)
+		heap_trim(h);
+	else
+		_nd_slab_release_empty(h);
+}
+
+size_t _nd_heap_trim_self(bool whole)
 {
 	_nd_thread_t *t = _nd_tls;
 	size_t n = 0;
@@ -685,11 +697,11 @@ size_t _nd_heap_trim_self(void)
 		return 0;
 	for (int i = 0; i < t->nheaps; i++)
 		if (t->heaps[i] != &heap_none) {
-			_nd_slab_release_empty(t->heaps[i]);
+			trim_own(t->heaps[i], whole);
 			n += _nd_slab_purge_all(t->heaps[i]);
 		}
 	for (int i = 0; i < t->nph; i++) {
-		_nd_slab_release_empty(t->ph[i]);
+		trim_own(t->ph[i], whole);
 		n += _nd_slab_purge_all(t->ph[i]);
 	}
 	return n;

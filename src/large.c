@@ -674,12 +674,17 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 	} else {
 		p = node_run(np, ap, pol, want_node, &reused);
 		/* The calling thread's kept empty slabs are pages of their
-		 * node (its capacity counts them) and, under an address space
-		 * limit, may split the free space a large run needs: given
-		 * back before ENOMEM (bind:1 on a full node failed with them
-		 * kept; node_run has flushed the large-run caches already). */
+		 * node (its capacity counts them) and may split the free
+		 * space a large run needs: given back before ENOMEM (bind:1
+		 * on a full node failed with them kept; node_run has flushed
+		 * the large-run caches already), with its heaps' empty
+		 * current slabs and the parked heaps' empty slabs (task
+		 * bigslot: after a bound churn and a full free, one current
+		 * slab per class, scattered over the 2 GiB slot, refused 700
+		 * MiB on the empty 1 GiB node). */
 		if (!p) {
-			_nd_heap_trim_self();
+			_nd_heap_trim_self(true);
+			_nd_heap_trim_parked();
 			p = node_run(np, ap, pol, want_node, &reused);
 		}
 	}

@@ -480,7 +480,7 @@ OVERRIDE int malloc_trim(size_t pad)
 	(void)pad;
 	if (!_nd_ensure_init())
 		return 0;
-	size_t b = _nd_heap_trim_self();
+	size_t b = _nd_heap_trim_self(false);
 	b += _nd_heap_trim_parked();
 	b += _nd_large_flush(-1);
 	b += _nd_page_trim(-1);

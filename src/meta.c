@@ -39,9 +39,9 @@ static void *meta_chunk(int node, size_t bytes)
 	const _nd_topo_t *t = _nd_topo();
 	void *p = NULL;
 	if (node >= 0 && node < t->node_limit && !_nd_page_lazy()) {
-		p = _nd_page_alloc_exact(node, np, 1);
+		p = _nd_page_alloc_low(node, np);
 		for (int i = 0; !p && i < t->fallback_len[node]; i++)
-			p = _nd_page_alloc_exact(t->fallback[node][i], np, 1);
+			p = _nd_page_alloc_low(t->fallback[node][i], np);
 	}
 	if (p) {
 		_nd_pagedesc_t *d = _nd_page_desc(p);

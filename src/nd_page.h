@@ -322,6 +322,13 @@ int _nd_page_init(void);
 /* A run of npages on exactly node (no fallback, no statistics); aligned to
  * align_pages pages (a power of two). NULL when the node is full. */
 void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages);
+/* The same, unaligned, at the lowest npages free pages in a row of the
+ * slot's grown part (else as _exact): the library's runs that are never
+ * freed (meta.c's chunks) gather at the slot's start, below the node's
+ * capacity, and leave the slot's upper half whole for large runs (task
+ * bigslot: scattered over a 2 GiB slot, eight of them refused 1000 MiB on
+ * an empty 1 GiB node). A walk of the slot's heads: for rare runs only. */
+void *_nd_page_alloc_low(int node, size_t npages);
 /* A run under a policy: first choice want_node (>= 0) or the policy's,
  * fallback by the policy, statistics counted. *got_node = serving node.
  * NULL with errno = ENOMEM when every allowed node is full. */

@@ -955,8 +955,10 @@ void _nd_slab_set_pages(_nd_slab_t *s, uint32_t from, uint32_t to, uint8_t use);
 int _nd_heap_init(void);
 /* The calling thread's heaps give their kept empty slabs back to the page
  * level and their partial slabs' free pages to the OS (malloc_trim; other
- * threads' heaps are theirs to touch). Nonzero if pages were purged. */
-size_t _nd_heap_trim_self(void);
+ * threads' heaps are theirs to touch). whole: every slab with nothing out
+ * too, the current ones included (a large run that found no room).
+ * Nonzero if pages were purged. */
+size_t _nd_heap_trim_self(bool whole);
 /* The parked heaps of every pool (exited threads'): the same, each taken
  * out of its pool in turn (malloc_trim). Nonzero if pages were purged. */
 size_t _nd_heap_trim_parked(void);

@@ -247,8 +247,9 @@ static void unmap_undo(_nd_arena_t *a, uint32_t i, uint64_t n, uint64_t rd)
 /* A run of n pages (align: a power of two) from node's slot; NULL if it
  * has none. Lazy reservation: when the address space limit refuses the
  * run's mapping, the address space of every slot's free pages goes back
- * (_nd_purge_release) and the run is tried once more. */
-static void *node_alloc(int node, uint64_t n, uint64_t align)
+ * (_nd_purge_release) and the run is tried once more. low: the lowest n
+ * free pages in a row of the grown part first (_nd_page_alloc_low). */
+static void *node_alloc(int node, uint64_t n, uint64_t align, bool low)
 {
 	if (node < 0 || node >= g.node_limit)
 		return NULL;
@@ -266,12 +267,14 @@ retry:;
 	/* a small run with no alignment starts where the last one ended if
 	 * it can (buddy.c, packed runs), else at the oldest of the largest
 	 * dirty blocks (where the runs freed first begin) */
-	bool packed = n < g.purge_pages && align == 1;
+	bool packed = n < g.purge_pages && align == 1 && !low;
 	uint32_t i = packed ? _nd_buddy_take_next(&a->bd, n, k, &d) : ND_BUDDY_NIL;
+	unsigned cut = k; /* the order of the block the run is cut from */
+	if (nd_unlikely(low) && (i = _nd_buddy_take_span(&a->bd, n, align, a->mapped, &d)) != ND_BUDDY_NIL)
+		cut = 0; /* exact: no tail */
 	if (i == ND_BUDDY_NIL && packed && !g.lazy && a->bd.next_at <= a->mapped && a->bd.next_at + n > a->mapped &&
 	    _nd_room_grow_to(a, a->bd.next_at + n)) /* at the grown part's end: an eager hole costs nothing */
 		i = _nd_buddy_take_next(&a->bd, n, k, &d);
-	unsigned cut = k; /* the order of the block the run is cut from */
 	if (i == ND_BUDDY_NIL)
 		i = packed ? _nd_buddy_take_oldest(&a->bd, k, true, &d) : _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	else
@@ -284,7 +287,13 @@ retry:;
 		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL && _nd_room_grow(a, k)) /* lazy reservation */
 		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
-	if (i == ND_BUDDY_NIL && n > 1 && a->bd.free_pages >= n) { /* free pages enough, no block of order k */
+	if (i == ND_BUDDY_NIL && n > 1 && a->bd.free_pages + ((1ull << g.order_max) - a->mapped) >= n) {
+		/* free pages enough, no block of order k: a span, the hole
+		 * given to the buddy allocator first (its growth above wanted
+		 * a whole aligned block of order k past the part's end: a
+		 * shrunk part, its free tail and the hole, refused 1000 MiB
+		 * on an empty 1 GiB node; task bigslot) */
+		_nd_room_grow_to(a, 1ull << g.order_max);
 		i = _nd_buddy_take_span(&a->bd, n, align, a->mapped, &d);
 		cut = 0; /* exact: no tail */
 	}
@@ -376,7 +385,18 @@ void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
 {
 	if (!prepare(npages, &align_pages))
 		return NULL;
-	void *p = node_alloc(node, npages, align_pages);
+	void *p = node_alloc(node, npages, align_pages, false);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+void *_nd_page_alloc_low(int node, size_t npages)
+{
+	size_t align = 1;
+	if (!prepare(npages, &align))
+		return NULL;
+	void *p = node_alloc(node, npages, 1, true);
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -390,7 +410,7 @@ void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, 
 		return NULL;
 	_nd_policy_iter_t it;
 	for (int n = _nd_policy_first_n(&it, pol, want_node, npages); n >= 0; n = _nd_policy_next(&it)) {
-		void *p = node_alloc(n, npages, align_pages);
+		void *p = node_alloc(n, npages, align_pages, false);
 		if (p) {
 			_nd_policy_count(&it, n);
 			if (got_node)

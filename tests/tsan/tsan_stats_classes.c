@@ -66,7 +66,7 @@ static void *worker(void *arg)
 		if (give)
 			__atomic_store_n(&hn[t], k, __ATOMIC_RELEASE);
 		if ((r & 15) == 15)
-			_nd_heap_trim_self(); /* kept slabs back: headers made again */
+			_nd_heap_trim_self(false); /* kept slabs back: headers made again */
 	}
 	return NULL;
 }

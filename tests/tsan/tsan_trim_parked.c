@@ -63,7 +63,7 @@ static void *trimmer(void *arg)
 	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
 		void *q = nd_malloc(256);
 		nd_free(q);
-		_nd_heap_trim_self();
+		_nd_heap_trim_self(false);
 		_nd_heap_trim_parked();
 		n++;
 		sched_yield();
