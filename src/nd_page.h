@@ -322,6 +322,9 @@ int _nd_page_init(void);
 /* A run of npages on exactly node (no fallback, no statistics); aligned to
  * align_pages pages (a power of two). NULL when the node is full. */
 void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages);
+/* Can a slot hold a run of npages aligned to align_pages pages? Else every
+ * node refuses it (ENOMEM, prepare's too_big) whatever is freed first. */
+bool _nd_page_run_fits(size_t npages, size_t align_pages);
 /* The same, unaligned, at the lowest npages free pages in a row of the
  * slot's grown part (else as _exact): the library's runs that are never
  * freed (meta.c's chunks) gather at the slot's start, below the node's

@@ -391,6 +391,11 @@ void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
 	return p;
 }
 
+bool _nd_page_run_fits(size_t npages, size_t align_pages)
+{
+	return ensure_setup() && _nd_page_ceil_log2(npages > align_pages ? npages : align_pages) <= g.order_max;
+}
+
 void *_nd_page_alloc_low(int node, size_t npages)
 {
 	size_t align = 1;
