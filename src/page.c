@@ -293,9 +293,11 @@ retry:;
 		 * a whole aligned block of order k past the part's end: a
 		 * shrunk part, its free tail and the hole, refused 1000 MiB
 		 * on an empty 1 GiB node; task bigslot) */
-		_nd_room_grow_to(a, 1ull << g.order_max);
+		bool grew = _nd_room_grow_to(a, 1ull << g.order_max);
 		i = _nd_buddy_take_span(&a->bd, n, align, a->mapped, &d);
 		cut = 0; /* exact: no tail */
+		if (i == ND_BUDDY_NIL && grew) /* the hole back: lazy, the part is what reserved_MiB counts (audit20) */
+			_nd_room_shrink(a);
 	}
 	if (i == ND_BUDDY_NIL) {
 		_nd_unlock(&a->lock);
