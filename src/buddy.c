@@ -68,6 +68,8 @@ void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, un
 		b->head[o] = b->dhead[o] = b->dtail[o] = b->shead[o] = NIL;
 	b->seq = 0;
 	b->next_at = 0;
+	b->low_at = 0;
+	b->span_steps = 0;
 }
 
 /* The list a free block of order o belongs on. */
@@ -82,6 +84,8 @@ static void push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty, bool sp
 	ND_ASSERT(dirty <= (1ull << o), "a free block's dirty pages are some of its pages");
 	ND_ASSERT(dirty == 0 || o <= b->purge_order, "a dirty free block is not above purge_order (invariant I)");
 	_nd_pagedesc_t *d = &b->desc[i];
+	if (i < b->low_at)
+		b->low_at = i; /* a stretch may start here now */
 	d->state = ND_PG_FREE;
 	/* a write first: the split of a growing slot pushes heads on
 	 * descriptor pages nothing touched yet, and gcc loaded flags (read
@@ -343,12 +347,13 @@ uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *d
  * across free blocks of any order. Without it a run of 45 MiB needed a
  * free aligned 64 MiB block: audit17's bound churn failed with 1.2 GiB
  * of its 2 GiB slot free, the largest block 32 MiB. Walks the heads of
- * [0, end) (free blocks, runs, holes): O(blocks + runs), on failures only. */
-uint32_t _nd_buddy_take_span(_nd_buddy_t *b, uint64_t n, uint64_t align, uint64_t end, uint64_t *dirty)
+ * [from, end) (free blocks, runs, holes): O(blocks + runs), on failures
+ * only (from 0), or from low_at (_nd_buddy_take_low). */
+static uint32_t span_from(_nd_buddy_t *b, uint64_t n, uint64_t align, uint64_t from, uint64_t end, uint64_t *dirty)
 {
 	uint64_t h = 0, s = 0, e = 0; /* the stretch of free blocks: first head, aligned start, end */
 	bool found = false;
-	for (uint64_t j = 0; j < end && !found;) {
+	for (uint64_t j = from; j < end && !found; b->span_steps++) {
 		const _nd_pagedesc_t *d = &b->desc[j];
 		if (d->state != ND_PG_FREE) {
 			e = 0; /* the stretch ends */
@@ -381,6 +386,23 @@ uint32_t _nd_buddy_take_span(_nd_buddy_t *b, uint64_t n, uint64_t align, uint64_
 	}
 	*dirty = rd;
 	return (uint32_t)s;
+}
+
+uint32_t _nd_buddy_take_span(_nd_buddy_t *b, uint64_t n, uint64_t align, uint64_t end, uint64_t *dirty)
+{
+	return span_from(b, n, align, 0, end, dirty);
+}
+
+/* low_at is a block's head (pushed, or a run cut there) or past end; a
+ * TAIL there (its block merged, or taken by a run from below) is walked
+ * a page at a time to the next head. */
+uint32_t _nd_buddy_take_low(_nd_buddy_t *b, uint64_t n, uint64_t end, uint64_t *dirty)
+{
+	uint32_t s = span_from(b, n, 1, b->low_at, end, dirty);
+	/* found: s is the run's start now, no stretch below it (the pieces
+	 * the take gave back are above it); none: nothing from low_at up */
+	b->low_at = s != NIL ? s : (uint32_t)end;
+	return s;
 }
 
 /* May two free buddies of order o with md committed pages between them

@@ -270,7 +270,7 @@ retry:;
 	bool packed = n < g.purge_pages && align == 1 && !low;
 	uint32_t i = packed ? _nd_buddy_take_next(&a->bd, n, k, &d) : ND_BUDDY_NIL;
 	unsigned cut = k; /* the order of the block the run is cut from */
-	if (nd_unlikely(low) && (i = _nd_buddy_take_span(&a->bd, n, align, a->mapped, &d)) != ND_BUDDY_NIL)
+	if (nd_unlikely(low) && (i = _nd_buddy_take_low(&a->bd, n, a->mapped, &d)) != ND_BUDDY_NIL)
 		cut = 0; /* exact: no tail */
 	if (i == ND_BUDDY_NIL && packed && !g.lazy && a->bd.next_at <= a->mapped && a->bd.next_at + n > a->mapped &&
 	    _nd_room_grow_to(a, a->bd.next_at + n)) /* at the grown part's end: an eager hole costs nothing */
