@@ -15,8 +15,10 @@
  *            with the slab map's mul (the map follows the class);
  *  - trim:   malloc_trim gives the calling thread's kept slabs back;
  *  - exit:   a thread's exit gives its kept slabs back;
- *  - purge:  kept pages count against the page level's dirty limit: past
- *            it they go back (bench wl_footprint's end RSS).
+ *  - room:   kept pages count against the page level's dirty limit: the
+ *            page level's dirty pages make way for them;
+ *  - cap:    past the limit's cap they go back (bench wl_footprint's end
+ *            RSS).
  * Each case runs in the main thread of this process, in this order. */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -153,15 +155,22 @@ static void thread_exit(void)
 }
 
 /* Kept pages count as dirty free pages against the page level's limit
- * (in a child: NODALLOC_PURGE_THRESHOLD=256K, at most 4 MiB of dirty pages
- * kept for the recent peak, and no decay to purge meanwhile). The heap
- * keeps 2 MiB of 32 KiB slabs (1000-byte objects), then 2.5 MiB of 64 KiB
- * blocks go back to the page level dirty: the next emptied slab would put
- * the two past the limit, so every kept slab goes back (and the page level
- * purges the oldest, down to 3/4 of the limit).
- * Kept regardless, they raised bench wl_footprint's end RSS 12 -> 50 MiB:
- * counted as pages in use they moved the page level's limit. */
-static int purge_child(void)
+ * (in a child: NODALLOC_PURGE_THRESHOLD=256K, purge blocks of 64 pages,
+ * at most 16 of them (4 MiB) kept for the recent peak, and no decay to
+ * purge meanwhile).
+ * room: the heap keeps 2 MiB of 32 KiB slabs (1000-byte objects), then
+ * 2.5 MiB of 64 KiB blocks go back to the page level dirty: the next
+ * emptied slab would put the two past the bound, and the kept pages alone
+ * are within it, so the page level purges its oldest dirty pages to make
+ * room and the heap keeps the slab (before: it gave every kept slab
+ * back, so a thread whose page level keeps dirty pages up to its peak,
+ * any but the main one, kept none: test_slab_keep_thread).
+ * cap: 5 MiB of such slabs emptied: past the cap (4 MiB) the kept pages
+ * alone do not fit, and they all go back (the page level then purges the
+ * oldest, down to 3/4 of its limit). Kept regardless, they raised bench
+ * wl_footprint's end RSS 12 -> 50 MiB: counted as pages in use they
+ * moved the page level's limit. */
+static int room_child(void)
 {
 	enum { PER = 32, NK = 64 * PER, NP = NK + 2 * PER, NL = 40 };
 	static char *q[NP], *l[NL];
@@ -181,31 +190,62 @@ static int purge_child(void)
 		free(l[i]);
 	_nd_page_info_t in;
 	CHECK(_nd_page_info(0, &in) == 0);
-	CHECK(in.dirty_pages >= NL * 16, "dirty pages %llu", (unsigned long long)in.dirty_pages);
+	uint64_t dirty = in.dirty_pages;
+	CHECK(dirty >= NL * 16, "dirty pages %llu", (unsigned long long)dirty);
 	CHECK(my_heap()->epages == kept, "kept %u -> %u pages", kept, my_heap()->epages);
+	CHECK(_nd_purge_over(0, kept + 8), "%u kept pages and %llu dirty ones within the bound", kept + 8,
+	      (unsigned long long)dirty);
 	for (int i = NK; i < NK + PER; i++) /* the slab before the current one */
 		free(q[i]);
-	CHECK(my_heap()->epages == 0, "%u pages still kept", my_heap()->epages);
+	CHECK(my_heap()->epages == kept + 8, "%u pages kept, %u before", my_heap()->epages, kept);
 	CHECK(_nd_page_info(0, &in) == 0);
-	CHECK(in.dirty_pages < NL * 16 + kept, "the page level purged: %llu dirty pages", (unsigned long long)in.dirty_pages);
+	CHECK(in.dirty_pages < dirty, "the page level purged: %llu -> %llu dirty pages", (unsigned long long)dirty,
+	      (unsigned long long)in.dirty_pages);
+	CHECK(!_nd_purge_over(0, my_heap()->epages), "past the bound: %u kept, %llu dirty", my_heap()->epages,
+	      (unsigned long long)in.dirty_pages);
 	for (int i = NK + PER; i < NP; i++)
 		free(q[i]);
 	return CHECK_DONE();
 }
 
-static void purge(const char *self)
+static int cap_child(void)
+{
+	enum { PER = 32, NK = 160 * PER, NP = NK + PER };
+	static char *q[NP];
+	for (int i = 0; i < NP; i++) {
+		q[i] = malloc(1000);
+		memset(q[i], 1, 1000);
+	}
+	for (int i = 0; i < NK; i++)
+		free(q[i]);
+	uint32_t kept = my_heap()->epages;
+	CHECK(kept > 0 && kept <= 16 * 64, "%u pages kept, the cap 1024", kept);
+	CHECK(kept < 159 * 8, "every one of %u pages kept", kept);
+	_nd_page_info_t in;
+	CHECK(_nd_page_info(0, &in) == 0);
+	CHECK(in.dirty_pages <= 16 * 64 + 64, "the page level kept %llu dirty pages", (unsigned long long)in.dirty_pages);
+	char err[256];
+	CHECK(_nd_page_check(0, err, sizeof err) == 0, "%s", err);
+	for (int i = NK; i < NP; i++)
+		free(q[i]);
+	return CHECK_DONE();
+}
+
+static void purge(const char *self, const char *which)
 {
 	char out[4096];
-	int st = run_child(self, (char *const[]){ (char *)self, "purge", NULL }, "NODALLOC_PURGE_DECAY_MS", "0", true,
-			   out, sizeof out);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "purge: status %d: %s", st, out);
+	int st = run_child(self, (char *const[]){ (char *)self, (char *)which, NULL }, "NODALLOC_PURGE_DECAY_MS", "0",
+			   true, out, sizeof out);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d: %s", which, st, out);
 }
 
 int main(int argc, char **argv)
 {
 	free(malloc(1)); /* the thread's heap */
-	if (argc > 1 && strcmp(argv[1], "purge") == 0)
-		return purge_child();
+	if (argc > 1 && strcmp(argv[1], "room") == 0)
+		return room_child();
+	if (argc > 1 && strcmp(argv[1], "cap") == 0)
+		return cap_child();
 	churn(N);
 	churn(NBIG);
 	other_class();
@@ -214,6 +254,7 @@ int main(int argc, char **argv)
 	/* purge blocks of 256 KiB: a dirty limit of 1 MiB, at most 4 MiB kept
 	 * for the recent peak (purge.c, dirty_keep) */
 	setenv("NODALLOC_PURGE_THRESHOLD", "256K", 1);
-	purge("/proc/self/exe");
+	purge("/proc/self/exe", "room");
+	purge("/proc/self/exe", "cap");
 	return CHECK_DONE();
 }
