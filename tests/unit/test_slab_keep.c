@@ -18,8 +18,10 @@
  *  - room:   kept pages count against the page level's dirty limit: the
  *            page level's dirty pages make way for them;
  *  - cap:    past the limit's cap they go back (bench wl_footprint's end
- *            RSS).
- * Each case runs in the main thread of this process, in this order. */
+ *            RSS);
+ *  - thread: a spawned thread keeps them too (bench order1t).
+ * churn .. exit run in the main thread of this process, in this order;
+ * thread, room and cap each in a child process. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -164,23 +166,30 @@ static void thread_exit(void)
  * are within it, so the page level purges its oldest dirty pages to make
  * room and the heap keeps the slab (before: it gave every kept slab
  * back, so a thread whose page level keeps dirty pages up to its peak,
- * any but the main one, kept none: test_slab_keep_thread).
+ * any but the main one, kept none: the thread case below).
  * cap: 5 MiB of such slabs emptied: past the cap (4 MiB) the kept pages
  * alone do not fit, and they all go back (the page level then purges the
  * oldest, down to 3/4 of its limit). Kept regardless, they raised bench
  * wl_footprint's end RSS 12 -> 50 MiB: counted as pages in use they
  * moved the page level's limit. */
+/* np 1000-byte objects (32 a 32 KiB slab), the first nk freed: the
+ * pages the heap then keeps. */
+static uint32_t kept_after(char **q, int np, int nk)
+{
+	for (int i = 0; i < np; i++) {
+		q[i] = malloc(1000);
+		memset(q[i], 1, 1000);
+	}
+	for (int i = 0; i < nk; i++)
+		free(q[i]);
+	return my_heap()->epages;
+}
+
 static int room_child(void)
 {
 	enum { PER = 32, NK = 64 * PER, NP = NK + 2 * PER, NL = 40 };
 	static char *q[NP], *l[NL];
-	for (int i = 0; i < NP; i++) {
-		q[i] = malloc(1000);
-		memset(q[i], 1, 1000);
-	}
-	for (int i = 0; i < NK; i++)
-		free(q[i]);
-	uint32_t kept = my_heap()->epages;
+	uint32_t kept = kept_after(q, NP, NK);
 	CHECK(kept >= 60 * 8, "kept %u pages of 1000-byte slabs", kept);
 	for (int i = 0; i < NL; i++) {
 		l[i] = malloc(64 << 10);
@@ -212,13 +221,7 @@ static int cap_child(void)
 {
 	enum { PER = 32, NK = 160 * PER, NP = NK + PER };
 	static char *q[NP];
-	for (int i = 0; i < NP; i++) {
-		q[i] = malloc(1000);
-		memset(q[i], 1, 1000);
-	}
-	for (int i = 0; i < NK; i++)
-		free(q[i]);
-	uint32_t kept = my_heap()->epages;
+	uint32_t kept = kept_after(q, NP, NK);
 	CHECK(kept > 0 && kept <= 16 * 64, "%u pages kept, the cap 1024", kept);
 	CHECK(kept < 159 * 8, "every one of %u pages kept", kept);
 	_nd_page_info_t in;
@@ -228,6 +231,71 @@ static int cap_child(void)
 	CHECK(_nd_page_check(0, err, sizeof err) == 0, "%s", err);
 	for (int i = NK; i < NP; i++)
 		free(q[i]);
+	return CHECK_DONE();
+}
+
+/* thread: a thread other than the main one keeps its emptied slabs
+ * (purge.c _nd_purge_room). Its frees of small runs (its burst) raise its
+ * page level's cap, so the page level keeps dirty pages all the way back
+ * to the recent peak; the bound on kept slabs plus dirty pages was then
+ * always full, and the heap gave back every slab that emptied: each
+ * refill made a slab again from the page level (bench order1t: 376
+ * slabs a round, 554M instructions in 150 rounds against the main
+ * thread's 305M). A spawned thread runs rounds of NBIG blocks of
+ * [lo, 1000] B, lo moving each round as wl_order's (the classes one round
+ * empties are not all the next one's), each allocated, freed in
+ * allocation order, allocated again and freed in a 7-stride order; the
+ * page runs taken (one per slab made; nothing else allocates meanwhile)
+ * are counted over the second cycle of rounds (in a child: a fresh
+ * process). */
+enum { CYCLE = 15 };
+static uint64_t made, used_most;
+
+static void fill_lo(size_t lo, uint64_t *rng)
+{
+	for (int i = 0; i < NBIG; i++) {
+		*rng ^= *rng << 13;
+		*rng ^= *rng >> 7;
+		*rng ^= *rng << 17;
+		size_t sz = lo + *rng % (1000 - lo + 1);
+		p[i] = malloc(sz);
+		((char *)p[i])[0] = (char)sz;
+	}
+}
+
+static void *order_worker(void *arg)
+{
+	(void)arg;
+	uint64_t rng = 0x9e3779b97f4a7c15ull, before = 0;
+	size_t lo = 1;
+	for (int r = 0; r < 2 * CYCLE; r++, lo = lo * 3 / 2 + 1 > 1000 ? 1 : lo * 3 / 2 + 1) {
+		if (r == CYCLE)
+			before = runs();
+		fill_lo(lo, &rng);
+		if (r >= CYCLE) {
+			uint64_t k = slabs();
+			used_most = k > used_most ? k : used_most;
+		}
+		for (int i = 0; i < NBIG; i++)
+			free(p[i]);
+		fill_lo(lo, &rng);
+		for (int i = 0, k = 0; i < NBIG; i++, k = (k + 7) % NBIG)
+			free(p[k]);
+	}
+	made = runs() - before;
+	return NULL;
+}
+
+static int thread_child(void)
+{
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, order_worker, NULL) == 0);
+	pthread_join(t, NULL);
+	/* a round holds ~300 slabs; before, the cycle made 6.1k (409 a
+	 * round), now ~350 in all */
+	CHECK(used_most >= 100, "the rounds hold %llu slabs", (unsigned long long)used_most);
+	CHECK(made <= used_most * 2, "%llu slabs made in %d rounds, %llu in use at most: %.1f a round",
+	      (unsigned long long)made, CYCLE, (unsigned long long)used_most, (double)made / CYCLE);
 	return CHECK_DONE();
 }
 
@@ -246,11 +314,14 @@ int main(int argc, char **argv)
 		return room_child();
 	if (argc > 1 && strcmp(argv[1], "cap") == 0)
 		return cap_child();
+	if (argc > 1 && strcmp(argv[1], "thread") == 0)
+		return thread_child();
 	churn(N);
 	churn(NBIG);
 	other_class();
 	trim();
 	thread_exit();
+	purge("/proc/self/exe", "thread");
 	/* purge blocks of 256 KiB: a dirty limit of 1 MiB, at most 4 MiB kept
 	 * for the recent peak (purge.c, dirty_keep) */
 	setenv("NODALLOC_PURGE_THRESHOLD", "256K", 1);
