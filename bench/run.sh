@@ -105,16 +105,16 @@ WANT_2N=${WANT_2N:-0}
 # larsonbig, burst: rounds of a thread freeing 128 MiB of page runs just
 # before it exits, about 0.15 GiB and 0.3-0.8 s a run; order, order2: the
 # whole small working set emptied twice a round, its class mix shifting,
-# 1 and 2 threads; rpat: random patterns across threads, rpmalloc's
-# benchmark tool's kind)
-WL_NAMES=(small prodcons larson larsonbig footprint large threads xfree2 xfree4 burst order order2 rpat)
+# 1 and 2 threads (order1t: the one thread spawned, not main()); rpat:
+# random patterns across threads, rpmalloc's benchmark tool's kind)
+WL_NAMES=(small prodcons larson larsonbig footprint large threads xfree2 xfree4 burst order order1t order2 rpat)
 if [ "$QUICK" = 1 ]; then
 	declare -A WL=([small]="wl_small 1000000" [prodcons]="wl_prodcons 1 200000"
 		[larson]="wl_larson 2 2 50000" [larsonbig]="wl_larson 2 2 20000 1024 2000 16000 2"
 		[footprint]="wl_footprint 50000"
 		[large]="wl_large 30 4" [threads]="wl_threads 4 4 2000"
 		[xfree2]="wl_xfree 2 100000" [xfree4]="wl_xfree 4 50000" [burst]="wl_burst 1 2 16"
-		[order]="wl_order 15 1 1000" [order2]="wl_order 15 2 1000"
+		[order]="wl_order 15 1 1000" [order1t]="wl_order 15 1 1000 spawn" [order2]="wl_order 15 2 1000"
 		[rpat]="wl_rpat 2 1000 100 16 16000 2 2 300 1")
 	CG_N=100000
 else
@@ -123,7 +123,7 @@ else
 		[footprint]="wl_footprint 300000"
 		[large]="wl_large 200" [threads]="wl_threads 4 50 20000"
 		[xfree2]="wl_xfree 2 2000000" [xfree4]="wl_xfree 4 1000000" [burst]="wl_burst 1 10 128"
-		[order]="wl_order 150 1" [order2]="wl_order 150 2"
+		[order]="wl_order 150 1" [order1t]="wl_order 150 1 10000 spawn" [order2]="wl_order 150 2"
 		[rpat]="wl_rpat 2 1000 100 16 16000 2 2 10000 2")
 	CG_N=500000
 fi

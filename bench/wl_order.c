@@ -2,8 +2,11 @@
 /*
  * Workload: small-object churn freed in another order than allocated.
  *
- *   wl_order [rounds [threads [blocks]]]
+ *   wl_order [rounds [threads [blocks [spawn]]]]
  *
+ * With `spawn` as the fourth argument one thread runs in a thread of its
+ * own (pthread_create) too, not in main(): an allocator may treat the main
+ * thread apart (nodalloc's page level does: its bursts raise no cap).
  * Each thread (default 1) owns `blocks` (default 10,000) pointers. A round
  * allocates all of them, frees them in allocation order, allocates them all
  * again and frees them in a 7-stride order (index k * 7 mod blocks, every
@@ -23,6 +26,8 @@
  * round. wl_small, by contrast, frees at random one slot at a time, never
  * empties a class and keeps its size mix.
  */
+#include <stdbool.h>
+
 #include "wl_common.h"
 
 #define STRIDE 7
@@ -84,6 +89,11 @@ int main(int argc, char **argv)
 			argv[0], blocks, STRIDE);
 		return 2;
 	}
+	bool spawn = argc > 4 && strcmp(argv[4], "spawn") == 0;
+	if (argc > 4 && !spawn) {
+		fprintf(stderr, "%s: bad fourth argument '%s': expected spawn\n", argv[0], argv[4]);
+		return 2;
+	}
 	if (nt > 64) {
 		fprintf(stderr, "%s: bad thread count '%ld': at most 64\n", argv[0], nt);
 		return 2;
@@ -94,7 +104,7 @@ int main(int argc, char **argv)
 		args[i] = (struct arg){.rounds = rounds, .blocks = blocks, .seed = wl_seed(0, nt, i)};
 
 	double t0 = wl_now();
-	if (nt == 1) {
+	if (nt == 1 && !spawn) {
 		run(&args[0]);
 	} else {
 		for (long i = 0; i < nt; i++)

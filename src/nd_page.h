@@ -173,7 +173,8 @@ typedef struct _nd_arena {
 	 * period's and the last one's (purge.c). */
 	uint64_t peak_cur, peak_prev;
 	/* Refaults (purge.c): lim_out (slot lock) the pages the dirty limit
-	 * purged that no run has taken again since; refault_cur/_prev
+	 * purged, or _nd_purge_room for kept slabs, that no run has taken
+	 * again since; refault_cur/_prev
 	 * (written under the slot lock, read without it) the clean pages
 	 * runs took while some were out, this decay period and the last:
 	 * the cap of the kept slabs' bound grows by them (_nd_purge_taken). */
@@ -306,8 +307,14 @@ void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed);
 void _nd_purge_taken(_nd_arena_t *a, uint64_t fresh);
 /* Would n more dirty free pages, taken from the pages in use, put node's
  * slot past its dirty limit? A lock-free hint: the slab level keeps empty
- * slabs only while they would not (slab.c, keep_empty). */
+ * slabs only while they would not, or _nd_purge_room makes them room
+ * (slab.c, keep_empty). */
 bool _nd_purge_over(int node, uint64_t n);
+/* _nd_purge_over said yes: if the n kept pages alone are within the
+ * bound, the slot's oldest dirty free pages are purged to make room and
+ * true returned (the heap keeps its slabs); else false (they go back).
+ * Takes the slot lock. */
+bool _nd_purge_room(int node, uint64_t n);
 /* A thread with heaps (or a burst, nd_thread.h page_drop) on node is
  * exiting (heap.c, before its heaps give their slabs back): the pages it
  * gives back, and the small runs it freed just before, serve the next

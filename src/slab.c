@@ -394,10 +394,12 @@ static bool keep_empty(heap_t *h, slab_t *s)
 		return false;
 	uint32_t n = h->epages + s->npages;
 	/* kept pages are dirty free memory the page level does not see: if
-	 * they were its own they would go past its dirty limit, so they go
-	 * back and it purges (bench wl_footprint's end: the page level's
-	 * limit follows its pages in use, and kept slabs counted there) */
-	if (_nd_purge_over(s->node, n)) {
+	 * they and its dirty pages would go past its dirty limit, its oldest
+	 * dirty pages make room (_nd_purge_room), or, if the kept pages alone
+	 * would, they go back and it purges (bench wl_footprint's end: the
+	 * page level's limit follows its pages in use, and kept slabs
+	 * counted there) */
+	if (_nd_purge_over(s->node, n) && (n > EMPTY_KEEP || !_nd_purge_room(s->node, n))) {
 		_nd_slab_release_empty(h);
 		return false;
 	}

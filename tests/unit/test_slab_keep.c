@@ -15,9 +15,13 @@
  *            with the slab map's mul (the map follows the class);
  *  - trim:   malloc_trim gives the calling thread's kept slabs back;
  *  - exit:   a thread's exit gives its kept slabs back;
- *  - purge:  kept pages count against the page level's dirty limit: past
- *            it they go back (bench wl_footprint's end RSS).
- * Each case runs in the main thread of this process, in this order. */
+ *  - room:   kept pages count against the page level's dirty limit: the
+ *            page level's dirty pages make way for them;
+ *  - cap:    past the limit's cap they go back (bench wl_footprint's end
+ *            RSS);
+ *  - thread: a spawned thread keeps them too (bench order1t).
+ * churn .. exit run in the main thread of this process, in this order;
+ * thread, room and cap each in a child process. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -153,25 +157,39 @@ static void thread_exit(void)
 }
 
 /* Kept pages count as dirty free pages against the page level's limit
- * (in a child: NODALLOC_PURGE_THRESHOLD=256K, at most 4 MiB of dirty pages
- * kept for the recent peak, and no decay to purge meanwhile). The heap
- * keeps 2 MiB of 32 KiB slabs (1000-byte objects), then 2.5 MiB of 64 KiB
- * blocks go back to the page level dirty: the next emptied slab would put
- * the two past the limit, so every kept slab goes back (and the page level
- * purges the oldest, down to 3/4 of the limit).
- * Kept regardless, they raised bench wl_footprint's end RSS 12 -> 50 MiB:
- * counted as pages in use they moved the page level's limit. */
-static int purge_child(void)
+ * (in a child: NODALLOC_PURGE_THRESHOLD=256K, purge blocks of 64 pages,
+ * at most 16 of them (4 MiB) kept for the recent peak, and no decay to
+ * purge meanwhile).
+ * room: the heap keeps 2 MiB of 32 KiB slabs (1000-byte objects), then
+ * 2.5 MiB of 64 KiB blocks go back to the page level dirty: the next
+ * emptied slab would put the two past the bound, and the kept pages alone
+ * are within it, so the page level purges its oldest dirty pages to make
+ * room and the heap keeps the slab (before: it gave every kept slab
+ * back, so a thread whose page level keeps dirty pages up to its peak,
+ * any but the main one, kept none: the thread case below).
+ * cap: 5 MiB of such slabs emptied: past the cap (4 MiB) the kept pages
+ * alone do not fit, and they all go back (the page level then purges the
+ * oldest, down to 3/4 of its limit). Kept regardless, they raised bench
+ * wl_footprint's end RSS 12 -> 50 MiB: counted as pages in use they
+ * moved the page level's limit. */
+/* np 1000-byte objects (32 a 32 KiB slab), the first nk freed: the
+ * pages the heap then keeps. */
+static uint32_t kept_after(char **q, int np, int nk)
 {
-	enum { PER = 32, NK = 64 * PER, NP = NK + 2 * PER, NL = 40 };
-	static char *q[NP], *l[NL];
-	for (int i = 0; i < NP; i++) {
+	for (int i = 0; i < np; i++) {
 		q[i] = malloc(1000);
 		memset(q[i], 1, 1000);
 	}
-	for (int i = 0; i < NK; i++)
+	for (int i = 0; i < nk; i++)
 		free(q[i]);
-	uint32_t kept = my_heap()->epages;
+	return my_heap()->epages;
+}
+
+static int room_child(void)
+{
+	enum { PER = 32, NK = 64 * PER, NP = NK + 2 * PER, NL = 40 };
+	static char *q[NP], *l[NL];
+	uint32_t kept = kept_after(q, NP, NK);
 	CHECK(kept >= 60 * 8, "kept %u pages of 1000-byte slabs", kept);
 	for (int i = 0; i < NL; i++) {
 		l[i] = malloc(64 << 10);
@@ -181,39 +199,133 @@ static int purge_child(void)
 		free(l[i]);
 	_nd_page_info_t in;
 	CHECK(_nd_page_info(0, &in) == 0);
-	CHECK(in.dirty_pages >= NL * 16, "dirty pages %llu", (unsigned long long)in.dirty_pages);
+	uint64_t dirty = in.dirty_pages;
+	CHECK(dirty >= NL * 16, "dirty pages %llu", (unsigned long long)dirty);
 	CHECK(my_heap()->epages == kept, "kept %u -> %u pages", kept, my_heap()->epages);
+	CHECK(_nd_purge_over(0, kept + 8), "%u kept pages and %llu dirty ones within the bound", kept + 8,
+	      (unsigned long long)dirty);
 	for (int i = NK; i < NK + PER; i++) /* the slab before the current one */
 		free(q[i]);
-	CHECK(my_heap()->epages == 0, "%u pages still kept", my_heap()->epages);
+	CHECK(my_heap()->epages == kept + 8, "%u pages kept, %u before", my_heap()->epages, kept);
 	CHECK(_nd_page_info(0, &in) == 0);
-	CHECK(in.dirty_pages < NL * 16 + kept, "the page level purged: %llu dirty pages", (unsigned long long)in.dirty_pages);
+	CHECK(in.dirty_pages < dirty, "the page level purged: %llu -> %llu dirty pages", (unsigned long long)dirty,
+	      (unsigned long long)in.dirty_pages);
+	CHECK(!_nd_purge_over(0, my_heap()->epages), "past the bound: %u kept, %llu dirty", my_heap()->epages,
+	      (unsigned long long)in.dirty_pages);
 	for (int i = NK + PER; i < NP; i++)
 		free(q[i]);
 	return CHECK_DONE();
 }
 
-static void purge(const char *self)
+static int cap_child(void)
+{
+	enum { PER = 32, NK = 160 * PER, NP = NK + PER };
+	static char *q[NP];
+	uint32_t kept = kept_after(q, NP, NK);
+	CHECK(kept > 0 && kept <= 16 * 64, "%u pages kept, the cap 1024", kept);
+	CHECK(kept < 159 * 8, "every one of %u pages kept", kept);
+	_nd_page_info_t in;
+	CHECK(_nd_page_info(0, &in) == 0);
+	CHECK(in.dirty_pages <= 16 * 64 + 64, "the page level kept %llu dirty pages", (unsigned long long)in.dirty_pages);
+	char err[256];
+	CHECK(_nd_page_check(0, err, sizeof err) == 0, "%s", err);
+	for (int i = NK; i < NP; i++)
+		free(q[i]);
+	return CHECK_DONE();
+}
+
+/* thread: a thread other than the main one keeps its emptied slabs
+ * (purge.c _nd_purge_room). Its frees of small runs (its burst) raise its
+ * page level's cap, so the page level keeps dirty pages all the way back
+ * to the recent peak; the bound on kept slabs plus dirty pages was then
+ * always full, and the heap gave back every slab that emptied: each
+ * refill made a slab again from the page level (bench order1t: 376
+ * slabs a round, 554M instructions in 150 rounds against the main
+ * thread's 305M). A spawned thread runs rounds of NBIG blocks of
+ * [lo, 1000] B, lo moving each round as wl_order's (the classes one round
+ * empties are not all the next one's), each allocated, freed in
+ * allocation order, allocated again and freed in a 7-stride order; the
+ * page runs taken (one per slab made; nothing else allocates meanwhile)
+ * are counted over the second cycle of rounds (in a child: a fresh
+ * process). */
+enum { CYCLE = 15 };
+static uint64_t made, used_most;
+
+static void fill_lo(size_t lo, uint64_t *rng)
+{
+	for (int i = 0; i < NBIG; i++) {
+		*rng ^= *rng << 13;
+		*rng ^= *rng >> 7;
+		*rng ^= *rng << 17;
+		size_t sz = lo + *rng % (1000 - lo + 1);
+		p[i] = malloc(sz);
+		((char *)p[i])[0] = (char)sz;
+	}
+}
+
+static void *order_worker(void *arg)
+{
+	(void)arg;
+	uint64_t rng = 0x9e3779b97f4a7c15ull, before = 0;
+	size_t lo = 1;
+	for (int r = 0; r < 2 * CYCLE; r++, lo = lo * 3 / 2 + 1 > 1000 ? 1 : lo * 3 / 2 + 1) {
+		if (r == CYCLE)
+			before = runs();
+		fill_lo(lo, &rng);
+		if (r >= CYCLE) {
+			uint64_t k = slabs();
+			used_most = k > used_most ? k : used_most;
+		}
+		for (int i = 0; i < NBIG; i++)
+			free(p[i]);
+		fill_lo(lo, &rng);
+		for (int i = 0, k = 0; i < NBIG; i++, k = (k + 7) % NBIG)
+			free(p[k]);
+	}
+	made = runs() - before;
+	return NULL;
+}
+
+static int thread_child(void)
+{
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, order_worker, NULL) == 0);
+	pthread_join(t, NULL);
+	/* a round holds ~300 slabs; before, the cycle made 6.1k (409 a
+	 * round), now ~350 in all */
+	CHECK(used_most >= 100, "the rounds hold %llu slabs", (unsigned long long)used_most);
+	CHECK(made <= used_most * 2, "%llu slabs made in %d rounds, %llu in use at most: %.1f a round",
+	      (unsigned long long)made, CYCLE, (unsigned long long)used_most, (double)made / CYCLE);
+	return CHECK_DONE();
+}
+
+static void purge(const char *self, const char *which)
 {
 	char out[4096];
-	int st = run_child(self, (char *const[]){ (char *)self, "purge", NULL }, "NODALLOC_PURGE_DECAY_MS", "0", true,
-			   out, sizeof out);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "purge: status %d: %s", st, out);
+	int st = run_child(self, (char *const[]){ (char *)self, (char *)which, NULL }, "NODALLOC_PURGE_DECAY_MS", "0",
+			   true, out, sizeof out);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d: %s", which, st, out);
 }
 
 int main(int argc, char **argv)
 {
 	free(malloc(1)); /* the thread's heap */
-	if (argc > 1 && strcmp(argv[1], "purge") == 0)
-		return purge_child();
+	if (argc > 1 && strcmp(argv[1], "room") == 0)
+		return room_child();
+	if (argc > 1 && strcmp(argv[1], "cap") == 0)
+		return cap_child();
+	if (argc > 1 && strcmp(argv[1], "thread") == 0)
+		return thread_child();
 	churn(N);
 	churn(NBIG);
 	other_class();
 	trim();
 	thread_exit();
+	purge("/proc/self/exe", "thread");
 	/* purge blocks of 256 KiB: a dirty limit of 1 MiB, at most 4 MiB kept
 	 * for the recent peak (purge.c, dirty_keep) */
 	setenv("NODALLOC_PURGE_THRESHOLD", "256K", 1);
-	purge("/proc/self/exe");
+	purge("/proc/self/exe", "room");
+	purge("/proc/self/exe", "cap");
 	return CHECK_DONE();
 }
