@@ -62,11 +62,20 @@ static int daemon_main(void)
 {
 	runs(8);
 	dprintf(1, "%lld\n", hits_now());
+	pid_t parent = getpid();
 	pid_t c1 = fork();
 	if (c1 < 0)
 		return 3;
 	if (c1 > 0)
 		exit(0); /* the parent goes: its destructor removes its file */
+	/* The parent's exit sweeps its children's stale files (kids_sweep):
+	 * had this child ended first, its file would go with the parent's
+	 * (failed in a loaded ctest). It waits until the
+	 * parent is gone (this process reparented to the test, the
+	 * subreaper), so that its file is left stale as a daemon's first
+	 * child leaves it once its parent has gone. */
+	while (getppid() == parent)
+		usleep(1000);
 	setsid();
 	dprintf(1, "%d\n", (int)getpid());
 	pid_t c2 = fork();
