@@ -367,6 +367,12 @@ static void *too_big(size_t npages, size_t align)
 }
 
 /* Common entry of the run allocators: arguments, setup, size, decay. */
+/* Could a slot hold a run of npages aligned to align pages (set up)? */
+static bool run_fits(size_t npages, size_t align)
+{
+	return _nd_page_ceil_log2(npages > align ? npages : align) <= g.order_max;
+}
+
 static bool prepare(size_t npages, size_t *align)
 {
 	if (!check_args(npages, align))
@@ -375,7 +381,7 @@ static bool prepare(size_t npages, size_t *align)
 		errno = ENOMEM;
 		return false;
 	}
-	if (_nd_page_ceil_log2(npages > *align ? npages : *align) > g.order_max) {
+	if (!run_fits(npages, *align)) {
 		too_big(npages, *align);
 		return false;
 	}
@@ -395,7 +401,7 @@ void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
 
 bool _nd_page_run_fits(size_t npages, size_t align_pages)
 {
-	return ensure_setup() && _nd_page_ceil_log2(npages > align_pages ? npages : align_pages) <= g.order_max;
+	return ensure_setup() && run_fits(npages, align_pages);
 }
 
 void *_nd_page_alloc_low(int node, size_t npages)
