@@ -885,8 +885,9 @@ void _nd_slab_free_remote_new(_nd_thread_t *t, _nd_slab_t *s, void **o);
 /* The owner's push of its marked o of s, with the slow path's work
  * (empty, or s was full). */
 void _nd_slab_free_own(_nd_slab_t *s, void **o);
-/* t's borrowed list of c went past its cap: its oldest half goes into the
- * node's exchange if that is empty (true), else nothing is done. */
+/* t's borrowed list of c went past its cap: its newest half goes,
+ * indexed, into the node's exchange if that is empty (true), else nothing
+ * is done. */
 bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap);
 /* t's borrowed list of c is empty (t's key valid) and
  * _nd_slab_xfer_maybe: the exchange's list of c, if any, becomes it and

@@ -234,11 +234,9 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
  * whose borrowed list and heap of the class were dry carved new memory.
  * Per class, homes piled up where the owners had no need, and peak RSS
  * grew with the run (wl_xfree 4: 0.5-1.2 MiB waiting on remote lists, for
- * 0.3 MiB in flight). So a list past its cap gives its oldest half to its
- * node's exchange slot of the class when that is empty (one CAS; the
- * newest objects, the lines its core wrote last, stay for its own
- * mallocs, in their order: giving the newest half made its next mallocs
- * take the older ones), and a
+ * 0.3 MiB in flight). So a list past its cap gives its newest half,
+ * indexed (xfer_index), to its node's exchange slot of the class when
+ * that is empty (one CAS), and a
  * thread whose list of the class runs dry takes it (one CAS) before its
  * own heap: tcmalloc's transfer cache passes such batches between thread
  * caches. The objects stay out for their slabs all the while, as on a
@@ -249,6 +247,29 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 static inline uintptr_t *xfer_slot(int32_t node1, unsigned c)
 {
 	return _nd_meta_node[node1 - 1].xfer[c].slot;
+}
+
+/* The index of a list going into the exchange (k objects of class c from
+ * head h): h's words 2.. name the objects after it, as many as fit in h
+ * (up to k - 1; none in 16 B), so the taker prefetches them all at once
+ * (_nd_slab_xfer_take). Its pops otherwise chased the links one line of
+ * the other core at a time: in wl_xfree 4 a thread that only frees puts
+ * what a thread that only mallocs takes, almost every malloc's object
+ * (docs/malloc.md, "The exchange"). The put gives its newest half, so
+ * that the walk to the half's end writes the index (the oldest half
+ * cost a second walk, and the time it saved). A free object's words past
+ * the marker and link are unused (calloc clears what it reuses). */
+static inline uint32_t xfer_index_len(unsigned c, uint32_t k)
+{
+	uint32_t n = (uint32_t)(_nd_slab_class_size(c) / sizeof(void *)) - 2;
+	return n < k - 1 ? n : k - 1;
+}
+
+static void xfer_index(void **h, uint32_t k, unsigned c)
+{
+	void **p = h;
+	for (uint32_t i = 0, n = xfer_index_len(c, k); i < n; i++)
+		h[2 + i] = p = p[ND_FO_LINK];
 }
 
 /* xmask: a class's bit is set by a put that finds it clear after its
@@ -287,19 +308,24 @@ bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap)
 		if (++i == ND_XFER_K)
 			return false;
 	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
-	/* the newest len - k stay (the list is newest first), the oldest k go */
-	uint32_t len = _nd_slab_bw_len(b, cap), k = len / 2;
-	void **last = b->free;
-	for (uint32_t j = 1; j < len - k; j++)
+	/* the newest k go (the list is newest first), indexed by the walk
+	 * that finds their end (xfer_index); the oldest len - k stay */
+	uint32_t len = _nd_slab_bw_len(b, cap), k = len / 2, n = xfer_index_len(c, k);
+	void **h = b->free, **last = h;
+	ND_ASSERT(k >= 1, "a list past its cap has two halves");
+	for (uint32_t j = 1; j < k; j++) {
 		last = last[ND_FO_LINK];
-	void **old = last[ND_FO_LINK];
-	ND_ASSERT(k >= 1 && old != NULL, "a list past its cap has an older half");
+		if (j <= n)
+			h[1 + j] = last;
+	}
+	void **rest = last[ND_FO_LINK];
 	last[ND_FO_LINK] = NULL;
-	if (!__atomic_compare_exchange_n(x, &z, (uintptr_t)k << TF_CNT_SHIFT | (uintptr_t)old, false, __ATOMIC_SEQ_CST,
+	if (!__atomic_compare_exchange_n(x, &z, (uintptr_t)k << TF_CNT_SHIFT | (uintptr_t)h, false, __ATOMIC_SEQ_CST,
 					 __ATOMIC_RELAXED)) {
-		last[ND_FO_LINK] = old;
+		last[ND_FO_LINK] = rest;
 		return false;
 	}
+	b->free = rest;
 	b->used += k;
 	xfer_mark(t->bw_node1, c);
 	return true;
@@ -319,9 +345,14 @@ void *_nd_slab_xfer_take(_nd_thread_t *t, unsigned c)
 	v = __atomic_load_n(x, __ATOMIC_RELAXED);
 	if (!v || !__atomic_compare_exchange_n(x, &v, 0, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 		return NULL;
+	void **h = (void **)(v & TF_PTR);
+	uint32_t k = (uint32_t)(v >> TF_CNT_SHIFT);
+	/* the indexed objects' lines come to this core together (xfer_index) */
+	for (uint32_t i = 0, n = xfer_index_len(c, k); i < n; i++)
+		__builtin_prefetch(h[2 + i], 1, 3);
 	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
-	b->free = (void **)(v & TF_PTR);
-	b->used = _nd_slab_bw_cap(c) + 1 - (uint32_t)(v >> TF_CNT_SHIFT); /* _nd_slab_bw_len's inverse */
+	b->free = h;
+	b->used = _nd_slab_bw_cap(c) + 1 - k; /* _nd_slab_bw_len's inverse */
 	return _nd_slab_bw_take(t, c);
 }
 
@@ -391,6 +422,8 @@ static void split_live(void **o, uintptr_t me, uint32_t cap, void ***keep, uint3
 static void xfer_keep(int32_t node1, unsigned c, void **keep, uint32_t n)
 {
 	uintptr_t *x = xfer_slot(node1, c);
+	if (keep)
+		xfer_index(keep, n, c);
 	for (unsigned i = 0; keep && i < ND_XFER_K; i++) {
 		uintptr_t z = 0;
 		if (__atomic_compare_exchange_n(&x[i], &z, (uintptr_t)n << TF_CNT_SHIFT | (uintptr_t)keep, false,

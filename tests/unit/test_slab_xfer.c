@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The exchange of remote frees (issue 11, wl_xfree): a borrowed list past
- * its cap gives its oldest half to its node's exchange, and a thread of
+ * its cap gives its newest half to its node's exchange, and a thread of
  * the node whose list of the class runs dry takes it before carving its
  * own slab. Before, every free past the cap went home, where it waited
  * until its owner's own lists ran dry, while the other threads carved new
