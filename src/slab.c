@@ -413,6 +413,11 @@ static bool keep_empty(heap_t *h, slab_t *s)
 	return true;
 }
 
+/* At most as many objects in a slab as slab_purge.c's pass takes (its
+ * MAX_CAP: class 16 in 16 KiB), below free's ND_SLAB_CHK_B. */
+#define ANY_CAP_MAX 1024u
+_Static_assert(ANY_CAP_MAX < ND_SLAB_CHK_B, "free's check needs B above every capacity");
+
 /* Objects of class c (of cls_any) in a slab of n pages: uncoloured
  * classes, so the run holds them from its first byte. */
 static inline uint32_t any_cap(unsigned c, uint32_t n)
@@ -425,8 +430,7 @@ static inline uint32_t any_cap(unsigned c, uint32_t n)
  * (a kept list's head: the lists of cls_any may hold slabs of other
  * pages than their class's), else (c of cls_any) the head of a list of
  * cls_any whose slab holds c's objects within every slab's bounds (7
- * objects for FULL_BACK; 1024: slab_purge.c, and free's check,
- * ND_SLAB_CHK_B). Classes up to 1 KiB have slabs of 4, 8 or 16 pages: a
+ * objects for FULL_BACK, ANY_CAP_MAX). Classes up to 1 KiB have slabs of 4, 8 or 16 pages: a
  * round of bench wl_order that moved from classes of 4 pages to classes
  * of 8 took fresh pages while its kept slabs waited, and giving those
  * back did not help (branch order4): 4-page runs among slabs in use do
@@ -447,7 +451,7 @@ static slab_t *take_pick(heap_t *h, unsigned c)
 	for (uint64_t m = h->emask & cls_any; m; m &= m - 1) {
 		slab_t *s = h->empty[__builtin_ctzll(m)];
 		uint32_t cap = any_cap(c, s->npages);
-		if (cap >= 7 && cap <= 1024)
+		if (cap >= 7 && cap <= ANY_CAP_MAX)
 			return s;
 	}
 	return NULL;
@@ -469,7 +473,7 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 	ND_ASSERT(s->used == 0 && (k == c || s->npages == cls_pages[c] || cls_any >> c & 1) &&
 			  !(__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR) && (!s->spans || !s->spans->n),
 		  "a kept slab has nothing out (no span) and c's pages, or is c's, or c serves any");
-	ND_ASSERT(k == c || (any_cap(c, s->npages) >= 7 && any_cap(c, s->npages) <= 1024), "c's objects in s within bounds");
+	ND_ASSERT(k == c || (any_cap(c, s->npages) >= 7 && any_cap(c, s->npages) <= ANY_CAP_MAX), "c's objects in s within bounds");
 	s->spseen = 0;
 	s->pfree = 0; /* slab_purge.c: its frees since a pass count from 0 */
 	s->lcls = (uint8_t)c; /* on c's lists, even if it was lent when it emptied */
