@@ -83,19 +83,17 @@ static inline bool notified(const heap_t *h, unsigned c)
 
 /* The full slab of class c with the most room (owner frees came back,
  * fewer than FULL_BACK) among the n most recently parked; NULL if none
- * has room. Every slab of c has c's cap: the most room is the fewest
- * objects out or lost (lost: slab_purge.c), three loads a slab, not four
- * (a refill looks at 3.6 on bench/policy.sh's ALIGN(64) rows). */
+ * has room. The room is cap less the objects out or lost (lost:
+ * slab_purge.c): a kept slab of another page count made a slab of c
+ * (slab.c, take_pick) holds another number of objects than c's own. */
 static slab_t *full_best(const heap_t *h, unsigned c, int n)
 {
 	slab_t *best = NULL, *s = h->fullh[c];
-	if (!s)
-		return NULL;
-	uint32_t least = s->cap;
+	int32_t most = 0;
 	for (; s && n; s = s->next, n--) {
-		uint32_t out = s->used + s->fbias + s->lost;
-		if (out < least) {
-			least = out;
+		int32_t room = (int32_t)s->cap - (int32_t)(s->used + s->fbias + s->lost);
+		if (room > most) {
+			most = room;
 			best = s;
 		}
 	}

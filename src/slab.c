@@ -383,6 +383,7 @@ void _nd_slab_drop(slab_t *s)
  * pages by the page level's dirty limit (bench wl_footprint) */
 #define EMPTY_KEEP 4096u /* pages (16 MiB) */
 static uint64_t cls_same[ND_SLAB_CLASSES]; /* classes whose slabs have cls_pages[c] pages */
+static uint64_t cls_any;		    /* classes up to SLAB_BIG_MAX: their slabs serve one another */
 
 static bool keep_empty(heap_t *h, slab_t *s)
 {
@@ -412,22 +413,67 @@ static bool keep_empty(heap_t *h, slab_t *s)
 	return true;
 }
 
+/* At most as many objects in a slab as slab_purge.c's pass takes (its
+ * MAX_CAP: class 16 in 16 KiB), below free's ND_SLAB_CHK_B. */
+#define ANY_CAP_MAX 1024u
+_Static_assert(ANY_CAP_MAX < ND_SLAB_CHK_B, "free's check needs B above every capacity");
+
+/* Objects of class c (of cls_any) in a slab of n pages: uncoloured
+ * classes, so the run holds them from its first byte. */
+static inline uint32_t any_cap(unsigned c, uint32_t n)
+{
+	return n == cls_pages[c] ? cls_cap[c] : (uint32_t)(((size_t)n << ND_PAGE_SHIFT) / cls_size[c]);
+}
+
+/*
+ * A kept slab for class c: one of c as it was, else one of c's pages
+ * (a kept list's head: the lists of cls_any may hold slabs of other
+ * pages than their class's), else (c of cls_any) the head of a list of
+ * cls_any whose slab holds c's objects within every slab's bounds (7
+ * objects for FULL_BACK, ANY_CAP_MAX). Classes up to 1 KiB have slabs of 4, 8 or 16 pages: a
+ * round of bench wl_order that moved from classes of 4 pages to classes
+ * of 8 took fresh pages while its kept slabs waited, and giving those
+ * back did not help (branch order4): 4-page runs among slabs in use do
+ * not make 8-page blocks (5.7k of its 8.2k fresh pages were 8-page runs
+ * taken while as many dirty pages were free).
+ */
+static slab_t *take_pick(heap_t *h, unsigned c)
+{
+	if (h->emask >> c & 1)
+		return h->empty[c];
+	for (uint64_t m = h->emask & cls_same[c]; m; m &= m - 1) {
+		slab_t *s = h->empty[__builtin_ctzll(m)];
+		if (s->npages == cls_pages[c])
+			return s;
+	}
+	if (!(cls_any >> c & 1))
+		return NULL;
+	for (uint64_t m = h->emask & cls_any; m; m &= m - 1) {
+		slab_t *s = h->empty[__builtin_ctzll(m)];
+		uint32_t cap = any_cap(c, s->npages);
+		if (cap >= 7 && cap <= ANY_CAP_MAX)
+			return s;
+	}
+	return NULL;
+}
+
 slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 {
-	uint64_t m = h->emask & cls_same[c];
-	if (!m)
+	slab_t *s = take_pick(h, c);
+	if (!s)
 		return NULL;
-	unsigned k = m >> c & 1 ? c : (unsigned)__builtin_ctzll(m);
-	slab_t *s = h->empty[k];
+	unsigned k = s->cls;
+	ND_ASSERT(h->empty[k] == s, "take_pick gives the head of a kept list");
 	h->empty[k] = s->next;
 	if (!s->next)
 		h->emask &= ~((uint64_t)1 << k);
 	s->next = NULL;
 	h->epages -= s->npages;
 	__atomic_store_n(&s->tp, _nd_slab_my_tp(), __ATOMIC_RELAXED); /* nothing out: no borrowed one (ND_TP_MIX) */
-	ND_ASSERT(s->used == 0 && s->npages == cls_pages[c] && !(__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR) &&
-			  (!s->spans || !s->spans->n),
-		  "a kept slab has nothing out (no span) and the pages of c");
+	ND_ASSERT(s->used == 0 && (k == c || s->npages == cls_pages[c] || cls_any >> c & 1) &&
+			  !(__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR) && (!s->spans || !s->spans->n),
+		  "a kept slab has nothing out (no span) and c's pages, or is c's, or c serves any");
+	ND_ASSERT(k == c || (any_cap(c, s->npages) >= 7 && any_cap(c, s->npages) <= ANY_CAP_MAX), "c's objects in s within bounds");
 	s->spseen = 0;
 	s->pfree = 0; /* slab_purge.c: its frees since a pass count from 0 */
 	s->lcls = (uint8_t)c; /* on c's lists, even if it was lent when it emptied */
@@ -436,6 +482,7 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 		 * of k left in the pages are not reachable: never carved) */
 		s->start = _nd_slab_run(s) + colour_of(c, _nd_slab_run(s));
 		set_class(s, c);
+		__atomic_store_n(&s->cap, (uint16_t)any_cap(c, s->npages), __ATOMIC_RELAXED); /* its pages, not c's */
 		set_map(s, 0, s->npages, s); /* the map's mul is the new class's */
 		s->free = NULL;
 		__atomic_store_n(&s->carved, 0, __ATOMIC_RELAXED);
@@ -1415,6 +1462,8 @@ int _nd_slab_init(void)
 		for (unsigned k = 0; k < ND_SLAB_CLASSES; k++)
 			if (cls_pages[k] == cls_pages[c])
 				cls_same[c] |= (uint64_t)1 << k;
+		if (c < ND_SLAB_SIZED && cls_size[c] <= SLAB_BIG_MAX && !cls_col[c])
+			cls_any |= (uint64_t)1 << c;
 		/* a coloured class's objects are 64-aligned only: an alignment
 		 * above 64 takes the class of the next power of two that is not
 		 * coloured (4096, or the twin of 8192 or 16384; the next class

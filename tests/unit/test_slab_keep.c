@@ -13,6 +13,12 @@
  *            pages (2 KiB -> 512 B: both 16 KiB slabs) without a run, and
  *            its objects are whole and distinct, and pass free's check
  *            with the slab map's mul (the map follows the class);
+ *  - pages:  those of a class of 4 pages (512 B) serve a class of 8
+ *            (1 KiB) too, 16 objects a slab, before a run is taken (their
+ *            pages went back and 8-page runs were taken: bench order
+ *            rows), and a full slab's room is its own cap less its objects
+ *            out (heap.c, full_best: a full 4-page slab of 16 was taken
+ *            for room beside a slab of 32 with 26 out);
  *  - trim:   malloc_trim gives the calling thread's kept slabs back;
  *  - exit:   a thread's exit gives its kept slabs back;
  *  - room:   kept pages count against the page level's dirty limit: the
@@ -21,13 +27,14 @@
  *            RSS);
  *  - thread: a spawned thread keeps them too (bench order1t).
  * churn .. exit run in the main thread of this process, in this order;
- * thread, room and cap each in a child process. */
+ * thread, pages, room and cap each in a child process. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "child_fixture.h"
@@ -123,6 +130,76 @@ static void other_class(void)
 	CHECK(stale == 0, "%d of %d 512-byte objects fail free's check with the map's mul", stale, NS);
 	for (int i = 0; i < NS; i++)
 		free(s[i]);
+}
+
+/* pages: in a child (a fresh heap: no slab of 1 KiB yet) */
+static const _nd_slab_t *slab_at(const void *q) { return (const _nd_slab_t *)_nd_slab_of(q); }
+
+static int pages_child(void)
+{
+	enum { SMALL = 512, NS = 8 * 32, BIG = 1024, MAXB = 512 };
+	static char *a[NS], *b[MAXB];
+	alarm(60); /* a refill that never ends fails, not hangs */
+	for (int i = 0; i < NS; i++)
+		a[i] = malloc(SMALL);
+	for (int i = 0; i < NS; i++)
+		free(a[i]);
+	uint32_t kept = my_heap()->epages;
+	CHECK(kept >= 7 * 4, "512-byte slabs kept: %u pages", kept);
+	/* 1 KiB objects until a page run is taken: the kept slabs first */
+	uint64_t before = runs();
+	int n = 0, bad = 0;
+	for (; n < MAXB && runs() == before; n++) {
+		b[n] = malloc(BIG);
+		memset(b[n], n & 0xff, BIG);
+	}
+	CHECK(n - 1 >= 6 * 16, "1 KiB objects before a page run: %d", n - 1);
+	int small = 0;
+	for (int i = 0; i < n - 1; i++)
+		small += slab_at(b[i])->npages == 4 && slab_at(b[i])->cap == 16;
+	CHECK(small == n - 1, "%d of %d 1 KiB objects in 4-page slabs of 16", small, n - 1);
+	/* G, the slab made (8 pages, 32 objects), filled; the next object
+	 * in H */
+	const _nd_slab_t *g = slab_at(b[n - 1]);
+	CHECK(g->npages == 8 && g->cap == 32, "a slab made for 1 KiB: %u pages, %u objects", g->npages, g->cap);
+	while (n < MAXB && slab_at(b[n - 1]) == g) {
+		b[n] = malloc(BIG);
+		memset(b[n], n & 0xff, BIG);
+		n++;
+	}
+	const _nd_slab_t *hs = slab_at(b[n - 1]);
+	/* G full: 6 frees (fewer than FULL_BACK) leave it on the full list
+	 * with room 6, behind H when H runs dry, and ahead of the 4-page
+	 * slabs, full with 16 objects out of 16 (fewer than 26 out of 32:
+	 * the room of c's cap would pick one of those) */
+	int nf = 0;
+	for (int i = 0; i < n && nf < 6; i++)
+		if (slab_at(b[i]) == g) {
+			free(b[i]);
+			b[i] = NULL;
+			nf++;
+		}
+	while (n < MAXB && slab_at(b[n - 1]) == hs) {
+		b[n] = malloc(BIG);
+		memset(b[n], n & 0xff, BIG);
+		n++;
+	}
+	CHECK(slab_at(b[n - 1]) == g, "H's next object went to G");
+	before = runs();
+	for (int k = 0; k < 5 && n < MAXB; k++, n++) {
+		b[n] = malloc(BIG);
+		memset(b[n], n & 0xff, BIG);
+		CHECK(slab_at(b[n]) == g, "object %d of G's room in G", k + 2);
+	}
+	CHECK(runs() == before, "G's room took %llu page runs", (unsigned long long)(runs() - before));
+	for (int i = 0; i < n; i++)
+		if (b[i])
+			for (int j = 0; j < BIG; j++)
+				bad += (unsigned char)b[i][j] != (i & 0xff);
+	CHECK(bad == 0, "%d bytes of 1 KiB objects overwritten", bad);
+	for (int i = 0; i < n; i++)
+		free(b[i]);
+	return CHECK_DONE();
 }
 
 static void trim(void)
@@ -316,12 +393,15 @@ int main(int argc, char **argv)
 		return cap_child();
 	if (argc > 1 && strcmp(argv[1], "thread") == 0)
 		return thread_child();
+	if (argc > 1 && strcmp(argv[1], "pages") == 0)
+		return pages_child();
 	churn(N);
 	churn(NBIG);
 	other_class();
 	trim();
 	thread_exit();
 	purge("/proc/self/exe", "thread");
+	purge("/proc/self/exe", "pages");
 	/* purge blocks of 256 KiB: a dirty limit of 1 MiB, at most 4 MiB kept
 	 * for the recent peak (purge.c, dirty_keep) */
 	setenv("NODALLOC_PURGE_THRESHOLD", "256K", 1);
