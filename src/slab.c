@@ -1173,15 +1173,17 @@ static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
 /* A borrowed list's cap (nd_slab.h, _nd_slab_bw_cap_of) starts at 128
  * KiB of objects above 1 KiB and doubles, up to cls_bw (512 KiB), where
  * the thread's demand outruns it: tcmalloc grows a thread cache's list
- * on its misses. Counted, a miss after an overflow did not tell the
- * lists apart: bench rpat's lists (whose 512 KiB held about as much as
- * its live blocks: docs/benchmarks.md, rpat) and larsonbig's (which
- * need 512 KiB for its time) overflowed as often per malloc of their
- * class (1-3%), as often followed by a miss (a half of those), their
- * half lists taken back by the same thread as often. What differs is
- * how soon: larsonbig's lists of 8-16 KiB went past the cap every 1-15
- * us, rpat's every 30-250 us (a loop of rpat frees and mallocs many
- * sizes, each class's list moves a few objects a loop). So a list grows
+ * on its misses. Counted, misses did not tell the lists apart: bench
+ * rpat's lists (whose 512 KiB held about as much as its live blocks)
+ * and larsonbig's (which need 512 KiB for its time) overflowed as often
+ * per malloc of their class (0.2-7.5% at 128 KiB), their half lists
+ * taken back by the same thread as often (a half), and larsonbig's
+ * more often followed by another overflow than by a miss
+ * (docs/benchmarks.md, "Lists sized by demand"). What differs is how
+ * soon a list overflows
+ * again: medians 2-31 us for larsonbig's lists of 8-16 KiB (in a run 5x
+ * slower than its row), 32-127 us for rpat's (a loop of rpat frees and
+ * mallocs a few objects of each of ~40 classes). So a list grows
  * when it goes past its cap within BW_FAST of its last time with a
  * refill that found it empty between them (the objects the overflow
  * passed on were wanted: each such pair is two CASes on the node's
