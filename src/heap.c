@@ -1100,7 +1100,7 @@ static inline void *bw_lend(_nd_thread_t *t, unsigned c)
 			 * c's list keeps dir[] dry */
 			_nd_slab_hot_t *bc = _nd_thread_bw(t, c);
 			if (t->cdir[c] == bc) {
-				ND_ASSERT(!bc->free && bc->used == _nd_slab_bw_cap(c) + 1,
+				ND_ASSERT(!bc->free && bc->used == _nd_slab_bw_cap_of(t, c) + 1,
 					  "a list that keeps dir[] dry is active and empty (bw_lend_dry overwrites its free)");
 				return bw_lend_dry(b, bc);
 			}

@@ -718,6 +718,8 @@ typedef struct _nd_meta_node {
 	uint64_t exit_trim_last;    /* atomic: ns of the node's last exit trim */
 	uint16_t *spcands;          /* slab.c's donor classes of each span size (set once under
 				     * the lock: _nd_meta_alloc_once; read acquire) */
+	uint8_t bwcap[ND_SLAB_SIZED]; /* atomic: per class, the largest cap a borrowed list
+				       * of the node grew to, a list's first (slab.c, bw_grow) */
 	/* slab_remote.c's exchange: per class, half borrowed lists that went
 	 * past their cap (count << 48 | head, as tfree; 0: none), which any
 	 * thread of the node takes when its own runs dry (atomic); xmask:
@@ -893,8 +895,26 @@ bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap);
  * _nd_slab_xfer_maybe: the exchange's list of c, if any, becomes it and
  * one object is popped; else NULL. */
 void *_nd_slab_xfer_take(_nd_thread_t *t, unsigned c);
-/* Objects a borrowed list of class c keeps before its frees go home. */
+/* Objects a borrowed list of class c keeps at most: the cap a list grows
+ * to (_nd_slab_bw_cap_of). */
 uint32_t _nd_slab_bw_cap(unsigned c);
+/* Per class c, a borrowed list's first cap: 128 KiB of objects above
+ * 1 KiB (at most 64, at least 2), _nd_slab_bw_cap up to 1 KiB (slab.c). */
+extern uint8_t _nd_slab_cls_bw0[ND_SLAB_CLASSES] __attribute__((visibility("hidden")));
+/* t's borrowed list of c keeps this many objects before half of them go
+ * to the exchange (nd_thread.h, bwl[]): its class's first cap until it
+ * grows (slab.c, bw_grow: doubled, up to _nd_slab_bw_cap, when its
+ * overflows come fast or find the exchange full). Owner only. */
+static inline uint32_t _nd_slab_bw_cap_of(const _nd_thread_t *t, unsigned c)
+{
+	uint32_t k = t->bwl[c].cap;
+	return k ? k : _nd_slab_cls_bw0[c];
+}
+/* The same when list c of t goes active (its first push, or a list from
+ * the exchange): a list still at its first cap takes the largest any list
+ * of the class grew to on t's node (_nd_meta_node_t's bwcap), so that a
+ * new thread does not learn it again. */
+uint32_t _nd_slab_bw_cap_start(_nd_thread_t *t, unsigned c);
 /* Per class c, how many classes after c may serve c's mallocs from the
  * thread's borrowed lists (heap.c, bw_lend): those up to 3/2 of c's size;
  * none for a power-of-two class (aligned to its size). */

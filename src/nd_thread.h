@@ -265,9 +265,11 @@ typedef struct _nd_thread {
 	 * other threads' slabs on node bw_node1 - 1 (and into its own slabs
 	 * flagged ND_TP_MIX), kept for its own mallocs of the class
 	 * (tcmalloc-like reuse, placement kept: only while the current heap
-	 * is that node's heap). Only free, used and dry are meaningful. used
-	 * is 0 while the list is idle (empty, dir[] on the heap's slab), else
-	 * cls_bw + 1 - the objects on it, so that the push's "used <= 0" test,
+	 * is that node's heap). Only free, used, dry, dried, cap and when
+	 * are meaningful. used is 0 while the list is idle (empty, dir[] on the heap's slab), else
+	 * its cap (_nd_slab_bw_cap_of) + 1 - the objects on it (<= 0 for a
+	 * list from the exchange longer than the cap), so that the push's
+	 * "used <= 0" test,
 	 * the owner's for a slab, fires on the first object (dir[] switches
 	 * to the list) and past the cap; an empty list that keeps dir[] for
 	 * a few refills (dry) is active. Objects of a lender's class may be
@@ -280,10 +282,15 @@ typedef struct _nd_thread {
 	struct _nd_bw_line {
 		_Alignas(16) void *free;
 		uint32_t used;
-		uint32_t dry; /* refills that found the list empty and kept
-			       * dir[] on it since it last went idle
-			       * (slab_remote.c, _nd_slab_bw_take); in an
-			       * _nd_slab_hot_t's padding after used */
+		/* in an _nd_slab_hot_t's padding after used: */
+		uint8_t dry : 7;   /* refills that found the list empty and kept
+				    * dir[] on it since it last went idle
+				    * (slab_remote.c, _nd_slab_bw_take) */
+		uint8_t dried : 1; /* a refill found it empty since its last
+				    * overflow (slab.c, bw_fast) */
+		uint8_t cap;       /* its cap once grown, 0: its class's first
+				    * (nd_slab.h, _nd_slab_bw_cap_of) */
+		uint16_t when;     /* its last overflow, ns >> 10 mod 2^16, | 1; 0: none */
 	} bwl[ND_SLAB_SIZED + ND_CACHE_LINE / 16];
 	struct nd_heap *ph[8];  /* policy heaps (bind, interleave, weighted) */
 	int nph;
@@ -298,8 +305,8 @@ _Static_assert(offsetof(_nd_thread_t, all_next) + sizeof(void *) <= ND_THREAD_PA
 
 _Static_assert(offsetof(_nd_slab_hot_t, free) == ND_CACHE_LINE &&
 		       offsetof(_nd_slab_hot_t, used) == ND_CACHE_LINE + offsetof(struct _nd_bw_line, used) &&
-		       ND_CACHE_LINE + offsetof(struct _nd_bw_line, dry) >= offsetof(_nd_slab_hot_t, used) + sizeof(uint32_t) &&
-		       ND_CACHE_LINE + offsetof(struct _nd_bw_line, dry) + sizeof(uint32_t) <= sizeof(_nd_slab_hot_t),
+		       ND_CACHE_LINE + offsetof(struct _nd_bw_line, cap) - 1 >= offsetof(_nd_slab_hot_t, used) + sizeof(uint32_t) &&
+		       ND_CACHE_LINE + offsetof(struct _nd_bw_line, when) + sizeof(uint16_t) <= sizeof(_nd_slab_hot_t),
 	       "free and used start the second line, a borrowed list's those of the fourth list after it");
 /* t's borrowed list of class c: bwl + 16 c, written as bytes so that gcc
  * makes one shift and one lea of it (it added the array's index first:

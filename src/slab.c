@@ -59,7 +59,8 @@ uint8_t _nd_slab_cls_tab[ND_SLAB_MAX / 16 + 1];
 static uint8_t cls_pages[ND_SLAB_CLASSES];  /* slab run length (power of two) */
 static uint16_t cls_cap[ND_SLAB_CLASSES];   /* objects per slab */
 static uint64_t cls_mul[ND_SLAB_CLASSES];   /* inverse of the odd part << (15 - tz) */
-static uint32_t cls_bw[ND_SLAB_CLASSES];    /* objects a borrowed list keeps (bw_pushed) */
+static uint32_t cls_bw[ND_SLAB_CLASSES];    /* objects a borrowed list keeps at most (bw_pushed) */
+uint8_t _nd_slab_cls_bw0[ND_SLAB_CLASSES];  /* a list's first cap (nd_slab.h) */
 static uint8_t cls_dlo[ND_SLAB_CLASSES];    /* first dir[] entry of the class (_nd_slab_dir_class) */
 static uint8_t cls_dn[ND_SLAB_CLASSES];     /* its dir[] entries: 0 (above ND_SLAB_DIR_MAX), 1, 2, 4, 8 */
 uint8_t _nd_slab_cls_lend[ND_SLAB_CLASSES];
@@ -177,6 +178,16 @@ void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 }
 
 uint32_t _nd_slab_bw_cap(unsigned c) { return cls_bw[c]; }
+
+uint32_t _nd_slab_bw_cap_start(_nd_thread_t *t, unsigned c)
+{
+	if (!t->bwl[c].cap) {
+		uint8_t h = __atomic_load_n(&_nd_meta_node[t->bw_node1 - 1].bwcap[c], __ATOMIC_RELAXED);
+		if (h > _nd_slab_cls_bw0[c])
+			t->bwl[c].cap = h;
+	}
+	return _nd_slab_bw_cap_of(t, c);
+}
 
 /* ---- slabs --------------------------------------------------------------- */
 
@@ -1206,6 +1217,53 @@ static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
 	_nd_slab_free_remote_new(t, s, o);
 }
 
+/* A borrowed list's cap (nd_slab.h, _nd_slab_bw_cap_of) starts at 128
+ * KiB of objects above 1 KiB and doubles, up to cls_bw (512 KiB), where
+ * the thread's demand outruns it: tcmalloc grows a thread cache's list
+ * on its misses. Counted, misses did not tell the lists apart: bench
+ * rpat's lists (whose 512 KiB held about as much as its live blocks)
+ * and larsonbig's (which need 512 KiB for its time) overflowed as often
+ * per malloc of their class (0.2-7.5% at 128 KiB), their half lists
+ * taken back by the same thread as often (a half), and larsonbig's
+ * more often followed by another overflow than by a miss
+ * (docs/benchmarks.md, "Lists sized by demand"). What differs is how
+ * soon a list overflows
+ * again: medians 2-31 us for larsonbig's lists of 8-16 KiB (in a run 5x
+ * slower than its row), 32-127 us for rpat's (a loop of rpat frees and
+ * mallocs a few objects of each of ~40 classes). So a list grows
+ * when it goes past its cap within BW_FAST of its last time with a
+ * refill that found it empty between them (the objects the overflow
+ * passed on were wanted: each such pair is two CASes on the node's
+ * exchange line, which larsonbig's two cores share), or when the node's
+ * exchange of the class is full (what goes home then waits on its slab's
+ * remote list while the class's next demand carves). Only lists below
+ * cls_bw read the clock (one vDSO call an overflow). */
+#define BW_FAST 8u /* ns >> 10: about 8 us */
+
+/* List c of t went past its cap, below cls_bw[c]: did it come fast? */
+static bool bw_fast(_nd_thread_t *t, unsigned c)
+{
+	struct _nd_bw_line *l = &t->bwl[c];
+	uint16_t now = (uint16_t)(_nd_os_now_ns() >> 10) | 1; /* 0: no overflow yet */
+	bool fast = l->dried && (uint16_t)(now - l->when) < BW_FAST; /* dried: when set */
+	l->when = now;
+	l->dried = 0;
+	return fast;
+}
+
+/* List c (b) of t grows from cap (below cls_bw[c]): doubled, and the
+ * node's first cap of the class (_nd_slab_bw_cap_start) with it. Keeps
+ * the push that went past the old cap. */
+static void bw_grow(_nd_thread_t *t, unsigned c, _nd_slab_hot_t *b, uint32_t cap)
+{
+	uint32_t nc = cap * 2 < cls_bw[c] ? cap * 2 : cls_bw[c];
+	t->bwl[c].cap = (uint8_t)nc;
+	b->used += nc - cap;
+	uint8_t *h = &_nd_meta_node[t->bw_node1 - 1].bwcap[c];
+	if (__atomic_load_n(h, __ATOMIC_RELAXED) < nc)
+		__atomic_store_n(h, (uint8_t)nc, __ATOMIC_RELAXED);
+}
+
 /* The push onto t's borrowed list of s's class left its used <= 0 (the
  * layout: nd_thread.h, bw): the list was idle (dir[] now pops from it),
  * or it went past the cap: then the object goes back to its slab if t
@@ -1214,16 +1272,24 @@ static void bw_pushed(_nd_thread_t *t, slab_t *s)
 {
 	unsigned c = _nd_slab_tcls((_nd_slab_hot_t *)s);
 	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
+	uint32_t cap = _nd_slab_bw_cap_of(t, c);
 	void **o = b->free;
 	if (!o[ND_FO_LINK]) {
-		b->used = cls_bw[c];
+		b->used = _nd_slab_bw_cap_start(t, c);
 		_nd_slab_dir_class(t, c, b);
 		return;
 	}
-	if (_nd_slab_xfer_put(t, c, cls_bw[c]))
+	if (cap < cls_bw[c]) {
+		/* grows when its overflows come fast, or the exchange is full */
+		if (!bw_fast(t, c) && _nd_slab_xfer_put(t, c, cap))
+			return;
+		bw_grow(t, c, b, cap);
+		return;
+	}
+	if (_nd_slab_xfer_put(t, c, cap))
 		return;
 	bool own = is_owner(s);
-	if (!own && bw_owner_idle(s, _nd_slab_bw_len(b, cls_bw[c]), c))
+	if (!own && bw_owner_idle(s, _nd_slab_bw_len(b, cap), c))
 		return;
 	b->free = o[ND_FO_LINK];
 	b->used++;
@@ -1446,6 +1512,10 @@ int _nd_slab_init(void)
 		 * (docs/benchmarks.md, "larsonbig: the caps") */
 		uint32_t nb = (cls_size[c] <= SLAB_BIG_MAX ? 32768u : 524288u) / cls_size[c];
 		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;
+		/* a list's first cap: 128 KiB above 1 KiB, grown to cls_bw
+		 * where its demand asks (bw_fast) */
+		nb = (cls_size[c] <= SLAB_BIG_MAX ? 32768u : 131072u) / cls_size[c];
+		_nd_slab_cls_bw0[c] = (uint8_t)(nb > 64 ? 64 : nb < 2 ? 2 : nb);
 		/* lenders: the next classes up to 3/2 of the size; none for a
 		 * power-of-two class (its objects keep their alignment), none of
 		 * the twins (smaller than the classes before them) */

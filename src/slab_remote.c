@@ -195,6 +195,9 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 		_nd_slab_dir_class(t, c, b);
 		return _nd_slab_pop(b);
 	}
+	if (t->bwl[c].when) /* it went past its cap once (slab.c, bw_fast); a
+			     * list never used stays unwritten (nd_thread.h) */
+		t->bwl[c].dried = 1;
 	if (t->cdir[c] == b) {
 		slab_t *s = ((heap_t *)t->heap)->cur[c];
 		/* the list served and ran dry: the heap's current slab of c
@@ -208,7 +211,7 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 		if (s != &_nd_slab_empty && s->cls == c && (int32_t)s->node1 == t->bw_node1 &&
 		    !(__atomic_load_n(&s->tp, __ATOMIC_RELAXED) & (ND_TP_MIX | ND_TP_SPAN)))
 			__atomic_fetch_or(&s->tp, _nd_slab_tp_mix((int32_t)s->node1), __ATOMIC_RELAXED);
-		ND_ASSERT(b->used == _nd_slab_bw_cap(c) + 1, "a list that served and ran dry is active and empty");
+		ND_ASSERT(b->used == _nd_slab_bw_cap_of(t, c) + 1, "a list that served and ran dry is active and empty");
 		if (t->bwl[c].dry++ < ND_SLAB_BW_DRY)
 			return NULL; /* dir[] kept, the list active */
 		t->bwl[c].dry = 0;
@@ -352,7 +355,9 @@ void *_nd_slab_xfer_take(_nd_thread_t *t, unsigned c)
 		__builtin_prefetch(h[2 + i], 1, 3);
 	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
 	b->free = h;
-	b->used = _nd_slab_bw_cap(c) + 1 - k; /* _nd_slab_bw_len's inverse */
+	/* _nd_slab_bw_len's inverse (a list longer than t's cap leaves used
+	 * <= 0: its next push passes half on) */
+	b->used = _nd_slab_bw_cap_start(t, c) + 1 - k;
 	return _nd_slab_bw_take(t, c);
 }
 
