@@ -395,7 +395,11 @@ uint32_t _nd_buddy_take_span(_nd_buddy_t *b, uint64_t n, uint64_t align, uint64_
 
 /* low_at is a block's head (pushed, or a run cut there) or past end; a
  * TAIL there (its block merged, or taken by a run from below) is walked
- * a page at a time to the next head. */
+ * a page at a time to the next head. It is only where the walk starts
+ * (any value is safe: the walk reads the states): a stretch that begins
+ * below it is seen from low_at on only, and one shorter than the n of a
+ * walk that found none (low_at is then end) not again until a push lowers
+ * it; such a run comes from _nd_buddy_take, as any run's would (audit21). */
 uint32_t _nd_buddy_take_low(_nd_buddy_t *b, uint64_t n, uint64_t end, uint64_t *dirty)
 {
 	uint32_t s = span_from(b, n, 1, b->low_at, end, dirty);

@@ -687,6 +687,11 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 		 * cost 0.7 ms with 1M small objects live, 0.1 us before
 		 * (audit20). */
 		if (!p && _nd_page_run_fits(np, ap)) {
+			/* Safe because this is reached from the malloc family's
+			 * entry points only: the caller's heaps are between two
+			 * operations (never from inside the slab layer) and it
+			 * holds no lock (the parked heaps' trim takes sweep_lock,
+			 * the pool and slot locks; audit21). */
 			_nd_heap_trim_self(true);
 			_nd_heap_trim_parked();
 			p = node_run(np, ap, pol, want_node, &reused);

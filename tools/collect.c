@@ -215,6 +215,11 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 	while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
 		;
 	child = 0;
+	/* The file goes before the report (the mapping keeps the figures):
+	 * a report to a pipe nobody reads any more raises SIGPIPE, which
+	 * ended nodactl and left /dev/shm/nodalloc-PID.stats (audit21). */
+	if (path[0])
+		unlink(path);
 	char ended[96];
 	describe_end(status, ended, sizeof ended);
 	lb.ppid = (int)getpid();
@@ -230,8 +235,6 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 	else
 		_nd_stats_print_snapshot(out, &snap, &lb, json);
 	munmap(map, size);
-	if (path[0])
-		unlink(path);
 
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

@@ -37,7 +37,11 @@ typedef struct blk {
 
 static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static blk_t pool[SHARED];
-static long n_ops[16], failures, cross_frees, bytes_checked;
+static long n_ops[16], failures, cross_frees, bytes_checked, enomem;
+/* ND_FUZZ_ENOMEM=1 (a topology of small nodes): a request may fail, with
+ * ENOMEM only (the failure paths: a large run's retry after the heaps'
+ * trim, the span fallback); counted */
+static int may_fail;
 static const char *op_names[16] = { "malloc", "calloc", "realloc", "free", "aligned_alloc",
 	"posix_memalign", "memalign", "usable_size", "nd_malloc_onnode", "nd_malloc_interleaved",
 	"nd_calloc", "handoff", "valloc", "reallocarray", "holes" };
@@ -56,6 +60,15 @@ static uint64_t rnd(uint64_t *s)
 static inline unsigned char pat(uint32_t id, size_t i)
 {
 	return (unsigned char)(id * 131u + (uint32_t)(i >> 3) * 7u + (uint32_t)i);
+}
+
+/* A NULL that ND_FUZZ_ENOMEM allows (errno read right after the call). */
+static int out_of_memory(int err)
+{
+	if (!may_fail || err != ENOMEM)
+		return 0;
+	__atomic_add_fetch(&enomem, 1, __ATOMIC_RELAXED);
+	return 1;
 }
 
 static void fail(const char *what, const blk_t *b, size_t at)
@@ -122,7 +135,8 @@ static void holes(blk_t *h, uint64_t *s, uint32_t *next_id)
 		static const size_t hs[4] = { 80, 96, 128, 160 };
 		blk_t nb = { malloc(hs[rnd(s) % 4]), 0, 0, ++*next_id };
 		if (!nb.p) {
-			fail("holes: malloc", &nb, 0);
+			if (!out_of_memory(errno))
+				fail("holes: malloc", &nb, 0);
 			continue;
 		}
 		nb.n = malloc_usable_size(nb.p);
@@ -130,7 +144,7 @@ static void holes(blk_t *h, uint64_t *s, uint32_t *next_id)
 		h[i] = nb;
 	}
 	for (int i = 0; i < HOLES; i++)
-		if (rnd(s) % 4) {
+		if (rnd(s) % 4 && h[i].p) { /* NULL: its malloc failed */
 			verify(&h[i], SIZE_MAX);
 			free(h[i].p);
 			h[i].p = NULL;
@@ -140,7 +154,8 @@ static void holes(blk_t *h, uint64_t *s, uint32_t *next_id)
 		if (!h[i].p && rnd(s) % 2) {
 			blk_t nb = { NULL, rnd(s) % 944 + 81, 0, ++*next_id };
 			if (!(nb.p = malloc(nb.n))) {
-				fail("holes: malloc", &nb, 0);
+				if (!out_of_memory(errno))
+					fail("holes: malloc", &nb, 0);
 				continue;
 			}
 			fill(&nb, 0);
@@ -216,7 +231,10 @@ static void *worker(void *arg)
 		case 5:
 			nb.align = align;
 			rc = posix_memalign((void **)&nb.p, align, n);
-			if (rc) nb.p = NULL;
+			if (rc) {
+				nb.p = NULL;
+				errno = rc;
+			}
 			break;
 		case 6: nb.align = align; nb.p = memalign(align, n); break;
 		case 7:
@@ -258,7 +276,7 @@ static void *worker(void *arg)
 		n_ops[kind]++;
 		if (!nb.p) {
 			/* only a genuinely impossible request may fail */
-			if (nb.n < ((size_t)256 << 20)) {
+			if (nb.n < ((size_t)256 << 20) && !out_of_memory(errno)) {
 				blk_t e = nb;
 				fail(op_names[kind], &e, (size_t)errno);
 			}
@@ -307,6 +325,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	nodes = nd_node_limit();
+	may_fail = getenv("ND_FUZZ_ENOMEM") && atoi(getenv("ND_FUZZ_ENOMEM"));
 	ops_per_thread = ops / nt;
 	pthread_t th[16];
 	for (int t = 0; t < nt; t++)
@@ -325,7 +344,7 @@ int main(int argc, char **argv)
 		printf(" %s %ld", op_names[k], n_ops[k]);
 		total += n_ops[k];
 	}
-	printf("; %ld cases, %ld cross-thread frees, %.1f MiB checked, %ld failures\n", total, cross_frees,
-	       bytes_checked / 1048576.0, failures);
+	printf("; %ld cases, %ld cross-thread frees, %.1f MiB checked, %ld ENOMEM, %ld failures\n", total, cross_frees,
+	       bytes_checked / 1048576.0, enomem, failures);
 	return failures ? 1 : 0;
 }

@@ -4,7 +4,11 @@
 # variant is a ctest (label fuzz): a short run in make test (seconds);
 # make fuzz runs them long (ND_FUZZ_OPS, ND_FUZZ_SEED in the environment).
 # Variants: the default; NODALLOC_CHECK=1; an emulated 3-node topology
-# (one memoryless node); an interleave policy over two emulated nodes.
+# (one memoryless node); an interleave policy over two emulated nodes;
+# tight: bound to an emulated 64 MiB node (ND_FUZZ_ENOMEM: requests may
+# fail with ENOMEM only), so that the failure paths run under the churn
+# (a large run's retry after the heaps' whole trim and the parked heaps',
+# the span fallback, kept slabs given back).
 add_executable(fuzz_malloc ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_malloc.c)
 target_include_directories(fuzz_malloc PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(fuzz_malloc PRIVATE ${ND_WARN} ${ND_TEST_FLAGS})
@@ -19,6 +23,7 @@ nd_fuzz(default 1)
 nd_fuzz(check 2 NODALLOC_CHECK=1)
 nd_fuzz(emulated 3 "NODALLOC_TOPOLOGY=0: cpus=0 mem=2G\\; 1: cpus=1 mem=2G\\; 2: mem=0")
 nd_fuzz(interleave 4 "NODALLOC_TOPOLOGY=0: cpus=0 mem=2G\\; 1: cpus=1 mem=2G" NODALLOC_POLICY=interleave:0-1)
+nd_fuzz(tight 5 "NODALLOC_TOPOLOGY=0: cpus=0 mem=256M\\; 1: cpus=1 mem=64M\\; 2: mem=0" NODALLOC_POLICY=bind:1 ND_FUZZ_ENOMEM=1)
 
 
 # Bad input fuzzers (tests/fuzz/fuzz_badinput.c): every NODALLOC_* variable

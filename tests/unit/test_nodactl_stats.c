@@ -10,7 +10,8 @@
  *   peak bytes in use, peak RSS, fragmentation and the Total column;
  *   a static program: said plainly, no bogus table; a program that
  *   cannot be executed: the exec's error and status only;
- *   a SIGTERM while nodactl --export sets up leaves no temporary file;
+ *   a SIGTERM while nodactl --export sets up leaves no temporary file,
+ *   nor a report SIGPIPE ends (its reader gone) the program's export;
  *   `nodactl stat PID --interval` stops with a line when PID exits, and a
  *   stale export (its process gone) is refused.
  * Before this, `--stats` printed one unlabelled table per process that
@@ -172,6 +173,39 @@ int main(void)
 			}
 		}
 	}
+
+	/* The report to a pipe whose reader is gone (`nodactl --stats
+	 * --export -- prog 2>&1 | head -1`): SIGPIPE ends nodactl, but the
+	 * program's export is removed first (it was left in /dev/shm). */
+	char pidf[64];
+	snprintf(pidf, sizeof pidf, "/tmp/nd_test_nodactl_stats.%d.pid", (int)getpid());
+	n = fork();
+	if (n == 0) {
+		int pp[2];
+		if (pipe(pp) != 0)
+			_exit(125);
+		close(pp[0]);
+		dup2(pp[1], 2);
+		int nul = open("/dev/null", O_WRONLY);
+		dup2(nul, 1);
+		signal(SIGPIPE, SIG_DFL);
+		char script[128];
+		snprintf(script, sizeof script, "echo $$ > %s", pidf);
+		execl(NODACTL, "nodactl", "--stats", "--export", "--", "sh", "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	waitpid(n, &st, 0);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGPIPE, "nodactl reporting to a closed pipe: 0x%x", st);
+	FILE *pf = fopen(pidf, "r");
+	int sp = 0;
+	CHECK(pf && fscanf(pf, "%d", &sp) == 1 && sp > 0, "the program did not run");
+	if (pf)
+		fclose(pf);
+	unlink(pidf);
+	snprintf(path, sizeof path, "/dev/shm/nodalloc-%d.stats", sp);
+	CHECK(sp <= 0 || access(path, F_OK) != 0, "%s left behind by a nodactl its report's SIGPIPE ended", path);
+	if (sp > 0)
+		unlink(path);
 
 	/* SIGKILL of the program itself: still reported. */
 	n = start(file, (const char *const[]){ "nodactl", "--stats=json", "--export", "--", PY, "-c",
