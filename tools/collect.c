@@ -52,6 +52,11 @@ static int make_export(bool named, char *tmp, size_t len)
 	if (named) {
 		snprintf(tmp, len, "/dev/shm/nodalloc-nodactl-%d.tmp", (int)getpid());
 		fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+		/* The name holds nodactl's own pid: a file there is one a
+		 * killed (SIGKILL) nodactl of the same pid left. Removed once
+		 * (only its owner can, /dev/shm is sticky), then O_EXCL again. */
+		if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+			fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 		if (fd < 0) {
 			fprintf(stderr, "nodactl: --export: %s: %s\n", tmp, strerror(errno));
 			return -1;
@@ -65,10 +70,11 @@ static int make_export(bool named, char *tmp, size_t len)
 		}
 	}
 	if (ftruncate(fd, (off_t)size) != 0) {
-		fprintf(stderr, "nodactl: --stats: sizing the export: %s\n", strerror(errno));
+		int e = errno;
 		if (tmp[0])
-			unlink(tmp);
+			unlink(tmp); /* before the message: a write to a closed pipe ends nodactl */
 		close(fd);
+		fprintf(stderr, "nodactl: --stats: sizing the export: %s\n", strerror(e));
 		return -1;
 	}
 	return fd;
@@ -88,12 +94,16 @@ static _nd_stats_all_t snap; /* every node, 72 KiB: not on the stack */
 
 static const int fwd_sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 
-/* Before the program runs: the named export's temporary file goes, and
- * the signal mask is the caller's again. */
-static int collect_fail(const char *tmp, const sigset_t *old)
+/* Before the program runs: the named export's temporary file goes, then
+ * what failed is said (a report to a closed pipe raises SIGPIPE, still
+ * blocked or not), and the signal mask is the caller's again. */
+static int collect_fail(const char *tmp, const sigset_t *old, const char *what)
 {
+	int e = errno;
 	if (tmp[0])
 		unlink(tmp);
+	if (what)
+		fprintf(stderr, "nodactl: %s: %s\n", what, strerror(e));
 	sigprocmask(SIG_SETMASK, old, NULL);
 	return 1;
 }
@@ -112,28 +122,22 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 	sigprocmask(SIG_BLOCK, &fwd, &old);
 	int efd = make_export(named, tmp, sizeof tmp);
 	if (efd < 0)
-		return collect_fail("", &old); /* make_export removed its file */
+		return collect_fail("", &old, NULL); /* make_export removed its file, said why */
 	size_t size = _nd_stats_export_size();
 	void *map = mmap(NULL, size, PROT_READ, MAP_SHARED, efd, 0);
-	if (map == MAP_FAILED) {
-		fprintf(stderr, "nodactl: --stats: mapping the export: %s\n", strerror(errno));
-		return collect_fail(tmp, &old);
-	}
+	if (map == MAP_FAILED)
+		return collect_fail(tmp, &old, "--stats: mapping the export");
 	/* go: the parent is ready; failed: the child's exec failed (its
 	 * errno; end of file: the program runs), both closed by the exec */
 	int go[2], failed[2];
-	if (pipe2(go, O_CLOEXEC) != 0 || pipe2(failed, O_CLOEXEC) != 0) {
-		fprintf(stderr, "nodactl: pipe: %s\n", strerror(errno));
-		return collect_fail(tmp, &old);
-	}
+	if (pipe2(go, O_CLOEXEC) != 0 || pipe2(failed, O_CLOEXEC) != 0)
+		return collect_fail(tmp, &old, "pipe");
 	if (!children)
 		unsetenv("NODALLOC_STATS"); /* descendants stay silent */
 	fflush(NULL);
 	pid_t pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, "nodactl: fork: %s\n", strerror(errno));
-		return collect_fail(tmp, &old);
-	}
+	if (pid < 0)
+		return collect_fail(tmp, &old, "fork");
 	if (pid == 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL); /* the program's mask is nodactl's caller's */
 		close(go[1]);
@@ -176,6 +180,16 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < sizeof fwd_sigs / sizeof fwd_sigs[0]; i++)
 		sigaction(fwd_sigs[i], &sa, NULL);
+	/* The terminal's ^C/^\ while they were blocked: forward() drops
+	 * them (the kernel's, which reach the program's process group
+	 * directly), but one that came before the fork reached nodactl
+	 * alone: the program would have run as if none was pressed. Passed
+	 * on (if the child got its own too, it dies of the first). */
+	sigset_t pend;
+	if (sigpending(&pend) == 0)
+		for (int sig = SIGINT; sig; sig = sig == SIGINT ? SIGQUIT : 0)
+			if (sigismember(&pend, sig) && !sigismember(&old, sig))
+				kill(pid, sig);
 	sigprocmask(SIG_SETMASK, &old, NULL); /* a signal that waited goes to the child now */
 	/* A child a forwarded signal killed before this write made it
 	 * raise SIGPIPE, which killed nodactl and left the export's file:

@@ -278,5 +278,79 @@ int main(void)
 	snprintf(want, sizeof want, "nodactl: stat: %s: process %d has exited: a stale export, not shown", stale, (int)k);
 	CHECK(strstr(run_out, want) != NULL, "want '%s' in: %s", want, run_out);
 	unlink(stale);
+
+	/* A temporary file a SIGKILLed nodactl of the same pid left
+	 * (/dev/shm/nodalloc-nodactl-PID.tmp) is its own: removed, not an
+	 * error (O_EXCL failed, --export refused to run). */
+	n = fork();
+	if (n == 0) {
+		char own[96];
+		snprintf(own, sizeof own, "/dev/shm/nodalloc-nodactl-%d.tmp", (int)getpid());
+		int fd = open(own, O_WRONLY | O_CREAT | O_EXCL, 0600);
+		if (fd < 0)
+			_exit(125);
+		close(fd);
+		int nul = open("/dev/null", O_WRONLY);
+		dup2(nul, 1);
+		dup2(nul, 2);
+		execl(NODACTL, "nodactl", "--stats", "--export", "--", "true", (char *)NULL);
+		_exit(127);
+	}
+	waitpid(n, &st, 0);
+	snprintf(path, sizeof path, "/dev/shm/nodalloc-nodactl-%d.tmp", (int)n);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nodactl --export over a stale temporary file of its pid: 0x%x", st);
+	CHECK(access(path, F_OK) != 0, "%s still there", path);
+	unlink(path);
+
+	/* The terminal's ^C while nodactl sets up (SIGINT blocked, from the
+	 * kernel: forward() drops those) ends the program: one that came
+	 * before the fork reached nodactl alone, and the program ran on
+	 * (audit21). nodactl runs as a session leader on a pseudo-terminal
+	 * whose master writes ^C at delays across its set-up. */
+	int ran_on = 0;
+	for (int i = 0; i < 48; i++) {
+		int m = posix_openpt(O_RDWR | O_NOCTTY);
+		CHECK(m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0, "a pseudo-terminal");
+		if (m < 0)
+			break;
+		char *sn = ptsname(m);
+		int rd[2];
+		CHECK_EQ(pipe(rd), 0);
+		n = fork();
+		if (n == 0) {
+			setsid();
+			int sl = open(sn, O_RDWR); /* the session's controlling terminal */
+			if (sl < 0)
+				_exit(125);
+			close(rd[0]);
+			if (write(rd[1], "r", 1) != 1) /* a ^C from now on reaches it */
+				_exit(125);
+			close(rd[1]);
+			int nul = open("/dev/null", O_WRONLY);
+			dup2(nul, 1);
+			dup2(nul, 2);
+			signal(SIGINT, SIG_DFL);
+			execl(NODACTL, "nodactl", "--stats", "--export", "--", "sleep", "20", (char *)NULL);
+			_exit(127);
+		}
+		close(rd[1]);
+		char r;
+		CHECK(read(rd[0], &r, 1) == 1, "the terminal's session is ready");
+		close(rd[0]);
+		usleep((useconds_t)((i % 16) * 150));
+		if (write(m, "\003", 1) != 1)
+			CHECK(0, "writing ^C to the pseudo-terminal");
+		int w = 0;
+		for (int k = 0; k < 100 && (w = waitpid(n, &st, WNOHANG)) == 0; k++)
+			usleep(50000); /* 5 s: the program runs 20 */
+		if (w == 0) {
+			ran_on++;
+			kill(n, SIGKILL);
+			waitpid(n, &st, 0);
+			/* its program, in nodactl's session, gets the hang-up */
+		}
+		close(m);
+	}
+	CHECK(ran_on == 0, "%d of 48 programs ran on after a ^C during nodactl's set-up", ran_on);
 	return CHECK_DONE();
 }
