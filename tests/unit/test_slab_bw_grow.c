@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* A borrowed list's cap grows from its class's first (128 KiB above 1
  * KiB) to the class's most (512 KiB) where the thread's demand asks
- * (slab.c, bw_fast), and a new list of the class on the node starts
+ * (slab.c, bw_pace), and a new list of the class on the node starts
  * there. Two emulated nodes, every thread on node 0:
  *  - full:  a thread frees another's 16 KiB objects (first cap 8, most
  *           32): its overflows pass half lists to the node's exchange
@@ -14,7 +14,7 @@
  *           past the cap (half to the exchange) after a malloc round that
  *           found the list empty (the exchange gave them back): the list
  *           grows at the first such overflow that comes soon after the
- *           last (bw_fast: about 8 us; the rounds take about 1 us, the
+ *           last (bw_pace: about 8 us; the rounds take about 1 us, the
  *           loop ends when it grew); it then holds all 24, none in the
  *           exchange. Only frees (test_slab_bw_big) keep the first cap. */
 #define _GNU_SOURCE
