@@ -1241,26 +1241,28 @@ static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
 #define BW_FAST 8u /* ns >> 10: about 8 us */
 /* A grown list shrinks (halved, down to its class's first cap, and the
  * node's record of the class with it) when it goes past its cap BW_SLOW
- * or more after its last time and its half goes to the exchange: a list
- * that grew by chance (a burst, a fast pair of overflows) or whose
- * demand went away. Else over 60,000 loops of bench rpat its lists crept
- * back to 512 KiB. rpat's overflows came 32-127 us apart, larsonbig's
- * 2-31 us in a run 5x slower than its row (docs/benchmarks.md, "Lists
+ * or more after its last time with no refill that found it empty between
+ * them, and its half goes to the exchange: a list that grew by chance (a
+ * burst, a fast pair of overflows) or whose demand went away. Else over
+ * 60,000 loops of bench rpat its lists crept back to 512 KiB. rpat's
+ * overflows came 32-127 us apart, larsonbig's 2-31 us in a run 5x slower
+ * than its row; without the refill's test larsonbig's lists of 8-16 KiB
+ * halved and grew back ~350 times a run each (docs/benchmarks.md, "Lists
  * sized by demand"). */
 #define BW_SLOW 64u /* ns >> 10: about 65 us */
 
 uint64_t (*_nd_slab_bw_clock)(void);
 
-/* List c of t went past its cap: 1 if fast (a refill found it empty
- * since its last time, within BW_FAST), -1 if slow (BW_SLOW or more
- * since its last time), else 0. */
+/* List c of t went past its cap: 1 if fast (within BW_FAST of its last
+ * time, a refill found it empty between), -1 if slow (BW_SLOW or more,
+ * no refill found it empty between), else 0. */
 static int bw_pace(_nd_thread_t *t, unsigned c)
 {
 	struct _nd_bw_line *l = &t->bwl[c];
 	uint64_t (*clock)(void) = __atomic_load_n(&_nd_slab_bw_clock, __ATOMIC_RELAXED);
 	uint16_t now = (uint16_t)((clock ? clock() : _nd_os_now_ns()) >> 10) | 1; /* 0: no overflow yet */
 	uint16_t gap = (uint16_t)(now - l->when);
-	int pace = !l->when ? 0 : gap < BW_FAST ? l->dried : gap >= BW_SLOW ? -1 : 0; /* dried: when set */
+	int pace = !l->when ? 0 : gap < BW_FAST ? l->dried : gap >= BW_SLOW && !l->dried ? -1 : 0; /* dried: when set */
 	l->when = now;
 	l->dried = 0;
 	return pace;
