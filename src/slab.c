@@ -1256,7 +1256,7 @@ uint64_t (*_nd_slab_bw_clock)(void);
 /* List c of t went past its cap: 1 if fast (within BW_FAST of its last
  * time, a refill found it empty between), -1 if slow (BW_SLOW or more,
  * no refill found it empty between), else 0. */
-static int bw_pace(_nd_thread_t *t, unsigned c)
+static __attribute__((noinline)) int bw_pace(_nd_thread_t *t, unsigned c)
 {
 	struct _nd_bw_line *l = &t->bwl[c];
 	uint64_t (*clock)(void) = __atomic_load_n(&_nd_slab_bw_clock, __ATOMIC_RELAXED);
@@ -1285,7 +1285,7 @@ static void bw_grow(_nd_thread_t *t, unsigned c, _nd_slab_hot_t *b, uint32_t cap
  * and the node's record of the class halved if above the new cap (a
  * recent largest, not an all-time one). The list may stay longer than
  * its new cap (used <= 0): its next push passes half on. */
-static void bw_shrink(_nd_thread_t *t, unsigned c, _nd_slab_hot_t *b, uint32_t cap)
+static __attribute__((noinline)) void bw_shrink(_nd_thread_t *t, unsigned c, _nd_slab_hot_t *b, uint32_t cap)
 {
 	uint32_t lo = _nd_slab_cls_bw0[c], nc = cap / 2 > lo ? cap / 2 : lo;
 	t->bwl[c].cap = (uint8_t)nc;
