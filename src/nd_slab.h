@@ -719,7 +719,7 @@ typedef struct _nd_meta_node {
 	uint16_t *spcands;          /* slab.c's donor classes of each span size (set once under
 				     * the lock: _nd_meta_alloc_once; read acquire) */
 	uint8_t bwcap[ND_SLAB_SIZED]; /* atomic: per class, the largest cap a borrowed list
-				       * of the node grew to, a list's first (slab.c, bw_grow) */
+				       * of the node grew to, halved as one shrinks (slab.c, bw_grow, bw_shrink); a list's first */
 	/* slab_remote.c's exchange: per class, half borrowed lists that went
 	 * past their cap (count << 48 | head, as tfree; 0: none), which any
 	 * thread of the node takes when its own runs dry (atomic); xmask:
@@ -904,7 +904,8 @@ extern uint8_t _nd_slab_cls_bw0[ND_SLAB_CLASSES] __attribute__((visibility("hidd
 /* t's borrowed list of c keeps this many objects before half of them go
  * to the exchange (nd_thread.h, bwl[]): its class's first cap until it
  * grows (slab.c, bw_grow: doubled, up to _nd_slab_bw_cap, when its
- * overflows come fast or find the exchange full). Owner only. */
+ * overflows come fast or find the exchange full) or shrinks (bw_shrink:
+ * halved, down to the first, when they come slowly). Owner only. */
 static inline uint32_t _nd_slab_bw_cap_of(const _nd_thread_t *t, unsigned c)
 {
 	uint32_t k = t->bwl[c].cap;
@@ -915,6 +916,9 @@ static inline uint32_t _nd_slab_bw_cap_of(const _nd_thread_t *t, unsigned c)
  * of the class grew to on t's node (_nd_meta_node_t's bwcap), so that a
  * new thread does not learn it again. */
 uint32_t _nd_slab_bw_cap_start(_nd_thread_t *t, unsigned c);
+/* The clock (ns) of the borrowed lists' pace (slab.c, bw_pace): NULL,
+ * _nd_os_now_ns; a test's fake clock when set (before its threads). */
+extern uint64_t (*_nd_slab_bw_clock)(void) __attribute__((visibility("hidden")));
 /* Per class c, how many classes after c may serve c's mallocs from the
  * thread's borrowed lists (heap.c, bw_lend): those up to 3/2 of c's size;
  * none for a power-of-two class (aligned to its size). */

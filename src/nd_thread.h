@@ -287,7 +287,7 @@ typedef struct _nd_thread {
 				    * dir[] on it since it last went idle
 				    * (slab_remote.c, _nd_slab_bw_take) */
 		uint8_t dried : 1; /* a refill found it empty since its last
-				    * overflow (slab.c, bw_fast) */
+				    * overflow (slab.c, bw_pace) */
 		uint8_t cap;       /* its cap once grown, 0: its class's first
 				    * (nd_slab.h, _nd_slab_bw_cap_of) */
 		uint16_t when;     /* its last overflow, ns >> 10 mod 2^16, | 1; 0: none */

@@ -1236,19 +1236,36 @@ static inline void free_home(_nd_thread_t *t, slab_t *s, void **o)
  * passed on were wanted: each such pair is two CASes on the node's
  * exchange line, which larsonbig's two cores share), or when the node's
  * exchange of the class is full (what goes home then waits on its slab's
- * remote list while the class's next demand carves). Only lists below
- * cls_bw read the clock (one vDSO call an overflow). */
+ * remote list while the class's next demand carves). Every overflow of
+ * a list above 1 KiB reads the clock (one vDSO call; bw_pace). */
 #define BW_FAST 8u /* ns >> 10: about 8 us */
+/* A grown list shrinks (halved, down to its class's first cap, and the
+ * node's record of the class with it) when it goes past its cap BW_SLOW
+ * or more after its last time with no refill that found it empty between
+ * them, and its half goes to the exchange: a list that grew by chance (a
+ * burst, a fast pair of overflows) or whose demand went away. Else over
+ * 60,000 loops of bench rpat its lists crept back to 512 KiB. rpat's
+ * overflows came 32-127 us apart, larsonbig's 2-31 us in a run 5x slower
+ * than its row; without the refill's test larsonbig's lists of 8-16 KiB
+ * halved and grew back ~350 times a run each (docs/benchmarks.md, "Lists
+ * sized by demand"). */
+#define BW_SLOW 64u /* ns >> 10: about 65 us */
 
-/* List c of t went past its cap, below cls_bw[c]: did it come fast? */
-static bool bw_fast(_nd_thread_t *t, unsigned c)
+uint64_t (*_nd_slab_bw_clock)(void);
+
+/* List c of t went past its cap: 1 if fast (within BW_FAST of its last
+ * time, a refill found it empty between), -1 if slow (BW_SLOW or more,
+ * no refill found it empty between), else 0. */
+static __attribute__((noinline)) int bw_pace(_nd_thread_t *t, unsigned c)
 {
 	struct _nd_bw_line *l = &t->bwl[c];
-	uint16_t now = (uint16_t)(_nd_os_now_ns() >> 10) | 1; /* 0: no overflow yet */
-	bool fast = l->dried && (uint16_t)(now - l->when) < BW_FAST; /* dried: when set */
+	uint64_t (*clock)(void) = __atomic_load_n(&_nd_slab_bw_clock, __ATOMIC_RELAXED);
+	uint16_t now = (uint16_t)((clock ? clock() : _nd_os_now_ns()) >> 10) | 1; /* 0: no overflow yet */
+	uint16_t gap = (uint16_t)(now - l->when);
+	int pace = !l->when ? 0 : gap < BW_FAST ? l->dried : gap >= BW_SLOW && !l->dried ? -1 : 0; /* dried: when set */
 	l->when = now;
 	l->dried = 0;
-	return fast;
+	return pace;
 }
 
 /* List c (b) of t grows from cap (below cls_bw[c]): doubled, and the
@@ -1262,6 +1279,21 @@ static void bw_grow(_nd_thread_t *t, unsigned c, _nd_slab_hot_t *b, uint32_t cap
 	uint8_t *h = &_nd_meta_node[t->bw_node1 - 1].bwcap[c];
 	if (__atomic_load_n(h, __ATOMIC_RELAXED) < nc)
 		__atomic_store_n(h, (uint8_t)nc, __ATOMIC_RELAXED);
+}
+
+/* List c (b) of t shrinks from cap (above its first, BW_SLOW): halved,
+ * and the node's record of the class halved if above the new cap (a
+ * recent largest, not an all-time one). The list may stay longer than
+ * its new cap (used <= 0): its next push passes half on. */
+static __attribute__((noinline)) void bw_shrink(_nd_thread_t *t, unsigned c, _nd_slab_hot_t *b, uint32_t cap)
+{
+	uint32_t lo = _nd_slab_cls_bw0[c], nc = cap / 2 > lo ? cap / 2 : lo;
+	t->bwl[c].cap = (uint8_t)nc;
+	b->used -= cap - nc;
+	uint8_t *h = &_nd_meta_node[t->bw_node1 - 1].bwcap[c];
+	uint32_t hv = __atomic_load_n(h, __ATOMIC_RELAXED);
+	if (hv > nc)
+		__atomic_store_n(h, (uint8_t)(hv / 2 > nc ? hv / 2 : nc), __ATOMIC_RELAXED);
 }
 
 /* The push onto t's borrowed list of s's class left its used <= 0 (the
@@ -1279,14 +1311,21 @@ static void bw_pushed(_nd_thread_t *t, slab_t *s)
 		_nd_slab_dir_class(t, c, b);
 		return;
 	}
-	if (cap < cls_bw[c]) {
-		/* grows when its overflows come fast, or the exchange is full */
-		if (!bw_fast(t, c) && _nd_slab_xfer_put(t, c, cap))
+	if (_nd_slab_cls_bw0[c] < cls_bw[c]) { /* a class whose lists size by demand */
+		/* grows when its overflows come fast, or the exchange is full;
+		 * shrinks when they come slowly */
+		int pace = bw_pace(t, c);
+		bool grow = cap < cls_bw[c];
+		if (!(grow && pace > 0) && _nd_slab_xfer_put(t, c, cap)) {
+			if (pace < 0 && cap > _nd_slab_cls_bw0[c])
+				bw_shrink(t, c, b, cap);
 			return;
-		bw_grow(t, c, b, cap);
-		return;
-	}
-	if (_nd_slab_xfer_put(t, c, cap))
+		}
+		if (grow) {
+			bw_grow(t, c, b, cap);
+			return;
+		}
+	} else if (_nd_slab_xfer_put(t, c, cap))
 		return;
 	bool own = is_owner(s);
 	if (!own && bw_owner_idle(s, _nd_slab_bw_len(b, cap), c))
@@ -1513,7 +1552,7 @@ int _nd_slab_init(void)
 		uint32_t nb = (cls_size[c] <= SLAB_BIG_MAX ? 32768u : 524288u) / cls_size[c];
 		cls_bw[c] = nb > 64 ? 64 : nb < 2 ? 2 : nb;
 		/* a list's first cap: 128 KiB above 1 KiB, grown to cls_bw
-		 * where its demand asks (bw_fast) */
+		 * where its demand asks (bw_pace) */
 		nb = (cls_size[c] <= SLAB_BIG_MAX ? 32768u : 131072u) / cls_size[c];
 		_nd_slab_cls_bw0[c] = (uint8_t)(nb > 64 ? 64 : nb < 2 ? 2 : nb);
 		/* lenders: the next classes up to 3/2 of the size; none for a

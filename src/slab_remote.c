@@ -195,7 +195,7 @@ void *_nd_slab_bw_take(_nd_thread_t *t, unsigned c)
 		_nd_slab_dir_class(t, c, b);
 		return _nd_slab_pop(b);
 	}
-	if (t->bwl[c].when) /* it went past its cap once (slab.c, bw_fast); a
+	if (t->bwl[c].when) /* it went past its cap once (slab.c, bw_pace); a
 			     * list never used stays unwritten (nd_thread.h) */
 		t->bwl[c].dried = 1;
 	if (t->cdir[c] == b) {
