@@ -689,6 +689,7 @@ typedef struct nd_heap {
 	uint32_t spskip;                /* slab.c (owner): span searches skipped after one failed */
 	uint64_t spbusy;                /* slab.c, slab_purge.c (owner): classes spans took slots
 					 * of since the heap's last pass */
+	uint32_t itakes;                /* slab.c (owner): slab takes (take_idle waits for IDLE_TAKES) */
 } _nd_heap_t;
 _Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur) &&
 		       offsetof(_nd_heap_t, il_gran) == offsetof(_nd_heap_hot_t, il_gran) &&

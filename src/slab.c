@@ -468,9 +468,51 @@ static slab_t *take_pick(heap_t *h, unsigned c)
 	return NULL;
 }
 
+/*
+ * No kept slab for c (of cls_any): the empty current slab of another
+ * class of cls_any, alone on its list, becomes a kept one (returned: its
+ * kept list's head; its class's next malloc refills). A class a round
+ * stopped using keeps its current slab however long it stays empty:
+ * bench wl_order's second cycle of sizes held 23 of them (544 KiB) while
+ * its classes of 768-1024 B took fresh pages. Not a slab with units
+ * gone, on another node, with objects out (used counts remote and
+ * borrowed ones until collected) or spans, nor one whose class's dir[]
+ * serves from another list (a borrowed or lender list: set_cur would
+ * overwrite it). Only after the heap's first IDLE_TAKES slab takes: a
+ * short-lived process never runs it (it is not in src/hot_text.ld:
+ * test_init_footprint), nor a heap warming up (its first slabs stay).
+ */
+#define IDLE_TAKES 64u
+static __attribute__((noinline)) slab_t *take_idle(heap_t *h, unsigned c)
+{
+	const _nd_thread_t *o = h->owner;
+	for (uint64_t m = cls_any & ~((uint64_t)1 << c); m; m &= m - 1) {
+		unsigned k = (unsigned)__builtin_ctzll(m);
+		slab_t *s = h->cur[k];
+		if (s == &_nd_slab_empty || s->next || s->used || s->fbias || s->cls != k || s->node != h->node || s->gone ||
+		    (__atomic_load_n(&s->tfree, __ATOMIC_RELAXED) & TF_PTR) || (s->spans && s->spans->n))
+			continue;
+		if (o && o->heap == h && k < ND_SLAB_SIZED && o->cdir[k] != (_nd_slab_hot_t *)s)
+			continue;
+		uint32_t cap = any_cap(c, s->npages);
+		if (cap < 7 || cap > ANY_CAP_MAX)
+			continue;
+		_nd_slab_part_unlink(h, s);
+		s->next = h->empty[k];
+		h->empty[k] = s;
+		h->emask |= (uint64_t)1 << k;
+		h->epages += s->npages;
+		return s;
+	}
+	return NULL;
+}
+
 slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 {
+	h->itakes++; /* wraps: take_idle waits again */
 	slab_t *s = take_pick(h, c);
+	if (!s && h->itakes > IDLE_TAKES && cls_any >> c & 1)
+		s = take_idle(h, c);
 	if (!s)
 		return NULL;
 	unsigned k = s->cls;

@@ -25,9 +25,13 @@
  *            page level's dirty pages make way for them;
  *  - cap:    past the limit's cap they go back (bench wl_footprint's end
  *            RSS);
- *  - thread: a spawned thread keeps them too (bench order1t).
+ *  - thread: a spawned thread keeps them too (bench order1t);
+ *  - idle:   the empty current slab of a class no longer used serves
+ *            another class before a run is taken (bench order rows: 23
+ *            classes' current slabs, 544 KiB, idle while 768-1024 B
+ *            took fresh pages), and its own class refills afterwards.
  * churn .. exit run in the main thread of this process, in this order;
- * thread, pages, room and cap each in a child process. */
+ * thread, pages, idle, room and cap each in a child process. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -376,6 +380,59 @@ static int thread_child(void)
 	return CHECK_DONE();
 }
 
+/* idle: in a child (a fresh heap: no kept slab) */
+static int idle_child(void)
+{
+	enum { NSMALL = 14, BIG = 1024, NB = 48, /* its own slab (32), then a 4-page one (16 of 1 KiB) */
+	       OTHER = 4096, NO = 8 * 80 };        /* 4 KiB slabs, past IDLE_TAKES: they lend to no 1 KiB */
+	static char *b[NB], *w[NO];
+	/* 288..704 B (above the classes spans take slots of): one current
+	 * slab each, emptied */
+	for (int i = 0; i < NSMALL; i++)
+		free(malloc(288 + (size_t)i * 32));
+	/* a heap's first slabs (IDLE_TAKES) stay */
+	uint64_t r0 = runs();
+	b[0] = malloc(BIG);
+	CHECK(runs() == r0 + 1, "a 1 KiB slab took %llu runs in a new heap", (unsigned long long)(runs() - r0));
+	free(b[0]);
+	for (int i = 0; i < NO; i++) /* slabs of a class that serves no other (above 1 KiB) */
+		w[i] = malloc(OTHER);
+	CHECK(my_heap()->epages == 0, "no kept slab: %u pages", my_heap()->epages);
+	uint64_t before = runs();
+	for (int i = 0; i < NB; i++) {
+		b[i] = malloc(BIG);
+		memset(b[i], i, BIG);
+	}
+	CHECK(runs() == before, "1 KiB objects took %llu page runs beside %d idle slabs",
+	      (unsigned long long)(runs() - before), NSMALL);
+	int stale = 0;
+	for (int i = 0; i < NB; i++) {
+		uint64_t mul;
+		_nd_slab_hot_t *h = _nd_slab_of_mul(b[i], &mul);
+		stale += mul != h->mul || !_nd_slab_live_mul(h, mul, b[i]);
+	}
+	CHECK(stale == 0, "%d of %d 1 KiB objects fail free's check", stale, NB);
+	/* the classes whose slab went serve again */
+	static char *q[NSMALL];
+	for (int i = 0; i < NSMALL; i++) {
+		q[i] = malloc(288 + (size_t)i * 32);
+		CHECK(q[i] != NULL);
+		memset(q[i], 0xa5, 288 + (size_t)i * 32);
+	}
+	int bad = 0;
+	for (int i = 0; i < NB; i++)
+		for (int j = 0; j < BIG; j++)
+			bad += (unsigned char)b[i][j] != i;
+	CHECK(bad == 0, "%d bytes of 1 KiB objects overwritten", bad);
+	for (int i = 0; i < NSMALL; i++)
+		free(q[i]);
+	for (int i = 0; i < NB; i++)
+		free(b[i]);
+	for (int i = 0; i < NO; i++)
+		free(w[i]);
+	return CHECK_DONE();
+}
+
 static void purge(const char *self, const char *which)
 {
 	char out[4096];
@@ -395,6 +452,8 @@ int main(int argc, char **argv)
 		return thread_child();
 	if (argc > 1 && strcmp(argv[1], "pages") == 0)
 		return pages_child();
+	if (argc > 1 && strcmp(argv[1], "idle") == 0)
+		return idle_child();
 	churn(N);
 	churn(NBIG);
 	other_class();
@@ -402,6 +461,7 @@ int main(int argc, char **argv)
 	thread_exit();
 	purge("/proc/self/exe", "thread");
 	purge("/proc/self/exe", "pages");
+	purge("/proc/self/exe", "idle");
 	/* purge blocks of 256 KiB: a dirty limit of 1 MiB, at most 4 MiB kept
 	 * for the recent peak (purge.c, dirty_keep) */
 	setenv("NODALLOC_PURGE_THRESHOLD", "256K", 1);
