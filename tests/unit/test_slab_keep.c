@@ -29,9 +29,13 @@
  *  - idle:   the empty current slab of a class no longer used serves
  *            another class before a run is taken (bench order rows: 23
  *            classes' current slabs, 544 KiB, idle while 768-1024 B
- *            took fresh pages), and its own class refills afterwards.
+ *            took fresh pages), and its own class refills afterwards;
+ *  - tiny:   kept 8-page slabs serve class 16 too, ANY_CAP_MAX objects
+ *            each (their first 16 KiB), before a run is taken (a 4-page
+ *            run was taken each cycle of sizes in bench order: 16 KiB
+ *            more in use a cycle).
  * churn .. exit run in the main thread of this process, in this order;
- * thread, pages, idle, room and cap each in a child process. */
+ * thread, pages, idle, tiny, room and cap each in a child process. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -433,6 +437,45 @@ static int idle_child(void)
 	return CHECK_DONE();
 }
 
+/* tiny: in a child (a fresh heap: class 16's one slab, from main's
+ * malloc(1)) */
+static int tiny_child(void)
+{
+	enum { BIG = 1024, NB = 3 * 32, TINY = 16, NT = 1024 + 512 };
+	static char *b[NB], *t[NT];
+	for (int i = 0; i < NB; i++) /* three 8-page slabs of 32 */
+		b[i] = malloc(BIG);
+	for (int i = 0; i < NB; i++)
+		free(b[i]);
+	CHECK(my_heap()->epages >= 2 * 8, "1 KiB slabs kept: %u pages", my_heap()->epages);
+	uint64_t before = runs();
+	int big = 0;
+	for (int i = 0; i < NT; i++) {
+		t[i] = malloc(TINY);
+		memset(t[i], i & 0xff, TINY);
+		big += slab_at(t[i])->npages == 8;
+	}
+	CHECK(runs() == before, "16-byte objects took %llu page runs beside kept 8-page slabs",
+	      (unsigned long long)(runs() - before));
+	CHECK(big > 0, "no 16-byte object in a kept 8-page slab");
+	int stale = 0, bad = 0, over = 0;
+	for (int i = 0; i < NT; i++) {
+		uint64_t mul;
+		const _nd_slab_t *s = slab_at(t[i]);
+		_nd_slab_hot_t *h = _nd_slab_of_mul(t[i], &mul);
+		stale += mul != h->mul || !_nd_slab_live_mul(h, mul, t[i]);
+		over += s->npages == 8 && s->cap != 1024;
+		for (int j = 0; j < TINY; j++)
+			bad += (unsigned char)t[i][j] != (i & 0xff);
+	}
+	CHECK(stale == 0, "%d of %d 16-byte objects fail free's check", stale, NT);
+	CHECK(over == 0, "%d 16-byte objects in 8-page slabs of another cap than 1024", over);
+	CHECK(bad == 0, "%d bytes of 16-byte objects overwritten", bad);
+	for (int i = 0; i < NT; i++)
+		free(t[i]);
+	return CHECK_DONE();
+}
+
 static void purge(const char *self, const char *which)
 {
 	char out[4096];
@@ -454,6 +497,8 @@ int main(int argc, char **argv)
 		return pages_child();
 	if (argc > 1 && strcmp(argv[1], "idle") == 0)
 		return idle_child();
+	if (argc > 1 && strcmp(argv[1], "tiny") == 0)
+		return tiny_child();
 	churn(N);
 	churn(NBIG);
 	other_class();
@@ -462,6 +507,7 @@ int main(int argc, char **argv)
 	purge("/proc/self/exe", "thread");
 	purge("/proc/self/exe", "pages");
 	purge("/proc/self/exe", "idle");
+	purge("/proc/self/exe", "tiny");
 	/* purge blocks of 256 KiB: a dirty limit of 1 MiB, at most 4 MiB kept
 	 * for the recent peak (purge.c, dirty_keep) */
 	setenv("NODALLOC_PURGE_THRESHOLD", "256K", 1);
