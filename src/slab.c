@@ -1317,15 +1317,22 @@ static __attribute__((noinline)) int bw_pace(_nd_thread_t *t, unsigned c)
 	return pace;
 }
 
+/* List c (b) of t: its cap from cap to nc, its count (nd_thread.h: cap +
+ * 1 - its objects) with it; the node's record of the class, returned. */
+static uint8_t *bw_set_cap(_nd_thread_t *t, unsigned c, _nd_slab_hot_t *b, uint32_t cap, uint32_t nc)
+{
+	t->bwl[c].cap = (uint8_t)nc;
+	b->used += nc - cap; /* modulo 2^32: a shrink subtracts */
+	return &_nd_meta_node[t->bw_node1 - 1].bwcap[c];
+}
+
 /* List c (b) of t grows from cap (below cls_bw[c]): doubled, and the
  * node's first cap of the class (_nd_slab_bw_cap_start) with it. Keeps
  * the push that went past the old cap. */
 static void bw_grow(_nd_thread_t *t, unsigned c, _nd_slab_hot_t *b, uint32_t cap)
 {
 	uint32_t nc = cap * 2 < cls_bw[c] ? cap * 2 : cls_bw[c];
-	t->bwl[c].cap = (uint8_t)nc;
-	b->used += nc - cap;
-	uint8_t *h = &_nd_meta_node[t->bw_node1 - 1].bwcap[c];
+	uint8_t *h = bw_set_cap(t, c, b, cap, nc);
 	if (__atomic_load_n(h, __ATOMIC_RELAXED) < nc)
 		__atomic_store_n(h, (uint8_t)nc, __ATOMIC_RELAXED);
 }
@@ -1337,9 +1344,7 @@ static void bw_grow(_nd_thread_t *t, unsigned c, _nd_slab_hot_t *b, uint32_t cap
 static __attribute__((noinline)) void bw_shrink(_nd_thread_t *t, unsigned c, _nd_slab_hot_t *b, uint32_t cap)
 {
 	uint32_t lo = _nd_slab_cls_bw0[c], nc = cap / 2 > lo ? cap / 2 : lo;
-	t->bwl[c].cap = (uint8_t)nc;
-	b->used -= cap - nc;
-	uint8_t *h = &_nd_meta_node[t->bw_node1 - 1].bwcap[c];
+	uint8_t *h = bw_set_cap(t, c, b, cap, nc);
 	uint32_t hv = __atomic_load_n(h, __ATOMIC_RELAXED);
 	if (hv > nc)
 		__atomic_store_n(h, (uint8_t)(hv / 2 > nc ? hv / 2 : nc), __ATOMIC_RELAXED);

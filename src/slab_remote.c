@@ -268,11 +268,17 @@ static inline uint32_t xfer_index_len(unsigned c, uint32_t k)
 	return n < k - 1 ? n : k - 1;
 }
 
-static void xfer_index(void **h, uint32_t k, unsigned c)
+/* Writes h's index and returns the list's k-th (last) object: one walk
+ * that the put also needs to cut its half. */
+static void **xfer_index(void **h, uint32_t k, unsigned c)
 {
 	void **p = h;
-	for (uint32_t i = 0, n = xfer_index_len(c, k); i < n; i++)
-		h[2 + i] = p = p[ND_FO_LINK];
+	for (uint32_t j = 1, n = xfer_index_len(c, k); j < k; j++) {
+		p = p[ND_FO_LINK];
+		if (j <= n)
+			h[1 + j] = p;
+	}
+	return p;
 }
 
 /* xmask: a class's bit is set by a put that finds it clear after its
@@ -313,14 +319,9 @@ bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap)
 	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
 	/* the newest k go (the list is newest first), indexed by the walk
 	 * that finds their end (xfer_index); the oldest len - k stay */
-	uint32_t len = _nd_slab_bw_len(b, cap), k = len / 2, n = xfer_index_len(c, k);
-	void **h = b->free, **last = h;
+	uint32_t len = _nd_slab_bw_len(b, cap), k = len / 2;
 	ND_ASSERT(k >= 1, "a list past its cap has two halves");
-	for (uint32_t j = 1; j < k; j++) {
-		last = last[ND_FO_LINK];
-		if (j <= n)
-			h[1 + j] = last;
-	}
+	void **h = b->free, **last = xfer_index(h, k, c);
 	void **rest = last[ND_FO_LINK];
 	last[ND_FO_LINK] = NULL;
 	if (!__atomic_compare_exchange_n(x, &z, (uintptr_t)k << TF_CNT_SHIFT | (uintptr_t)h, false, __ATOMIC_SEQ_CST,
