@@ -711,6 +711,8 @@ typedef struct _nd_meta_node {
 	_nd_slab_t *free_hdrs;      /* released slab headers (lock) */
 	_nd_slab_t *all_hdrs;       /* every header made (lock; read lock-free, acquire) */
 	_nd_heap_t *pool;           /* parked node heaps (lock) */
+	_nd_heap_t *pool_tail;      /* pool's last heap, NULL if empty (lock): a sweep's turn puts
+				     * its heap back there in O(1) (heap.c, pool_turns) */
 	int pool_dirty;             /* atomic: a parked heap got a remote free */
 	/* heap.c's other per-node words, here so that a process touches one
 	 * page of per-node tables, not one per table (issue 11: peak RSS) */
