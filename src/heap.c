@@ -422,9 +422,28 @@ static inline bool dry(const slab_t *s)
  * can give a full slab room: a purged slab parked (its withheld objects),
  * or past unpark_local (flushes, sweeps: frees into h's slabs). NULL:
  * errno ENOMEM. */
+/* A decay found the node's dirty pages unused a whole period (purge.c,
+ * decay_slot): the refaults that let h keep its empty slabs ended with
+ * the phase, so they are held to the bound again now, not at the next
+ * slab that empties (a program that freed its working set and went on
+ * with less kept 16 MiB of them for good: docs/arenas.md, "Refaults").
+ * Out of the hot text (src/hot_text.ld): a process that keeps no slab
+ * never runs it. */
+static __attribute__((noinline, cold)) void kept_expire(heap_t *h)
+{
+	uint32_t g = _nd_purge_kept_gen(h->node);
+	if (g == h->kgen)
+		return;
+	h->kgen = g;
+	if (_nd_purge_over(h->node, h->epages))
+		_nd_slab_release_empty(h);
+}
+
 static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol, bool roomless)
 {
 	ND_ASSERT(h->owner == _nd_tls, "heap_alloc runs on h's owner");
+	if (h->epages)
+		kept_expire(h);
 	bool swept = false, flushed = false;
 	for (;;) {
 		slab_t *s = h->cur[c];

@@ -686,6 +686,7 @@ typedef struct nd_heap {
 	_nd_slab_t *empty[ND_SLAB_CLASSES];
 	uint64_t emask;                 /* classes whose empty[] list is not empty */
 	uint32_t epages;                /* pages of the kept empty slabs */
+	uint32_t kgen;                  /* _nd_purge_kept_gen when heap_alloc last checked them */
 	uint32_t spskip;                /* slab.c (owner): span searches skipped after one failed */
 	uint64_t spbusy;                /* slab.c, slab_purge.c (owner): classes spans took slots
 					 * of since the heap's last pass */
