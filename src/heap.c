@@ -44,7 +44,7 @@ typedef _nd_heap_t heap_t;
 #define TF_PTR ND_TF_PTR
 #define NOTIFY ND_TF_NOTIFY
 
-/* Protects ppool (parked policy heaps). */
+/* Protects ppool and ppool_tail (parked policy heaps). */
 ND_LOCK_DEFINE(pheap_lock, ND_RANK_SLAB_THREADS);
 /* Held by sweep_pool while it has a parked heap out of its pool, and by
  * heap_take before it makes a new heap: a thread never makes a heap while
@@ -61,7 +61,7 @@ static int heap_ready;
  * its slow path with no NULL test. Never owned, never written after the
  * init. */
 static heap_t heap_none;
-static heap_t *ppool;
+static heap_t *ppool, *ppool_tail;
 
 /* The pool of key (pol, node): the policy pool, or the node's (meta.c's
  * node state, under the node lock); its lock in *lk. */
@@ -69,6 +69,17 @@ static heap_t **pool_of(const nd_policy_t *pol, int node, _nd_lock_t **lk)
 {
 	*lk = pol ? &pheap_lock : &_nd_meta_node[node].lock;
 	return pol ? &ppool : &_nd_meta_node[node].pool;
+}
+
+/* The tail of pool (pool_of's; under its lock): its last heap, NULL when
+ * it is empty. Kept so that a sweep's turn puts its heap back at the tail
+ * without a walk: a walk per turn made a sweep of n parked heaps O(n^2)
+ * (thousands of threads that exit together). */
+static heap_t **pool_tail(heap_t **pool)
+{
+	if (pool == &ppool)
+		return &ppool_tail;
+	return &((_nd_meta_node_t *)(void *)((char *)pool - offsetof(_nd_meta_node_t, pool)))->pool_tail;
 }
 
 
@@ -273,9 +284,9 @@ static inline __attribute__((always_inline)) size_t pool_turns(heap_t **pool, _n
 	for (; n > 0; n--) {
 		_nd_lock(&sweep_lock);
 		_nd_lock(lk);
-		heap_t *p = *pool;
-		if (p)
-			*pool = p->pool_next;
+		heap_t *p = *pool, **tail = pool_tail(pool);
+		if (p && !(*pool = p->pool_next))
+			*tail = NULL;
 		_nd_unlock(lk);
 		if (!p) {
 			_nd_unlock(&sweep_lock);
@@ -292,10 +303,9 @@ static inline __attribute__((always_inline)) size_t pool_turns(heap_t **pool, _n
 		uint64_t cls = part_classes(p);
 		p->pool_next = NULL;
 		_nd_lock(lk);
-		heap_t **pp = pool;
-		while (*pp)
-			pp = &(*pp)->pool_next;
-		*pp = p;
+		ND_ASSERT(!*pool == !*tail && (!*tail || !(*tail)->pool_next), "a pool's tail is its last heap");
+		*(*tail ? &(*tail)->pool_next : pool) = p;
+		*tail = p;
 		__atomic_fetch_or(pool_cls(p), cls, __ATOMIC_RELAXED);
 		_nd_unlock(lk);
 		_nd_unlock(&sweep_lock);
@@ -412,9 +422,28 @@ static inline bool dry(const slab_t *s)
  * can give a full slab room: a purged slab parked (its withheld objects),
  * or past unpark_local (flushes, sweeps: frees into h's slabs). NULL:
  * errno ENOMEM. */
+/* A decay found the node's dirty pages unused a whole period (purge.c,
+ * decay_slot): the refaults that let h keep its empty slabs ended with
+ * the phase, so they are held to the bound again now, not at the next
+ * slab that empties (a program that freed its working set and went on
+ * with less kept 16 MiB of them for good: docs/arenas.md, "Refaults").
+ * Out of the hot text (src/hot_text.ld): a process that keeps no slab
+ * never runs it. */
+static __attribute__((noinline, cold)) void kept_expire(heap_t *h)
+{
+	uint32_t g = _nd_purge_kept_gen(h->node);
+	if (g == h->kgen)
+		return;
+	h->kgen = g;
+	if (_nd_purge_over(h->node, h->epages))
+		_nd_slab_release_empty(h);
+}
+
 static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol, bool roomless)
 {
 	ND_ASSERT(h->owner == _nd_tls, "heap_alloc runs on h's owner");
+	if (h->epages)
+		kept_expire(h);
 	bool swept = false, flushed = false;
 	for (;;) {
 		slab_t *s = h->cur[c];
@@ -560,8 +589,11 @@ static heap_t *pool_pick(int node, const nd_policy_t *pol)
 	heap_t *h, **pp = pool;
 	while ((h = *pp) != NULL && !(h->pol == pol && h->node == node))
 		pp = &h->pool_next;
-	if (h)
+	if (h) {
 		*pp = h->pool_next;
+		if (!h->pool_next) /* h was the tail: the heap before it is */
+			*pool_tail(pool) = pp == pool ? NULL : (heap_t *)(void *)((char *)pp - offsetof(heap_t, pool_next));
+	}
 	_nd_unlock(lk);
 	return h;
 }
@@ -723,6 +755,8 @@ static void heap_abandon(heap_t *h, bool exiting)
 	_nd_lock(lk);
 	h->pool_next = *pool;
 	*pool = h;
+	if (!h->pool_next)
+		*pool_tail(pool) = h;
 	__atomic_fetch_or(pool_cls(h), cls, __ATOMIC_RELAXED);
 	_nd_unlock(lk);
 }

@@ -180,6 +180,10 @@ typedef struct _nd_arena {
 	 * the cap of the kept slabs' bound grows by them (_nd_purge_taken). */
 	uint64_t lim_out;
 	uint64_t refault_cur, refault_prev;
+	/* Atomic: the decays that found the slot's dirty pages unused a whole
+	 * period (a phase's end: the refaults then go); heaps re-check their
+	 * kept slabs' bound when it moves (_nd_purge_kept_gen). */
+	uint32_t kept_gen;
 	/* The dirty limit's floor (same locking): the pages in use when a
 	 * thread exited plus its burst, this decay period and the last
 	 * (_nd_purge_exit). */
@@ -229,6 +233,16 @@ typedef struct _nd_page_global {
 	uint64_t decay_ns;    /* dirty free pages older than this are purged (0: off) */
 } _nd_page_global_t;
 extern _nd_page_global_t _nd_page_g __attribute__((visibility("hidden")));
+
+/* Node's kept_gen (purge.c; 0 for a node without a slot): a heap keeping
+ * empty slabs re-checks them against _nd_purge_over when it changes.
+ * Inline: heap_alloc's hot text reads it (src/hot_text.ld). */
+static inline uint32_t _nd_purge_kept_gen(int node)
+{
+	if (node < 0 || node >= _nd_page_g.node_limit)
+		return 0;
+	return __atomic_load_n(&_nd_page_g.arenas[node].kept_gen, __ATOMIC_RELAXED);
+}
 #define ND_THP_NEVER 0
 #define ND_THP_MADVISE 1  /* MADV_HUGEPAGE when the system's mode is madvise or always */
 #define ND_THP_ALWAYS 2   /* MADV_HUGEPAGE always */

@@ -686,6 +686,7 @@ typedef struct nd_heap {
 	_nd_slab_t *empty[ND_SLAB_CLASSES];
 	uint64_t emask;                 /* classes whose empty[] list is not empty */
 	uint32_t epages;                /* pages of the kept empty slabs */
+	uint32_t kgen;                  /* _nd_purge_kept_gen when heap_alloc last checked them */
 	uint32_t spskip;                /* slab.c (owner): span searches skipped after one failed */
 	uint64_t spbusy;                /* slab.c, slab_purge.c (owner): classes spans took slots
 					 * of since the heap's last pass */
@@ -711,6 +712,8 @@ typedef struct _nd_meta_node {
 	_nd_slab_t *free_hdrs;      /* released slab headers (lock) */
 	_nd_slab_t *all_hdrs;       /* every header made (lock; read lock-free, acquire) */
 	_nd_heap_t *pool;           /* parked node heaps (lock) */
+	_nd_heap_t *pool_tail;      /* pool's last heap, NULL if empty (lock): a sweep's turn puts
+				     * its heap back there in O(1) (heap.c, pool_turns) */
 	int pool_dirty;             /* atomic: a parked heap got a remote free */
 	/* heap.c's other per-node words, here so that a process touches one
 	 * page of per-node tables, not one per table (issue 11: peak RSS) */

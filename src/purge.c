@@ -307,6 +307,16 @@ bool _nd_purge_room(int node, uint64_t n)
 	return fit;
 }
 
+/* Without a decay (NODALLOC_PURGE_DECAY_MS=0) a pass of the dirty limit
+ * is the refaults' period: counted for good, they kept slabs for good.
+ * Out of line: not in the hot text (src/hot_text.ld). */
+static __attribute__((noinline, cold)) void pass_period(_nd_arena_t *a)
+{
+	__atomic_store_n(&a->refault_prev, a->refault_cur, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->refault_cur, 0, __ATOMIC_RELAXED);
+	a->lim_out = 0;
+}
+
 void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed)
 {
 	uint64_t df = a->bd.dirty_free;
@@ -316,6 +326,8 @@ void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed)
 	bool back;
 	uint64_t keep = dirty_keep(a, used, 0, 0, &back);
 	if (df > keep + (back ? g.dirty_limit / 4 : 0)) { /* the slack: a pass every so many pages */
+		if (!g.decay_ns)
+			pass_period(a);
 		a->lim_out += purge_oldest(a, back ? keep : keep - keep / 4, UINT64_MAX);
 	} else if (df && g.decay_ns && !__atomic_load_n(&a->dirty_since, __ATOMIC_RELAXED)) {
 		a->dirty_taken = 0;
@@ -377,20 +389,27 @@ void _nd_purge_exit(int node)
  * period, and the next round faulted them all in. The period of the peak
  * and the exit floor ends either way.
  */
-static void decay_slot(_nd_arena_t *a, uint64_t now)
+static __attribute__((noinline)) void decay_slot(_nd_arena_t *a, uint64_t now)
 {
+	bool ended = false;
 	if (a->dirty_taken && a->dirty_taken >= a->bd.dirty_free) {
 		a->dirty_taken = 0;
 		__atomic_store_n(&a->dirty_since, now | 1, __ATOMIC_RELAXED);
 	} else {
 		_nd_purge_slot(a);
+		ended = true;
 	}
 	__atomic_store_n(&a->peak_prev, a->peak_cur, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->peak_cur, __atomic_load_n(&a->used, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 	__atomic_store_n(&a->exit_prev, a->exit_cur, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->exit_cur, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&a->refault_prev, a->refault_cur, __ATOMIC_RELAXED);
+	/* unused dirty pages: the phase that refaulted ended, and with it
+	 * the cap it raised; the heaps' kept slabs past the bound go at
+	 * their next refill (heap.c, kept_expire) */
+	__atomic_store_n(&a->refault_prev, ended ? 0 : a->refault_cur, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->refault_cur, 0, __ATOMIC_RELAXED);
+	if (ended)
+		__atomic_store_n(&a->kept_gen, a->kept_gen + 1, __ATOMIC_RELAXED);
 	a->lim_out = 0; /* purged a period ago: what comes back now is no refault */
 }
 

@@ -13,7 +13,11 @@
  *   a SIGTERM while nodactl --export sets up leaves no temporary file,
  *   nor a report SIGPIPE ends (its reader gone) the program's export;
  *   `nodactl stat PID --interval` stops with a line when PID exits, and a
- *   stale export (its process gone) is refused.
+ *   stale export (its process gone) is refused;
+ *   a double-forking daemon under `nodactl --export` leaves no file of
+ *   its first child (it did: stats.c fork_publish now notes the parent
+ *   in the child's ring), nor under `nodactl --stats --export`, and its
+ *   statistics name it.
  * Before this, `--stats` printed one unlabelled table per process that
  * exited normally and nothing for a killed one.
  */
@@ -352,5 +356,69 @@ int main(void)
 		close(m);
 	}
 	CHECK(ran_on == 0, "%d of 48 programs ran on after a ^C during nodactl's set-up", ran_on);
+
+	/* A daemon (double fork: the program P1 exits, its child P2 outlives
+	 * it, forks the daemon P3 and _exits): under `nodactl --export`
+	 * (pid-named files) P2's file was left in /dev/shm for good (P1's
+	 * exit swept while P2 ran; nothing swept after). Now P3 notes its
+	 * parent and its exit removes the file: none is left of the three,
+	 * and P3's live figures name it (`nodactl stat P3`). Under `nodactl
+	 * --stats --export --stats-children` no file is made for any (the
+	 * descendants count privately) and P3's report names it. The run
+	 * ends when P3 closes its output. */
+	char script[64];
+	snprintf(script, sizeof script, "/tmp/nd_test_nodactl_daemon.%d.py", (int)getpid());
+	FILE *sf = fopen(script, "w");
+	CHECK(sf != NULL, "%s", script);
+	if (sf) {
+		fprintf(sf, "import os, subprocess, sys, time\n"
+			    "p1 = os.getpid()\n"
+			    "if os.fork():\n    print('P1', p1, flush=True); sys.exit(0)\n"
+			    "while os.getppid() == p1: time.sleep(0.001)\n"
+			    "os.setsid()\n"
+			    "p2 = os.getpid()\n"
+			    "if os.fork():\n    print('P2', p2, flush=True); os._exit(0)\n"
+			    "while os.getppid() == p2: time.sleep(0.001)\n"
+			    "x = bytes(4 << 20)\n"
+			    "print('P3', os.getpid(), flush=True)\n"
+			    "if sys.argv[1] == 'stat':\n"
+			    "    r = subprocess.run(['%s', 'stat', str(os.getpid())], capture_output=True, text=True)\n"
+			    "    print('STAT', r.returncode, r.stdout.splitlines()[0] if r.stdout else r.stderr, flush=True)\n",
+			NODACTL);
+		fclose(sf);
+	}
+	for (int mode = 0; mode < 2; mode++) {
+		time_t t1 = time(NULL);
+		int rc = run(mode ? NODACTL " --stats --export --stats-children -- " PY " %s children"
+				  : NODACTL " --export -- " PY " %s stat",
+			     script);
+		int pp[3] = { 0, 0, 0 };
+		for (int k = 0; k < 3; k++) {
+			char tag[4] = { 'P', (char)('1' + k), ' ', 0 };
+			const char *t = strstr(run_out, tag);
+			pp[k] = t ? atoi(t + 3) : 0;
+		}
+		CHECK(rc == 0 && pp[0] > 0 && pp[1] > 0 && pp[2] > 0, "mode %d: the daemon ran (rc %d): %s", mode, rc,
+		      run_out);
+		if (mode == 0) {
+			snprintf(want, sizeof want, "STAT 0 nodalloc statistics of pid %d (python3)", pp[2]);
+			CHECK(strstr(run_out, want) != NULL, "want '%s' in: %s", want, run_out);
+		} else {
+			snprintf(want, sizeof want, "nodalloc statistics of pid %d (python3)", pp[2]);
+			CHECK(strstr(run_out, want) != NULL, "want '%s' in: %s", want, run_out);
+		}
+		for (int k = 0; k < 3; k++) {
+			if (pp[k] <= 0)
+				continue;
+			/* a file of this run (older ones at a reused pid: not ours) */
+			struct stat sb;
+			snprintf(path, sizeof path, "/dev/shm/nodalloc-%d.stats", pp[k]);
+			if (stat(path, &sb) == 0 && sb.st_mtime >= t1) {
+				CHECK(0, "mode %d: P%d's %s left behind", mode, k + 1, path);
+				unlink(path);
+			}
+		}
+	}
+	unlink(script);
 	return CHECK_DONE();
 }
