@@ -851,10 +851,20 @@ void _nd_page_zero(void *run, size_t bytes)
 	}
 	if ((int)(off >> g.slot_shift) >= g.node_limit)
 		return; /* spread run */
-	for (size_t k = 0; k < bytes; k += ND_PAGE_SIZE) {
-		size_t len = bytes - k < ND_PAGE_SIZE ? bytes - k : ND_PAGE_SIZE;
-		if (g.desc[(off + k) >> ND_PAGE_SHIFT].flags & ND_PGF_DIRTY)
-			memset(p + k, 0, len);
+	const _nd_pagedesc_t *d = &g.desc[off >> ND_PAGE_SHIFT];
+	/* One memset per stretch of dirty pages, not one per page: a reused
+	 * small run is dirty throughout, and the C library's memset of the
+	 * run is faster than 4 KiB pieces (128 MiB of 64-128 KiB runs: 16.1
+	 * -> 13.7 ms; bench wl_burst, docs/benchmarks.md "burst4"). */
+	for (size_t k = 0; k < bytes; d++) {
+		if (!(d->flags & ND_PGF_DIRTY)) {
+			k += ND_PAGE_SIZE;
+			continue;
+		}
+		size_t s = k;
+		for (k += ND_PAGE_SIZE; k < bytes && (d[1].flags & ND_PGF_DIRTY); k += ND_PAGE_SIZE)
+			d++;
+		memset(p + s, 0, (k < bytes ? k : bytes) - s);
 	}
 }
 
