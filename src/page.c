@@ -865,7 +865,8 @@ void _nd_page_zero(void *run, size_t bytes)
 	/* One memset per stretch of dirty pages, not one per page: a reused
 	 * small run is dirty throughout, and the C library's memset of the
 	 * run is faster than 4 KiB pieces (128 MiB of 64-128 KiB runs: 16.1
-	 * -> 13.7 ms; bench wl_burst, docs/benchmarks.md "burst4"). */
+	 * -> 13.7 ms a round of bench wl_burst; docs/benchmarks.md, "The burst
+	 * row's time"). */
 	for (size_t k = 0; k < bytes; d++) {
 		if (!(d->flags & ND_PGF_DIRTY)) {
 			k += ND_PAGE_SIZE;
