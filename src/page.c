@@ -315,6 +315,7 @@ retry:;
 	_nd_buddy_mark_run(&a->bd, i, n, node);
 	if (!rd) /* every page clean: calloc need not touch them (_nd_page_zero) */
 		a->bd.desc[i].flags |= ND_PGF_FRESH;
+	ND_ASSERT(rd || !_nd_buddy_count_dirty(&a->bd, i, n), "a run taken as all clean has no dirty page");
 	_nd_unlock(&a->lock);
 	if (g.lazy && rd < n && _nd_room_map_run(a, i, n, rd) < 0) {
 		unmap_undo(a, i, n, rd);
