@@ -523,6 +523,7 @@ void _nd_buddy_mark_run(_nd_buddy_t *b, uint32_t i, uint64_t n, int node)
 	ND_ASSERT(h->state == ND_PG_TAIL, "a run head comes from a taken block");
 	h->state = ND_PG_RUN;
 	h->order = 0;
+	h->flags &= (uint8_t)~ND_PGF_FRESH; /* page.c's node_alloc sets it again */
 	h->npages = n;
 	h->use = ND_USE_NONE;
 	h->user = 0;

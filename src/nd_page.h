@@ -46,6 +46,11 @@ typedef struct _nd_pagedesc {
 #define ND_PGF_PLACED 0x02 /* page.c: mixed-slot page, node is valid */
 #define ND_PGF_KIL 0x04    /* page.c: mixed-slot run head, interleaved by the kernel */
 #define ND_PGF_SPARE 0x08  /* buddy.c: free head on a spare list (tail of a big run) */
+/* page.c: run head whose pages were all clean (read as zero) when the run
+ * was taken; _nd_page_zero skips such a run (small runs carry DIRTY on
+ * every page, fresh or not). Set by node_alloc only: every other maker of
+ * a run head clears it (_nd_buddy_mark_run, split, free_inner, grow). */
+#define ND_PGF_FRESH 0x10
 
 /* ---- buddy.c: the buddy allocator of one slot over its descriptors.
  * Pure (no system call, no lock, no global): the caller holds the slot's
