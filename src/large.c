@@ -124,26 +124,31 @@ static struct {
 	uint64_t due;           /* atomic: earliest expiry of any cached run, UINT64_MAX if none */
 	int no_move;            /* atomic: the kernel cannot move pages (_nd_os_remap_pages) */
 } c = { .due = UINT64_MAX };
+/* A field of c set by setup() (racing setups store it again) */
+#define cfg(f) ND_LOAD_RELAXED(c.f)
 
 static void setup(void)
 {
 	if (__atomic_load_n(&c.ready, __ATOMIC_ACQUIRE))
 		return;
-	/* Idempotent: racing threads store the same values. */
+	/* Idempotent: racing threads store the same values, atomically (and
+	 * the readers load them with cfg()): plain, ThreadSanitizer reported
+	 * the race of two first large blocks at once (tsan_large_setup). */
 	int64_t ms = _nd_opt_int(ND_OPT_LARGE_DECAY_MS);
 	if (ms < 0)
 		_nd_opt_config_error("NODALLOC_LARGE_DECAY_MS: negative value %lld: freed large blocks are not cached", (long long)ms);
 	_nd_page_info_t mi;
 	if (_nd_page_info(-1, &mi) == 0) {
-		c.purge_pages = mi.purge_pages ? mi.purge_pages : 1;
-		c.mixed_lo = (uintptr_t)mi.base;
-		c.mixed_hi = (uintptr_t)mi.base + mi.slot_bytes;
+		__atomic_store_n(&c.purge_pages, mi.purge_pages ? mi.purge_pages : 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&c.mixed_lo, (uintptr_t)mi.base, __ATOMIC_RELAXED);
+		__atomic_store_n(&c.mixed_hi, (uintptr_t)mi.base + mi.slot_bytes, __ATOMIC_RELAXED);
 		/* not under an address space limit: a cached run keeps its
 		 * address space, which a slab refill (below this layer) cannot
 		 * flush: small objects failed after large blocks were freed
 		 * (test_page_aslimit_frag) */
 		if (ms > 0 && !_nd_page_lazy())
-			c.delay_ns = (uint64_t)(ms > INT64_MAX / 1000000 ? INT64_MAX / 1000000 : ms) * 1000000u;
+			__atomic_store_n(&c.delay_ns, (uint64_t)(ms > INT64_MAX / 1000000 ? INT64_MAX / 1000000 : ms) * 1000000u,
+					 __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&c.ready, 1, __ATOMIC_RELEASE);
 }
@@ -151,7 +156,7 @@ static void setup(void)
 /* Node of a node-slot run at p, else -1 (mixed slot, outside). */
 static int slot_node(const void *p)
 {
-	if ((uintptr_t)p - c.mixed_lo < c.mixed_hi - c.mixed_lo)
+	if ((uintptr_t)p - cfg(mixed_lo) < cfg(mixed_hi) - cfg(mixed_lo))
 		return -1;
 	int n = _nd_page_node_of(p);
 	return n >= 0 && n < ND_MAX_NODES ? n : -1;
@@ -333,7 +338,7 @@ static void put_back(int node, cached_t r)
  * expiry when they are at least the purge threshold. */
 static void release_but(int node, cached_t *out, int n, uint64_t keep)
 {
-	if (n && keep >= c.purge_pages && keep < out[n - 1].npages) {
+	if (n && keep >= cfg(purge_pages) && keep < out[n - 1].npages) {
 		cached_t *e = &out[n - 1];
 		char *t = _nd_page_split(e->p, e->npages - keep);
 		if (t) {
@@ -359,7 +364,7 @@ static bool cache_put(int node, char *p, uint64_t np)
 			  _nd_page_desc(p)->npages == np,
 		  "a cached run is a whole page run that no one uses");
 	lnode_t *ln = &lnodes[node];
-	cached_t r = { .p = p, .npages = np, .due = _nd_os_now_ns() + c.delay_ns };
+	cached_t r = { .p = p, .npages = np, .due = _nd_os_now_ns() + cfg(delay_ns) };
 	cached_t nb[2]; /* the neighbours taken out: before, after */
 	int nnb = 0;
 	_nd_lock(&ln->lock);
@@ -490,7 +495,7 @@ static void *cache_take(int node, uint64_t np, uint64_t ap, uint64_t *fresh)
 	/* The rest is cut off and stays cached (where frees next to it join
 	 * it) unless below the purge threshold: kept with the block it would
 	 * be resident and unused. */
-	char *tail = r.npages >= np + c.purge_pages ? _nd_page_split(r.p, np) : NULL;
+	char *tail = r.npages >= np + cfg(purge_pages) ? _nd_page_split(r.p, np) : NULL;
 	if (tail) {
 		put_back(node, (cached_t){ .p = tail, .npages = r.npages - np, .due = r.due });
 		r.npages = np;
@@ -584,12 +589,12 @@ static void *cache_move(int node, uint64_t np, uint64_t ap, uint64_t *fresh)
 		if (nc > slots - done)
 			nc = slots - done;
 		uint64_t mid = nc * MOVE_PAGES, rest = r.npages - head - mid;
-		char *t = rest >= c.purge_pages ? _nd_page_split(r.p, head + mid) : NULL;
+		char *t = rest >= cfg(purge_pages) ? _nd_page_split(r.p, head + mid) : NULL;
 		if (t) {
 			put_back(node, (cached_t){ .p = t, .npages = rest, .due = r.due });
 			r.npages = head + mid;
 		}
-		if (head >= c.purge_pages && _nd_page_split(r.p, head)) {
+		if (head >= cfg(purge_pages) && _nd_page_split(r.p, head)) {
 			put_back(node, (cached_t){ .p = r.p, .npages = head, .due = r.due });
 			r = (cached_t){ .p = c0, .npages = mid, .due = r.due };
 		}
@@ -617,7 +622,7 @@ static void *cache_move(int node, uint64_t np, uint64_t ap, uint64_t *fresh)
  * the policy gives up on that node. *reused: the run came from the cache. */
 static void *node_run(size_t np, size_t ap, const nd_policy_t *pol, int want_node, bool *reused)
 {
-	bool cacheable = c.delay_ns && np >= c.purge_pages;
+	bool cacheable = cfg(delay_ns) && np >= cfg(purge_pages);
 	if (cacheable && np >= ROUND_PAGES) /* whole 2 MiB pages: its rest, and it, are moved whole */
 		np = ND_ALIGN_UP(np, (size_t)MOVE_PAGES);
 	_nd_policy_iter_t it;
@@ -720,7 +725,7 @@ void _nd_large_free(void *p, _nd_pagedesc_t *d)
 	d->use = ND_USE_NONE;
 	d->user = 0;
 	live_add(node, -(int64_t)np);
-	if (node >= 0 && c.delay_ns && np >= c.purge_pages && cache_put(node, p, np))
+	if (node >= 0 && cfg(delay_ns) && np >= cfg(purge_pages) && cache_put(node, p, np))
 		_nd_purge_decay(); /* no page-level call: its clocks checked here (purge.c, burst_cut) */
 	else if (_nd_page_free(p) != 0)
 		_nd_msg_fatal("free(): invalid pointer %p (not the start of a page run)", p);
@@ -817,7 +822,7 @@ bool _nd_large_shrink(void *p, _nd_pagedesc_t *d, size_t size)
 	int node = slot_node(p);
 	/* A big tail is cut off as a run of its own and freed as a block is
 	 * (cached, not purged); a smaller one is given back to the page level. */
-	char *tail = node >= 0 && c.delay_ns && old - np >= c.purge_pages ? _nd_page_split(p, np) : NULL;
+	char *tail = node >= 0 && cfg(delay_ns) && old - np >= cfg(purge_pages) ? _nd_page_split(p, np) : NULL;
 	if (tail) {
 		live_add(node, -(int64_t)(old - np));
 		if (!cache_put(node, tail, old - np) && _nd_page_free(tail) != 0)

@@ -71,12 +71,14 @@ int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
  * pool); in a fork's child, for a heap of a parent thread the child does
  * not have, the one child thread (if any) that got that thread's pointer:
  * its frees pass the owner test and push, but never change the heap's
- * lists (slab.c, free_local_slow). start, mul: fixed while the slab
- * exists. chk, tp: written by the owner, read by any thread's free
- * (relaxed atomics: a stale value only sends that free to its slow path,
- * which rechecks under the page descriptor; the lim in chk only grows
- * while the slab lives, tp changes only when the heap is parked or
- * adopted). */
+ * lists (slab.c, free_local_slow). start, mul: fixed while an object
+ * of the slab is out (an empty slab taken for another class gets new
+ * ones, its chk and map entries with them, before an object of that
+ * class goes out: slab.c, _nd_slab_take_empty). chk, tp: written by the
+ * owner, read by any thread's free (relaxed atomics: a stale value only
+ * sends that free to its slow path, which rechecks under the page
+ * descriptor; the lim in chk only grows while the slab serves one class,
+ * tp changes only when the heap is parked or adopted). */
 
 /* A heap starts with _nd_heap_hot_t's fields (nd_thread.h): place.c's
  * interleaved call's two words, then its current slab per class. */

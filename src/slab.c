@@ -179,6 +179,9 @@ void _nd_slab_set_heap(_nd_thread_t *t, heap_t *h)
 
 uint32_t _nd_slab_bw_cap(unsigned c) { return cls_bw[c]; }
 
+/* The cap changes here with used as it is: callers set used from the
+ * result (an idle list's first push, a list from the exchange), as
+ * bw_set_cap does for a list that holds objects. */
 uint32_t _nd_slab_bw_cap_start(_nd_thread_t *t, unsigned c)
 {
 	if (!t->bwl[c].cap) {

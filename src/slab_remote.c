@@ -262,6 +262,9 @@ static inline uintptr_t *xfer_slot(int32_t node1, unsigned c)
  * that the walk to the half's end writes the index (the oldest half
  * cost a second walk, and the time it saved). A free object's words past
  * the marker and link are unused (calloc clears what it reuses). */
+/* Every object on a list of class c holds c's size at least: its class's
+ * (a twin's are as big) or a bigger class's it lent (heap.c, bw_lend_dry),
+ * never a smaller one's, so the index stays inside its head. */
 static inline uint32_t xfer_index_len(unsigned c, uint32_t k)
 {
 	uint32_t n = (uint32_t)(_nd_slab_class_size(c) / sizeof(void *)) - 2;
