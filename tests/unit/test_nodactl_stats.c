@@ -233,6 +233,14 @@ int main(void)
 	CHECK(strstr(run_out, "exited with status 0 without publishing statistics: it did not load nodalloc") != NULL &&
 	      strstr(run_out, "hit_runs") == NULL, "got: %s", run_out);
 
+	/* Killed by a signal without publishing: the report does not claim
+	 * it did not load nodalloc (a ^C passed on before the exec ends the
+	 * child the same way). */
+	CHECK_EQ(run(NODACTL " --stats -- " ND_BINARY_DIR "/vm-bin/probe_nodactl_static 1 kill"), 128 + SIGTERM);
+	CHECK(strstr(run_out, "killed by signal 15 (Terminated) without publishing statistics: it was killed before "
+			      "nodalloc started in it, or did not load nodalloc") != NULL,
+	      "got: %s", run_out);
+
 	/* No program ran (not found, not executable): the exec's error and
 	 * a shell's status, no report (it named nodactl's child, "nodactl",
 	 * as a program that "did not load nodalloc"); with --export no file

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,5 +99,7 @@ int main(int argc, char **argv)
 	touch(hp, (1 << 20) - PAGE);
 	where("heap", hp, (1 << 20) - PAGE);
 	fflush(stdout);
+	if (argc > 2 && strcmp(argv[2], "kill") == 0)
+		raise(SIGTERM); /* nodactl --stats' report of a signalled end */
 	return 0;
 }
