@@ -247,11 +247,9 @@ int nodactl_run_collected(char **argv, bool json, bool children, bool named)
 	 * passed on while nodactl set up kills the child before its exec),
 	 * which "it did not load nodalloc" would misname (audit22). */
 	if (_nd_stats_from_export(map, size, &snap, &owner, &lb.peak_in_use) != 0 || owner != pid)
-		dprintf(out, "nodactl: --stats: pid %d (%s) %s without publishing statistics: %s\n", (int)pid,
-			lb.program[0] ? lb.program : argv[0], ended,
-			WIFSIGNALED(status) ? "it was killed before nodalloc started in it, or did not load nodalloc "
-					      "(a static or set-user-ID program?)"
-					    : "it did not load nodalloc (a static or set-user-ID program?)");
+		dprintf(out, "nodactl: --stats: pid %d (%s) %s without publishing statistics: %sdid not load nodalloc "
+			"(a static or set-user-ID program?)\n", (int)pid, lb.program[0] ? lb.program : argv[0], ended,
+			WIFSIGNALED(status) ? "it was killed before nodalloc started in it, or " : "it ");
 	else
 		_nd_stats_print_snapshot(out, &snap, &lb, json);
 	munmap(map, size);
