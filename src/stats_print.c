@@ -24,11 +24,19 @@ static bool shown(const _nd_stats_all_t *st, const uint8_t *online, int n)
 	       s->bytes_in_use | s->bytes_committed | s->bytes_reserved;
 }
 
-/* A line buffer flushed to fd when full: no line length limit. */
+/* A buffer flushed to fd when full: no line length limit. It holds a
+ * whole document of the usual size (every size class, a few dozen
+ * nodes), written in one write: processes printing at once into one file
+ * opened for append (a shared NODALLOC_MSG_FD, nodactl --stats-children)
+ * interleave at each write, and 2 KiB parts made JSON lines unreadable
+ * (a pipe keeps a write whole up to PIPE_BUF only). Static (a destructor
+ * prints: small stack), used under snap_lock. */
+static ND_BIG_TABLE char ob_mem[32768];
+
 typedef struct outbuf {
 	int fd;
 	size_t k;
-	char b[2048];
+	char *b;
 } outbuf_t;
 
 static void ob_flush(outbuf_t *o)
@@ -52,7 +60,7 @@ static void ob_put(outbuf_t *o, const char *fmt, ...)
 		return;
 	if ((size_t)n >= sizeof tmp)
 		n = sizeof tmp - 1;
-	if (o->k + (size_t)n + 1 > sizeof o->b)
+	if (o->k + (size_t)n + 1 > sizeof ob_mem)
 		ob_flush(o);
 	for (int i = 0; i < n; i++)
 		o->b[o->k++] = tmp[i];
@@ -195,7 +203,7 @@ static void text_label(outbuf_t *o, const _nd_stats_label_t *lb)
 static void print_text(int fd, const _nd_stats_all_t *st, const uint8_t *online, const _nd_stats_label_t *lb, int ncls)
 {
 	int lim = ND_MAX_NODES;
-	outbuf_t o = { .fd = fd };
+	outbuf_t o = { .fd = fd, .b = ob_mem };
 	if (lb)
 		text_label(&o, lb);
 	ob_put(&o, "%-16s", "");
@@ -263,7 +271,7 @@ static void json_node(outbuf_t *o, const nd_node_stats_t *s)
 static void print_json(int fd, const _nd_stats_all_t *st, const uint8_t *online, const _nd_stats_label_t *lb, int ncls)
 {
 	int lim = ND_MAX_NODES;
-	outbuf_t o = { .fd = fd };
+	outbuf_t o = { .fd = fd, .b = ob_mem };
 	ob_put(&o, "{\"version\":%d,", JSON_VERSION);
 	if (lb) {
 		ob_put(&o, "\"pid\":%d,\"program\":", lb->pid);
@@ -342,9 +350,11 @@ void nd_stats_print_json(int fd)
 
 void _nd_stats_print_snapshot(int fd, const _nd_stats_all_t *st, const _nd_stats_label_t *label, bool json)
 {
+	_nd_lock(&snap_lock); /* ob_mem */
 	if (json) /* an export holds no size classes (another process's slabs) */
 		print_json(fd, st, NULL, label, -1);
 	else
 		print_text(fd, st, NULL, label, -1);
+	_nd_unlock(&snap_lock);
 }
 
