@@ -19,16 +19,11 @@ done | sha256sum
 "$1" "$2"
 SH
 
-bash "$WORK/job.sh" "$PY" "$HERE/fork_churn.py" >"$WORK/plain.out" 2>&1 || { echo "FAIL: the programs without nodalloc failed"; cat "$WORK/plain.out"; exit 1; }
-[ "$(wc -l <"$WORK/plain.out")" -eq 3 ] || { echo "FAIL: expected 3 lines of output:"; cat "$WORK/plain.out"; exit 1; }
+JOB=(bash "$WORK/job.sh" "$PY" "$HERE/fork_churn.py")
+JOB_NAME="bash subshells, python3 fork and threads"
+"${JOB[@]}" >"$WORK/ref.out" 2>&1 || { echo "FAIL: the programs without nodalloc failed"; cat "$WORK/ref.out"; exit 1; }
+[ "$(wc -l <"$WORK/ref.out")" -eq 3 ] || { echo "FAIL: expected 3 lines of output:"; cat "$WORK/ref.out"; exit 1; }
 
-variant() {
-  local name=$1; shift
-  env "$@" LD_PRELOAD="$LIB" bash "$WORK/job.sh" "$PY" "$HERE/fork_churn.py" >"$WORK/$name.out" 2>"$WORK/$name.err" 9>>"$WORK/stats.$name" || {
-    echo "FAIL: ($name) exited with $?"; tail -20 "$WORK/$name.err"; exit 1; }
-  no_nodalloc_errors "$WORK/$name.err"
-  same_output "bash subshells, python3 fork and threads ($name)" "$WORK/plain.out" "$WORK/$name.out"
-}
 variant plain "${ND_STATS[@]}"
 # the pool's workers are forks of python3: their lists are nodalloc's
 served_by_nodalloc "$(basename "$PY")" "$WORK/stats.plain" $((4 << 20))

@@ -32,17 +32,12 @@ perl -Mthreads -e 'my @t = map { threads->create(sub { my $n = shift; my %h; my 
   $s += length($h{$_}) for keys %h; return $s }, $_) } 1..4; print join(",", map { $_->join } @t), "\n";'
 SH
 
-bash "$WORK/job.sh" "$WORK/lines" >"$WORK/plain.out" 2>&1 || { echo "FAIL: the programs without nodalloc failed"; cat "$WORK/plain.out"; exit 1; }
-[ "$(wc -l <"$WORK/plain.out")" -eq 6 ] || { echo "FAIL: expected 6 lines of output:"; cat "$WORK/plain.out"; exit 1; }
+JOB=(bash "$WORK/job.sh" "$WORK/lines")
+JOB_NAME="xz, zstd, pigz, sort, perl threads"
+"${JOB[@]}" >"$WORK/ref.out" 2>&1 || { echo "FAIL: the programs without nodalloc failed"; cat "$WORK/ref.out"; exit 1; }
+[ "$(wc -l <"$WORK/ref.out")" -eq 6 ] || { echo "FAIL: expected 6 lines of output:"; cat "$WORK/ref.out"; exit 1; }
 
 TOPO='0: cpus=0 mem=2G; 1: cpus=1 mem=2G'
-variant() {
-  local name=$1; shift
-  env "$@" LD_PRELOAD="$LIB" bash "$WORK/job.sh" "$WORK/lines" >"$WORK/$name.out" 2>"$WORK/$name.err" 9>>"$WORK/stats.$name" || {
-    echo "FAIL: ($name) exited with $?"; tail -20 "$WORK/$name.err"; exit 1; }
-  no_nodalloc_errors "$WORK/$name.err"
-  same_output "xz, zstd, pigz, sort, perl threads ($name)" "$WORK/plain.out" "$WORK/$name.out"
-}
 variant plain "${ND_STATS[@]}"
 # sort's 64 MiB buffer came from nodalloc
 served_by_nodalloc sort "$WORK/stats.plain" $((32 << 20))
