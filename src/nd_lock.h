@@ -26,7 +26,7 @@ bool _nd_trylock(_nd_lock_t *l);
  * file: variable (what it protects; what it may take while held). */
 typedef enum _nd_lock_rank {
 	ND_RANK_TABLE_FMT = 10,   /* table.c: fmt_lock (nd_table_format's per-node buffer) */
-	ND_RANK_STATS_SNAP = 20,  /* stats_print.c: snap_lock (the printers' snapshot and output buffer) */
+	ND_RANK_STATS_SNAP = 20,  /* stats_print.c: snap_lock (the printers' snapshot) */
 	ND_RANK_PERCPU = 30,      /* percpu.c: pc_lock (setup, alloc, free; takes page, topology swap) */
 	ND_RANK_INIT = 40,        /* malloc.c: init_lock (the init sequence; takes everything below) */
 	ND_RANK_POLICY_POOL = 50, /* policy.c: pool_lock (interned policies) */
