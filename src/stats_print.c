@@ -24,12 +24,33 @@ static bool shown(const _nd_stats_all_t *st, const uint8_t *online, int n)
 	       s->bytes_in_use | s->bytes_committed | s->bytes_reserved;
 }
 
-/* A line buffer flushed to fd when full: no line length limit. */
+/* A buffer flushed to fd when full: no line length limit. It holds a
+ * whole report of the usual size (every size class, a few dozen nodes),
+ * written in one write: processes that print at once into one file
+ * opened for append (a shared NODALLOC_MSG_FD, nodactl --stats-children)
+ * interleave at each write, and 2 KiB parts made JSON lines unreadable
+ * (a pipe keeps a write whole up to PIPE_BUF only). Mapped for the
+ * report (a destructor prints: small stack; static data would be one more
+ * table to keep untouched); the small one if the map fails. */
+#define OB_BIG (32 << 10)
 typedef struct outbuf {
 	int fd;
-	size_t k;
-	char b[2048];
+	size_t k, cap;
+	char *b;
+	char small[2048];
 } outbuf_t;
+
+static void ob_open(outbuf_t *o, int fd)
+{
+	o->fd = fd;
+	o->k = 0;
+	o->b = _nd_os_mmap(OB_BIG, false, NULL);
+	o->cap = OB_BIG;
+	if (!o->b) {
+		o->b = o->small;
+		o->cap = sizeof o->small;
+	}
+}
 
 static void ob_flush(outbuf_t *o)
 {
@@ -38,6 +59,13 @@ static void ob_flush(outbuf_t *o)
 		_nd_msg_out(o->fd, o->b);
 		o->k = 0;
 	}
+}
+
+static void ob_close(outbuf_t *o)
+{
+	ob_flush(o);
+	if (o->b != o->small)
+		_nd_os_munmap(o->b, OB_BIG);
 }
 
 static void ob_put(outbuf_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -52,7 +80,7 @@ static void ob_put(outbuf_t *o, const char *fmt, ...)
 		return;
 	if ((size_t)n >= sizeof tmp)
 		n = sizeof tmp - 1;
-	if (o->k + (size_t)n + 1 > sizeof o->b)
+	if (o->k + (size_t)n + 1 > o->cap)
 		ob_flush(o);
 	for (int i = 0; i < n; i++)
 		o->b[o->k++] = tmp[i];
@@ -195,7 +223,8 @@ static void text_label(outbuf_t *o, const _nd_stats_label_t *lb)
 static void print_text(int fd, const _nd_stats_all_t *st, const uint8_t *online, const _nd_stats_label_t *lb, int ncls)
 {
 	int lim = ND_MAX_NODES;
-	outbuf_t o = { .fd = fd };
+	outbuf_t o;
+	ob_open(&o, fd);
 	if (lb)
 		text_label(&o, lb);
 	ob_put(&o, "%-16s", "");
@@ -232,7 +261,7 @@ static void print_text(int fd, const _nd_stats_all_t *st, const uint8_t *online,
 	}
 	if (ncls > 0)
 		print_classes_text(&o, ncls);
-	ob_flush(&o);
+	ob_close(&o);
 }
 
 /* A JSON string of s (the program's name: anything but NUL). */
@@ -263,7 +292,8 @@ static void json_node(outbuf_t *o, const nd_node_stats_t *s)
 static void print_json(int fd, const _nd_stats_all_t *st, const uint8_t *online, const _nd_stats_label_t *lb, int ncls)
 {
 	int lim = ND_MAX_NODES;
-	outbuf_t o = { .fd = fd };
+	outbuf_t o;
+	ob_open(&o, fd);
 	ob_put(&o, "{\"version\":%d,", JSON_VERSION);
 	if (lb) {
 		ob_put(&o, "\"pid\":%d,\"program\":", lb->pid);
@@ -307,7 +337,7 @@ static void print_json(int fd, const _nd_stats_all_t *st, const uint8_t *online,
 	if (ncls >= 0)
 		print_classes_json(&o, ncls);
 	ob_put(&o, "}\n");
-	ob_flush(&o);
+	ob_close(&o);
 }
 
 /* The public printers snapshot the live counters into one static buffer

@@ -870,7 +870,9 @@ int nodactl_launch(int argc, char **argv)
 		size_t errlen = strlen(policy) + 256; /* the parser quotes the policy */
 		char *err = xprintf("%*s", (int)errlen, "");
 		if (nd_policy_parse(policy, &p, err, errlen) != 0 || nd_policy_check(&p, err, errlen) != 0) {
-			fprintf(stderr, "nodactl: policy '%s': %s\n", policy, err);
+			/* the parser's message names the policy; its check's says "policy:" */
+			fprintf(stderr, "nodactl: --%s: %s\n",
+				l.weights ? "weights" : l.mode_opt ? l.mode_opt : "tier-order", err);
 			return 1;
 		}
 		free(err);

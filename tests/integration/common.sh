@@ -79,3 +79,14 @@ free_port() {
   done
   echo 0
 }
+
+# variant NAME ENV...: runs "${JOB[@]}" under the library with ENV set,
+# statistics on fd 9 into $WORK/stats.NAME; its output must equal
+# $WORK/ref.out (the run without the library) and hold no nodalloc error.
+variant() {
+  local name=$1; shift
+  env "$@" LD_PRELOAD="$LIB" "${JOB[@]}" >"$WORK/$name.out" 2>"$WORK/$name.err" 9>>"$WORK/stats.$name" || {
+    echo "FAIL: $JOB_NAME ($name) exited with $?"; tail -20 "$WORK/$name.err"; exit 1; }
+  no_nodalloc_errors "$WORK/$name.err"
+  same_output "$JOB_NAME ($name)" "$WORK/ref.out" "$WORK/$name.out"
+}

@@ -4,9 +4,11 @@
 # library and requires identical output, and the program's statistics at
 # exit (or nd_node_of) must show that nodalloc served it (common.sh).
 # Included by the top CMakeLists.txt. Exit 77 = the program is not
-# installed (scripts/install-deps.sh installs python3 sqlite3 memcached):
-# the test is reported skipped.
-foreach(prog python sqlite memcached)
+# installed (scripts/install-deps.sh installs them): the test is reported
+# skipped. threads: xz, zstd, pigz, sort, perl threads; fork: bash
+# subshells, python3 forking threads and a pool; compilers: g++, clang++,
+# cmake (C++ new/delete throughout).
+foreach(prog python sqlite memcached threads fork compilers)
   add_test(NAME integration.${prog}
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/integration/run_${prog}.sh $<TARGET_FILE:nodalloc>)
   set_tests_properties(integration.${prog} PROPERTIES LABELS integration TIMEOUT 600
