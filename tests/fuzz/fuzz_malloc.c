@@ -8,7 +8,11 @@
  * Ops: malloc, calloc (zeroed), realloc (grow/shrink/NULL/0, old bytes
  * kept), free, aligned_alloc, posix_memalign, memalign, malloc_usable_size,
  * nd_malloc_onnode, nd_malloc_interleaved, nd_calloc, holes (small blocks
- * mostly freed: spans, slab.c)... sizes 0..64 MiB
+ * mostly freed: spans, slab.c), zeroes (bands: a block of each size band,
+ * 16 B .. 64 MiB, filled and freed, grown by realloc, then each band's
+ * zeroing calls: calloc, nd_calloc_onnode, nd_calloc_policy, mallocx with
+ * ND_MALLOCX_ZERO and an alignment, a zeroed nd_table; every byte checked;
+ * with ND_FUZZ_FORK also in a forked child)... sizes 0..64 MiB
  * skewed small, alignments up to 1 MiB, and frees of blocks another
  * thread allocated (blocks pass between threads through a shared pool).
  * Every block carries a pattern derived from (id, offset); it is checked
@@ -22,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "nodalloc.h"
 
@@ -44,7 +50,7 @@ static long n_ops[16], failures, cross_frees, bytes_checked, enomem;
 static int may_fail;
 static const char *op_names[16] = { "malloc", "calloc", "realloc", "free", "aligned_alloc",
 	"posix_memalign", "memalign", "usable_size", "nd_malloc_onnode", "nd_malloc_interleaved",
-	"nd_calloc", "handoff", "valloc", "reallocarray", "holes" };
+	"nd_calloc", "handoff", "valloc", "reallocarray", "holes", "zeroes" };
 static long ops_per_thread;
 static uint64_t seed;
 static int nodes;
@@ -177,6 +183,126 @@ static void holes(blk_t *h, uint64_t *s, uint32_t *next_id)
 	n_ops[14]++;
 }
 
+
+/* Every byte of b zero (calloc's promise), words first. */
+static void check_zero(const char *what, const blk_t *b)
+{
+	size_t i = 0;
+	for (; i + 8 <= b->n; i += 8)
+		if (*(const uint64_t *)(const void *)(b->p + i))
+			break;
+	for (; i < b->n; i++)
+		if (b->p[i]) {
+			fail(what, b, i);
+			return;
+		}
+}
+
+/* zeroes: each band's size is filled and freed (its pages dirty, runs of
+ * the large cache), grown by realloc and freed, then each zeroing call
+ * takes a block of it (the freed memory, a cached run cut or moved, a
+ * fresh run) and every byte is checked. */
+static const size_t bands[] = { 16, 100, 1000, 4096, 20000, 32768, 32769, 40000, 65536, 100000, 300000,
+	(512 << 10) - 4096, 512 << 10, (512 << 10) + 1, 1 << 20, (3 << 20) + 123, (8 << 20) + 4096, 17 << 20,
+	64 << 20 };
+#define NBANDS (sizeof bands / sizeof bands[0])
+
+static void zeroes(uint64_t *s, uint32_t *next_id)
+{
+	nd_policy_t pl, *pol = &pl; /* interleave over the memory nodes, a granule of 4 KiB .. 64 KiB */
+	memset(&pl, 0, sizeof pl);
+	pl.mode = ND_POLICY_INTERLEAVE;
+	pl.granularity_shift = (unsigned)(rnd(s) % 5);
+	for (int k = 0; k < nodes; k++)
+		if (nd_node_has_memory(k))
+			nd_nodemask_set(&pl.nodes, k);
+	if (nd_policy_check(&pl, NULL, 0) != 0)
+		pol = NULL; /* the thread's */
+	for (size_t k = 0; k < NBANDS; k++) {
+		size_t n = bands[k] + rnd(s) % 64 * (rnd(s) % 2);
+		blk_t d = { malloc(n), n, 0, ++*next_id };
+		if (!d.p) {
+			if (!out_of_memory(errno))
+				fail("zeroes: malloc", &d, 0);
+			continue;
+		}
+		fill(&d, 0);
+		if (rnd(s) % 2) { /* grown in place or moved: its tail dirty too */
+			unsigned char *q = realloc(d.p, n + n / 2);
+			if (q) {
+				d.p = q;
+				d.n = n + n / 2;
+				fill(&d, 0);
+			}
+		}
+		free(d.p);
+		for (int z = 0; z < 5; z++) {
+			blk_t b = { NULL, n, 0, ++*next_id };
+			size_t al = (size_t)16 << (rnd(s) % 13);
+			int node = (int)(rnd(s) % (unsigned)nodes);
+			if (!nd_node_has_memory(node))
+				node = 0;
+			errno = 0;
+			switch (z) {
+			case 0: b.p = calloc(1, n); break;
+			case 1: b.p = nd_calloc_onnode(n, 1, node); break;
+			case 2: b.p = nd_calloc_policy(1, n, pol); break;
+			case 3:
+				b.align = al;
+				b.p = nd_mallocx_onnode(n, node, ND_MALLOCX_ZERO | ND_MALLOCX_ALIGN(al));
+				break;
+			default: {
+				nd_table_desc_t td = { 0 };
+				nd_table_t t;
+				td.bucket_size = 8;
+				td.entries = n / 8 ? n / 8 : 1;
+				td.flags = ND_TABLE_ZERO;
+				if (nd_table_alloc(&td, &t) == 0) {
+					b.p = t.base;
+					b.n = t.bytes;
+					check_zero("zeroed table not zero", &b);
+					memset(b.p, 0xa5, b.n);
+					nd_table_free(&t);
+				}
+				n_ops[15]++;
+				continue;
+			}
+			}
+			if (!b.p) {
+				if (!out_of_memory(errno) && errno != EINVAL)
+					fail("zeroes: alloc", &b, (size_t)errno);
+				continue;
+			}
+			check_zero(z == 3 ? "mallocx ZERO not zero" : "calloc not zero", &b);
+			fill(&b, 0);
+			if (z < 4 && rnd(s) % 2) { /* the next call gets it back dirty */
+				free(b.p);
+				continue;
+			}
+			free(b.p);
+		}
+	}
+	n_ops[15]++;
+}
+
+/* ND_FUZZ_FORK: zeroes in a forked child too (its pages are the parent's,
+ * copied on write); the child's failures are its exit status. */
+static void zeroes_forked(uint64_t *s, uint32_t *next_id)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		zeroes(s, next_id);
+		_exit(failures ? 1 : 0);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st)) {
+		blk_t e = { NULL, 0, 0, 0 };
+		fail("zeroes: forked child failed", &e, (size_t)st);
+	}
+}
+
+static int fork_zeroes;
+
 static void *worker(void *arg)
 {
 	uint64_t s = seed * 1000003u + (uint64_t)(uintptr_t)arg;
@@ -186,6 +312,10 @@ static void *worker(void *arg)
 		uint64_t r = rnd(&s);
 		if (r % 4096 == 0)
 			holes(hole, &s, &next_id);
+		if (r % 4096 == 1)
+			zeroes(&s, &next_id);
+		if (fork_zeroes && r % 4096 == 2)
+			zeroes_forked(&s, &next_id);
 		blk_t *b = &slot[r % SLOTS];
 		unsigned kind = (unsigned)(r >> 12) % 14;
 		size_t n = pick_size(rnd(&s));
@@ -283,11 +413,7 @@ static void *worker(void *arg)
 			continue;
 		}
 		if (kind == 1 || kind == 10)
-			for (size_t i = 0; i < nb.n; i += nb.n > 65536 ? 4093 : 1)
-				if (nb.p[i]) {
-					fail("calloc not zero", &nb, i);
-					break;
-				}
+			check_zero("calloc not zero", &nb);
 		if (kind >= 8 && kind <= 10 && nd_node_of(nb.p) < 0)
 			fail("nd_node_of: not nodalloc's", &nb, 0);
 		fill(&nb, 0);
@@ -326,6 +452,14 @@ int main(int argc, char **argv)
 	}
 	nodes = nd_node_limit();
 	may_fail = getenv("ND_FUZZ_ENOMEM") && atoi(getenv("ND_FUZZ_ENOMEM"));
+	fork_zeroes = getenv("ND_FUZZ_FORK") && atoi(getenv("ND_FUZZ_FORK"));
+	{ /* one round of zeroes first: the short ctest runs reach it */
+		uint64_t s0 = seed;
+		uint32_t id0 = 0xff000000u;
+		zeroes(&s0, &id0);
+		if (fork_zeroes)
+			zeroes_forked(&s0, &id0);
+	}
 	ops_per_thread = ops / nt;
 	pthread_t th[16];
 	for (int t = 0; t < nt; t++)
@@ -340,7 +474,7 @@ int main(int argc, char **argv)
 	long total = 0;
 	const char *v = getenv("ND_FUZZ_VARIANT");
 	printf("fuzz_malloc %s: seed %llu, %d threads, %d nodes:", v ? v : "", (unsigned long long)seed, nt, nodes);
-	for (int k = 0; k < 15; k++) {
+	for (int k = 0; k < 16; k++) {
 		printf(" %s %ld", op_names[k], n_ops[k]);
 		total += n_ops[k];
 	}

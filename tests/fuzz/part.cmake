@@ -8,7 +8,10 @@
 # tight: bound to an emulated 64 MiB node (ND_FUZZ_ENOMEM: requests may
 # fail with ENOMEM only), so that the failure paths run under the churn
 # (a large run's retry after the heaps' whole trim and the parked heaps',
-# the span fallback, kept slabs given back).
+# the span fallback, kept slabs given back); zeroes: calloc's and the other
+# zeroing calls' bytes after frees, reallocs and cache moves, with every
+# purge at the dirty limit (no decay), a small purge threshold and forked
+# children, over two emulated nodes (fuzz_malloc.c, zeroes).
 add_executable(fuzz_malloc ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_malloc.c)
 target_include_directories(fuzz_malloc PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(fuzz_malloc PRIVATE ${ND_WARN} ${ND_TEST_FLAGS})
@@ -23,6 +26,8 @@ nd_fuzz(default 1)
 nd_fuzz(check 2 NODALLOC_CHECK=1)
 nd_fuzz(emulated 3 "NODALLOC_TOPOLOGY=0: cpus=0 mem=2G\\; 1: cpus=1 mem=2G\\; 2: mem=0")
 nd_fuzz(interleave 4 "NODALLOC_TOPOLOGY=0: cpus=0 mem=2G\\; 1: cpus=1 mem=2G" NODALLOC_POLICY=interleave:0-1)
+nd_fuzz(zeroes 7 "NODALLOC_TOPOLOGY=0: cpus=0 mem=2G\\; 1: cpus=1 mem=2G" NODALLOC_PURGE_DECAY_MS=0
+  NODALLOC_PURGE_THRESHOLD=64K ND_FUZZ_FORK=1)
 nd_fuzz(tight 5 "NODALLOC_TOPOLOGY=0: cpus=0 mem=256M\\; 1: cpus=1 mem=64M\\; 2: mem=0" NODALLOC_POLICY=bind:1 ND_FUZZ_ENOMEM=1)
 
 
