@@ -186,8 +186,9 @@ typedef struct _nd_arena {
 	uint64_t lim_out;
 	uint64_t refault_cur, refault_prev;
 	/* Atomic: the decays that found the slot's dirty pages unused a whole
-	 * period (a phase's end: the refaults then go); heaps re-check their
-	 * kept slabs' bound when it moves (_nd_purge_kept_gen). */
+	 * period, or without a decay the dirty limit's passes with no refault
+	 * since the one before (a phase's end: the refaults then go); heaps
+	 * re-check their kept slabs' bound when it moves (_nd_purge_kept_gen). */
 	uint32_t kept_gen;
 	/* The dirty limit's floor (same locking): the pages in use when a
 	 * thread exited plus its burst, this decay period and the last

@@ -309,12 +309,20 @@ bool _nd_purge_room(int node, uint64_t n)
 
 /* Without a decay (NODALLOC_PURGE_DECAY_MS=0) a pass of the dirty limit
  * is the refaults' period: counted for good, they kept slabs for good.
- * Out of line: not in the hot text (src/hot_text.ld). */
+ * A pass period without a refault after one with some ends them, as a
+ * decay that purges does: kept_gen moves, and the heaps' kept slabs are
+ * held to the bound at their next refill (heap.c kept_expire), not at
+ * the next slab that empties (none, once the program freed its working
+ * set). Under the slot's lock. Out of line: not in the hot text
+ * (src/hot_text.ld). */
 static __attribute__((noinline, cold)) void pass_period(_nd_arena_t *a)
 {
+	bool ended = !a->refault_cur && a->refault_prev; /* under the lock: no other writer */
 	__atomic_store_n(&a->refault_prev, a->refault_cur, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->refault_cur, 0, __ATOMIC_RELAXED);
 	a->lim_out = 0;
+	if (ended)
+		__atomic_store_n(&a->kept_gen, a->kept_gen + 1, __ATOMIC_RELAXED);
 }
 
 void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed)

@@ -11,13 +11,21 @@
  *    working set stayed (16 MiB, EMPTY_KEEP) whatever the decay did: a
  *    decay that finds the dirty pages unused ends the refaults, and the
  *    heap's next refill holds its kept slabs to the bound again; within
- *    a few periods the heap keeps none and the slot holds no dirty page.
+ *    a few periods the heap keeps none and the slot holds no dirty page;
+ *  - with NODALLOC_PURGE_DECAY_MS=0 (branch ends23), a pass with no
+ *    refault since the one before ends them as that decay does: the
+ *    kept slabs of a heap whose program freed its working set stayed
+ *    (the refaults 0) until another slab emptied;
+ *  - an interleave heap keeps no slab: none to expire (node -1).
  * The first part on a CPU-less emulated node (TN) that malloc never
- * touches, the second with malloc on the node of main's CPU. */
+ * touches, the others with malloc on the node of main's CPU (the decay-0
+ * one in a child). */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "internal.h"
@@ -84,7 +92,9 @@ static void nap(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
-static void decay_kept(void)
+/* three phases of ~50 MiB of small objects, each freed (the last: the
+ * program's working set, freed for good) */
+static void phases(void)
 {
 	for (int round = 0; round < 3; round++) {
 		for (int i = 0; i < OBJS; i++) {
@@ -103,6 +113,11 @@ static void decay_kept(void)
 		for (int i = 0; i < OBJS; i++)
 			free(obj[i]);
 	}
+}
+
+static void decay_kept(void)
+{
+	phases();
 	uint32_t kept = kept_pages();
 	CHECK(kept > CAP, "the refaults let the heap keep more than the cap (8 MiB): %u pages", kept);
 	/* each period: a page-level call (the decay runs), then a class
@@ -124,6 +139,75 @@ static void decay_kept(void)
 	      (unsigned long long)in.dirty_pages);
 }
 
+/* NODALLOC_PURGE_DECAY_MS=0 on the node of main's CPU: page runs that
+ * refault (two rounds past the limit), runs held (two sets), then ~8 MiB
+ * of small objects, all freed (the working set): the refaults let the
+ * heap keep them, past the cap. The held sets go: passes of the dirty
+ * limit, the last with no refault since the one before, so none is left.
+ * A refill (a class not used yet) then holds the kept slabs to the bound
+ * without them; before, they stayed until another slab emptied (none
+ * will: 2120 pages kept, the refaults 0). In a child: the decay stays
+ * off for its whole run. Then an interleave heap (node -1, whose
+ * kept_gen is 0): it keeps no slab at all (slab.c keep_empty, take_idle
+ * keep slabs of the heap's own node only), so none outlives a phase. */
+static char *two[2][RUNS];
+static void decay0_kept(void)
+{
+	_nd_page_g.decay_ns = 0;
+	free(malloc(16)); /* the thread's heap */
+	int node = ((const _nd_heap_t *)_nd_tls->heap)->node;
+	const _nd_arena_t *a = &_nd_page_g.arenas[node];
+	for (int round = 0; round < 2; round++) {
+		for (int k = 0; k < RUNS; k++)
+			if (!(runs[k] = _nd_page_alloc_exact(node, 4, 1)))
+				abort();
+		for (int k = 0; k < RUNS; k++)
+			_nd_page_free(runs[k]);
+	}
+	for (int h = 0; h < 2; h++)
+		for (int k = 0; k < RUNS; k++)
+			if (!(two[h][k] = _nd_page_alloc_exact(node, 4, 1)))
+				abort();
+	enum { N = 60000 };
+	for (int i = 0; i < N; i++) {
+		size_t sz = 16 + xr() % 241;
+		if (!(obj[i] = malloc(sz)))
+			abort();
+		memset(obj[i], 1, sz);
+	}
+	for (int i = 0; i < N; i++)
+		free(obj[i]);
+	uint32_t kept = kept_pages();
+	CHECK(kept > CAP, "decay 0: the refaults let the heap keep more than the cap: %u pages", kept);
+	for (int h = 0; h < 2; h++)
+		for (int k = 0; k < RUNS; k++)
+			CHECK(_nd_page_free(two[h][k]) == 0);
+	CHECK(a->refault_cur + a->refault_prev == 0, "decay 0: refaults %llu + %llu after passes without any",
+	      (unsigned long long)a->refault_cur, (unsigned long long)a->refault_prev);
+	free(malloc(2600));
+	CHECK(kept_pages() == 0, "decay 0: %u pages kept after the refaults ended (were %u)", kept_pages(), kept);
+
+	char err[256] = "";
+	nd_policy_t il;
+	CHECK(nd_policy_parse("interleave:0-1", &il, err, sizeof err) == 0, "%s", err);
+	CHECK(nd_set_policy(&il) == 0);
+	for (int i = 0; i < N; i++)
+		if (!(obj[i] = malloc(16 + xr() % 241)))
+			abort();
+	for (int i = 0; i < N; i++)
+		free(obj[i]);
+	_nd_thread_t *t = _nd_tls;
+	int nil = 0;
+	for (int i = 0; i < t->nph; i++) {
+		const _nd_heap_t *h = (const _nd_heap_t *)t->ph[i];
+		if (h->node < 0) {
+			nil++;
+			CHECK(h->epages == 0, "an interleave heap keeps %u pages", h->epages);
+		}
+	}
+	CHECK(nil == 1, "one interleave heap (%d)", nil);
+}
+
 int main(void)
 {
 	char err[256] = "";
@@ -135,6 +219,16 @@ int main(void)
 	decay0();
 	CHECK(_nd_page_free(warm) == 0);
 	pin_here();
+	pid_t pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		decay0_kept();
+		int rc = CHECK_DONE();
+		fflush(stdout);
+		_exit(rc);
+	}
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the decay-0 child: status %#x", st);
 	if (_nd_page_g.decay_ns)
 		decay_kept();
 	return CHECK_DONE();
