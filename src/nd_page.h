@@ -242,7 +242,7 @@ extern _nd_page_global_t _nd_page_g __attribute__((visibility("hidden")));
 
 /* Node's kept_gen (purge.c; 0 for a node without a slot): a heap keeping
  * empty slabs re-checks them against _nd_purge_over when it changes.
- * Inline: heap_alloc's hot text reads it (src/hot_text.ld). */
+ * Inline: heap.c's kept_expire reads it with no call into purge.c. */
 static inline uint32_t _nd_purge_kept_gen(int node)
 {
 	if (node < 0 || node >= _nd_page_g.node_limit)

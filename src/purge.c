@@ -315,14 +315,23 @@ bool _nd_purge_room(int node, uint64_t n)
  * the next slab that empties (none, once the program freed its working
  * set). Under the slot's lock. Out of line: not in the hot text
  * (src/hot_text.ld). */
-static __attribute__((noinline, cold)) void pass_period(_nd_arena_t *a)
+/* The refaults' period of a ends (the slot's lock held): the current
+ * count becomes the previous one, or with ended (the phase that
+ * refaulted is over) both go and kept_gen moves, so that the heaps' kept
+ * slabs past the bound go at their next refill (heap.c, kept_expire).
+ * What comes back after this is no refault of what was purged before. */
+static void refault_period(_nd_arena_t *a, bool ended)
 {
-	bool ended = !a->refault_cur && a->refault_prev; /* under the lock: no other writer */
-	__atomic_store_n(&a->refault_prev, a->refault_cur, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->refault_prev, ended ? 0 : a->refault_cur, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->refault_cur, 0, __ATOMIC_RELAXED);
-	a->lim_out = 0;
 	if (ended)
 		__atomic_store_n(&a->kept_gen, a->kept_gen + 1, __ATOMIC_RELAXED);
+	a->lim_out = 0;
+}
+
+static __attribute__((noinline, cold)) void pass_period(_nd_arena_t *a)
+{
+	refault_period(a, !a->refault_cur && a->refault_prev);
 }
 
 void _nd_purge_after_free(_nd_arena_t *a, uint64_t freed)
@@ -412,13 +421,8 @@ static __attribute__((noinline)) void decay_slot(_nd_arena_t *a, uint64_t now)
 	__atomic_store_n(&a->exit_prev, a->exit_cur, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->exit_cur, 0, __ATOMIC_RELAXED);
 	/* unused dirty pages: the phase that refaulted ended, and with it
-	 * the cap it raised; the heaps' kept slabs past the bound go at
-	 * their next refill (heap.c, kept_expire) */
-	__atomic_store_n(&a->refault_prev, ended ? 0 : a->refault_cur, __ATOMIC_RELAXED);
-	__atomic_store_n(&a->refault_cur, 0, __ATOMIC_RELAXED);
-	if (ended)
-		__atomic_store_n(&a->kept_gen, a->kept_gen + 1, __ATOMIC_RELAXED);
-	a->lim_out = 0; /* purged a period ago: what comes back now is no refault */
+	 * the cap it raised */
+	refault_period(a, ended);
 }
 
 /*

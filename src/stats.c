@@ -265,6 +265,12 @@ static export_kids_t *kids_of(stat_slot_t *s)
 	return (export_kids_t *)((char *)s - ND_PAGE_SIZE + KIDS_AT);
 }
 
+/* pid into ring k, over its oldest entry. */
+static void kids_add(export_kids_t *k, int pid)
+{
+	__atomic_store_n(&k->pid[__atomic_fetch_add(&k->next, 1, __ATOMIC_RELAXED) % KIDS], pid, __ATOMIC_RELAXED);
+}
+
 static void export_remove(void)
 {
 	_nd_file_info_t fi;
@@ -468,16 +474,14 @@ static __attribute__((noinline)) bool fork_publish(stat_slot_t *old, int limit)
 	 * export's size counts as stale) */
 	export_kids_t *k = kids_of(old);
 	kids_sweep(k);
-	__atomic_store_n(&k->pid[__atomic_fetch_add(&k->next, 1, __ATOMIC_RELAXED) % KIDS], pid, __ATOMIC_RELAXED);
+	kids_add(k, pid);
 	/* and the parent in this child's own ring: a daemon's first child
 	 * (double fork) ends by _exit after its parent, whose exit swept
 	 * while it ran, and left its file for good; the daemon's next
 	 * child and its exit remove it now */
-	export_kids_t *mine = kids_of(p);
 	int ppid = ((const export_hdr_t *)(const void *)((char *)old - ND_PAGE_SIZE))->pid;
 	if (ppid > 0)
-		__atomic_store_n(&mine->pid[__atomic_fetch_add(&mine->next, 1, __ATOMIC_RELAXED) % KIDS], ppid,
-				 __ATOMIC_RELAXED);
+		kids_add(kids_of(p), ppid);
 	__atomic_store_n(&slots, p, __ATOMIC_RELEASE);
 	_nd_os_munmap((char *)old - ND_PAGE_SIZE, EXPORT_SIZE); /* the parent's file, held no longer */
 	return true;
