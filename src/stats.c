@@ -279,6 +279,19 @@ static void export_remove(void)
 		_nd_os_unlink(ex.path); /* readers that have it open keep it */
 }
 
+/* The end of an export, at exit or on SIGTERM (system calls only: the
+ * handler may run it): the stale files of the children noted in our ring
+ * (those that ended by _exit; a daemon's parent, noted by fork_publish),
+ * then our own. A daemon that ends by SIGTERM left its first child's
+ * file (only exit swept). */
+static void export_end(void)
+{
+	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
+	if (s && shared && ex_by_pid && ex.path[0] && ex.pid == _nd_os_getpid())
+		kids_sweep(kids_of(s));
+	export_remove(); /* a forked child has cleared the path: only the owner unlinks */
+}
+
 /* "fd:N:PID": nodactl made descriptor N (EXPORT_SIZE bytes) for process
  * PID and reads the figures itself when PID ends, however it ends. Only
  * PID maps it: descendants that inherit the variable count privately. The
@@ -405,7 +418,7 @@ static int export_map(void **out)
 	}
 	if (export_resolve(v, why, sizeof why) != 0 || !(base = export_create(pid, why, sizeof why)))
 		goto fail;
-	_nd_os_on_sigterm(export_remove); /* EBUSY: the program handles SIGTERM */
+	_nd_os_on_sigterm(export_end); /* EBUSY: the program handles SIGTERM */
 publish:
 	*out = export_publish(base, pid, start);
 	return 1;
@@ -799,10 +812,7 @@ static void self_label(_nd_stats_label_t *lb)
 
 void _nd_stats_at_exit(void)
 {
-	stat_slot_t *s = __atomic_load_n(&slots, __ATOMIC_ACQUIRE);
-	if (s && shared && ex_by_pid && ex.path[0] && ex.pid == _nd_os_getpid())
-		kids_sweep(kids_of(s)); /* children of ours that ended by _exit: their stale files */
-	export_remove(); /* a forked child has cleared the path: only the owner unlinks */
+	export_end();
 	_nd_os_on_sigterm_off(); /* dlclose: no handler left in the unmapped library */
 	/* nodactl reads the launched program's figures from the export
 	 * itself, when and however it ends: it would print them twice. */

@@ -17,7 +17,8 @@
  *   a double-forking daemon under `nodactl --export` leaves no file of
  *   its first child (it did: stats.c fork_publish now notes the parent
  *   in the child's ring), nor under `nodactl --stats --export`, and its
- *   statistics name it.
+ *   statistics name it; nor when the daemon ends by SIGTERM (its
+ *   handler swept only its own file).
  * Before this, `--stats` printed one unlabelled table per process that
  * exited normally and nothing for a killed one.
  */
@@ -391,14 +392,19 @@ int main(void)
 			    "print('P3', os.getpid(), flush=True)\n"
 			    "if sys.argv[1] == 'stat':\n"
 			    "    r = subprocess.run(['%s', 'stat', str(os.getpid())], capture_output=True, text=True)\n"
-			    "    print('STAT', r.returncode, r.stdout.splitlines()[0] if r.stdout else r.stderr, flush=True)\n",
+			    "    print('STAT', r.returncode, r.stdout.splitlines()[0] if r.stdout else r.stderr, flush=True)\n"
+			    "if sys.argv[1] == 'term':\n"
+			    "    sys.stdout.close(); os.kill(os.getpid(), 15)\n",
 			NODACTL);
 		fclose(sf);
 	}
-	for (int mode = 0; mode < 2; mode++) {
+	/* mode 2: the daemon ends by SIGTERM (its default action): its own
+	 * file went, but not P2's (only exit swept its ring) */
+	for (int mode = 0; mode < 3; mode++) {
 		time_t t1 = time(NULL);
-		int rc = run(mode ? NODACTL " --stats --export --stats-children -- " PY " %s children"
-				  : NODACTL " --export -- " PY " %s stat",
+		int rc = run(mode == 1	 ? NODACTL " --stats --export --stats-children -- " PY " %s children"
+			     : mode == 2 ? NODACTL " --export -- " PY " %s term"
+					 : NODACTL " --export -- " PY " %s stat",
 			     script);
 		int pp[3] = { 0, 0, 0 };
 		for (int k = 0; k < 3; k++) {
@@ -411,6 +417,9 @@ int main(void)
 		if (mode == 0) {
 			snprintf(want, sizeof want, "STAT 0 nodalloc statistics of pid %d (python3)", pp[2]);
 			CHECK(strstr(run_out, want) != NULL, "want '%s' in: %s", want, run_out);
+		} else if (mode == 2) {
+			for (int w = 0; w < 2000 && pp[2] > 0 && kill(pp[2], 0) == 0; w++)
+				usleep(1000); /* P3's SIGTERM came after its output closed */
 		} else {
 			snprintf(want, sizeof want, "nodalloc statistics of pid %d (python3)", pp[2]);
 			CHECK(strstr(run_out, want) != NULL, "want '%s' in: %s", want, run_out);
