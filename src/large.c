@@ -112,6 +112,10 @@ typedef struct lnode {
 } __attribute__((aligned(ND_CACHE_LINE))) lnode_t;
 
 static lnode_t lnodes[ND_MAX_NODES];
+/* atomic: pages of the large runs in use that are no node slot's (spread
+ * runs of the mixed slot): with the nodes' live, every large run in use
+ * (_nd_large_usage) */
+static int64_t spread_live;
 static int lnodes_used; /* highest node index cached or counted + 1 (atomic), for fork */
 ND_LOCK_ARRAY(lnode_lock_class, lnodes, lock, 0, &lnodes_used, ND_RANK_LARGE_CACHE);
 
@@ -169,8 +173,10 @@ static void note_node(int node)
 
 static void live_add(int node, int64_t pages)
 {
-	if (node < 0)
+	if (node < 0) {
+		__atomic_add_fetch(&spread_live, pages, __ATOMIC_RELAXED);
 		return;
+	}
 	note_node(node);
 	__atomic_add_fetch(&lnodes[node].live, pages, __ATOMIC_RELAXED);
 }
@@ -195,6 +201,26 @@ size_t _nd_large_cache_limit(int node)
 	if (mem && lim > mem / 16)
 		lim = mem / 16;
 	return (size_t)lim;
+}
+
+void _nd_large_usage(uint64_t *in_use, uint64_t *cached, uint64_t *runs)
+{
+	int64_t live = __atomic_load_n(&spread_live, __ATOMIC_RELAXED);
+	uint64_t b = 0, r = 0;
+	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
+	for (int n = 0; n < nn; n++) {
+		lnode_t *ln = &lnodes[n];
+		live += __atomic_load_n(&ln->live, __ATOMIC_RELAXED);
+		if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+			continue; /* nothing cached: no lock */
+		_nd_lock(&ln->lock);
+		b += ln->bytes;
+		r += (uint64_t)ln->n;
+		_nd_unlock(&ln->lock);
+	}
+	*in_use = live > 0 ? (uint64_t)live << ND_PAGE_SHIFT : 0; /* a snapshot: no wrap-around */
+	*cached = b;
+	*runs = r;
 }
 
 size_t _nd_large_cached(int node)
@@ -676,6 +702,8 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 		if (__atomic_load_n(&c.due, __ATOMIC_RELAXED) != UINT64_MAX)
 			_nd_large_flush(-1);
 		p = _nd_page_alloc_spread(np, pol);
+		if (p) /* as its free counts it: a node's if the page level made a plain run */
+			live_add(slot_node(p), (int64_t)_nd_page_desc(p)->npages);
 	} else {
 		p = node_run(np, ap, pol, want_node, &reused);
 		/* The calling thread's kept empty slabs are pages of their

@@ -13,6 +13,7 @@
  * ignores bootstrap pointers, realloc() copies them out.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,11 +459,21 @@ size_t nd_good_size(size_t size)
 
 #define OVERRIDE __attribute__((visibility("default")))
 
+/* With glibc's other names of its allocator, __libc_* (and
+ * __posix_memalign, __libc_mallinfo, __libc_mallopt below; mimalloc and
+ * tcmalloc export them too): a library whose hook falls back to
+ * __libc_malloc, or that frees with __libc_free, would hand our blocks to
+ * glibc's allocator (abort, or a corrupted glibc heap). */
 OVERRIDE void *malloc(size_t size) __attribute__((alias("nd_malloc")));
+OVERRIDE void *__libc_malloc(size_t size) __attribute__((alias("nd_malloc")));
 OVERRIDE void free(void *p) __attribute__((alias("nd_free")));
+OVERRIDE void __libc_free(void *p) __attribute__((alias("nd_free")));
 OVERRIDE void cfree(void *p) __attribute__((alias("nd_free")));
+OVERRIDE void __libc_cfree(void *p) __attribute__((alias("nd_free")));
 OVERRIDE void *calloc(size_t n, size_t size) __attribute__((alias("nd_calloc")));
+OVERRIDE void *__libc_calloc(size_t n, size_t size) __attribute__((alias("nd_calloc")));
 OVERRIDE void *realloc(void *p, size_t size) __attribute__((alias("nd_realloc")));
+OVERRIDE void *__libc_realloc(void *p, size_t size) __attribute__((alias("nd_realloc")));
 OVERRIDE void *aligned_alloc(size_t align, size_t size) __attribute__((alias("nd_aligned_alloc")));
 OVERRIDE size_t malloc_usable_size(void *p) __attribute__((alias("nd_usable_size")));
 /* C23 (glibc declares them from 2.41 on) */
@@ -497,7 +508,9 @@ OVERRIDE void *reallocarray(void *p, size_t n, size_t size)
 	return nd_realloc(p, total);
 }
 
-OVERRIDE int posix_memalign(void **out, size_t align, size_t size)
+/* posix_memalign and __posix_memalign (aliases: stdlib.h's attributes are
+ * posix_memalign's, which an alias of it would have to repeat) */
+static int posix_memalign_body(void **out, size_t align, size_t size)
 {
 	if (align < sizeof(void *) || (align & (align - 1)))
 		return EINVAL;
@@ -510,6 +523,8 @@ OVERRIDE int posix_memalign(void **out, size_t align, size_t size)
 	*out = p;
 	return 0;
 }
+OVERRIDE int posix_memalign(void **out, size_t align, size_t size) __attribute__((alias("posix_memalign_body")));
+OVERRIDE int __posix_memalign(void **out, size_t align, size_t size) __attribute__((alias("posix_memalign_body")));
 
 /* glibc (2.36): a non-power-of-two alignment is rounded up to one;
  * above 2^63 (no power of two is) EINVAL, 2^63 itself ENOMEM like any
@@ -526,11 +541,14 @@ OVERRIDE void *memalign(size_t align, size_t size)
 		align = (size_t)1 << (64 - __builtin_clzll(align));
 	return _nd_malloc_aligned(align, size, NULL, -1);
 }
+OVERRIDE void *__libc_memalign(size_t align, size_t size) __attribute__((alias("memalign")));
 
-OVERRIDE void *valloc(size_t size)
+static void *valloc_body(size_t size) /* as posix_memalign_body */
 {
 	return _nd_malloc_aligned(ND_PAGE_SIZE, size, NULL, -1);
 }
+OVERRIDE void *valloc(size_t size) __attribute__((alias("valloc_body")));
+OVERRIDE void *__libc_valloc(size_t size) __attribute__((alias("valloc_body")));
 
 OVERRIDE void *pvalloc(size_t size)
 {
@@ -541,6 +559,129 @@ OVERRIDE void *pvalloc(size_t size)
 	size = size ? ND_ALIGN_UP(size, ND_PAGE_SIZE) : ND_PAGE_SIZE;
 	return _nd_malloc_aligned(ND_PAGE_SIZE, size, NULL, -1);
 }
+OVERRIDE void *__libc_pvalloc(size_t size) __attribute__((alias("pvalloc")));
+
+/* ---- mallinfo2, mallinfo, malloc_stats, mallopt ------------------------------
+ * glibc's introspection with nodalloc's figures (docs/malloc.md, "mallinfo2":
+ * what each field means here). No malloc.h: its layouts (the ABI, ten
+ * size_t or ten int in this order) and parameter numbers are these. */
+struct nd_mallinfo2 {
+	size_t arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost;
+};
+struct nd_mallinfo {
+	int arena, ordblks, smblks, hblks, hblkhd, usmblks, fsmblks, uordblks, fordblks, keepcost;
+};
+enum {
+	ND_M_MXFAST = 1, ND_M_NLBLKS = 2, ND_M_GRAIN = 3, ND_M_KEEP = 4,
+	ND_M_TRIM_THRESHOLD = -1, ND_M_TOP_PAD = -2, ND_M_MMAP_THRESHOLD = -3, ND_M_MMAP_MAX = -4,
+	ND_M_CHECK_ACTION = -5, ND_M_PERTURB = -6, ND_M_ARENA_TEST = -7, ND_M_ARENA_MAX = -8,
+};
+#define ND_MAX_FAST 160 /* glibc's MAX_FAST_SIZE on 64 bits: M_MXFAST's range */
+
+/* A snapshot without stopping other threads (exact when the process is
+ * quiet): the slab headers (one walk, as nd_stats_classes does), the
+ * nodes' byte counters, the large-run caches and each slot's dirty pages
+ * (their locks, briefly). */
+static struct nd_mallinfo2 usage(void)
+{
+	struct nd_mallinfo2 m = { 0 };
+	if (!_nd_ensure_init())
+		return m;
+	_nd_slab_class_stats_t cls[ND_SLAB_CLASSES];
+	_nd_slab_class_usage(cls);
+	uint64_t in_use = 0;
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
+		uint64_t spare = cls[c].capacity > cls[c].objects ? cls[c].capacity - cls[c].objects : 0;
+		in_use += cls[c].objects * cls[c].size;
+		m.smblks += spare;
+		m.fsmblks += spare * cls[c].size;
+	}
+	uint64_t large, cached, runs;
+	_nd_large_usage(&large, &cached, &runs);
+	m.uordblks = in_use + large;
+	m.ordblks = runs;
+	m.keepcost = cached;
+	int lim = _nd_topo()->node_limit;
+	for (int n = -1; n < lim && n < ND_MAX_NODES; n++) {
+		nd_node_stats_t st;
+		if (n >= 0 && nd_stats_get_nodes(&st, n, 1) == 1)
+			m.arena += st.bytes_committed;
+		_nd_page_info_t pi;
+		if (_nd_page_info(n, &pi) == 0) /* n -1: the mixed slot */
+			m.keepcost += pi.dirty_pages << ND_PAGE_SHIFT;
+	}
+	m.fordblks = m.arena > m.uordblks ? m.arena - m.uordblks : 0;
+	return m;
+}
+
+OVERRIDE struct nd_mallinfo2 mallinfo2(void)
+{
+	return usage();
+}
+
+/* glibc converts each field to int (wrapping above 2 GiB); saturated here,
+ * so that a big figure never reads as a small or negative one. */
+static int sat(size_t v)
+{
+	return v > INT_MAX ? INT_MAX : (int)v;
+}
+
+OVERRIDE struct nd_mallinfo mallinfo(void)
+{
+	struct nd_mallinfo2 m = usage();
+	return (struct nd_mallinfo){ sat(m.arena), sat(m.ordblks), sat(m.smblks), sat(m.hblks), sat(m.hblkhd),
+				     sat(m.usmblks), sat(m.fsmblks), sat(m.uordblks), sat(m.fordblks), sat(m.keepcost) };
+}
+OVERRIDE struct nd_mallinfo __libc_mallinfo(void) __attribute__((alias("mallinfo")));
+
+/* To stderr, as glibc's: its totals' lines (mallinfo2's figures), then
+ * the report NODALLOC_STATS=1 prints at exit. */
+OVERRIDE void malloc_stats(void)
+{
+	struct nd_mallinfo2 m = usage();
+	char buf[512];
+	_nd_msg_format(buf, sizeof buf,
+		       "nodalloc malloc_stats:\n"
+		       "Total (incl. mmap):\n"
+		       "system bytes     = %10zu\n"
+		       "in use bytes     = %10zu\n"
+		       "free bytes       = %10zu\n"
+		       "releasable bytes = %10zu\n"
+		       "max mmap regions = %10d\n"
+		       "max mmap bytes   = %10d\n",
+		       m.arena, m.uordblks, m.fordblks, m.keepcost, 0, 0);
+	_nd_msg_out(2, buf);
+	_nd_stats_print_self(2, false);
+}
+
+/* glibc's parameters, each decided (docs/malloc.md, "mallopt"): 1 where
+ * nodalloc already does what is asked or the knob has no meaning here, 0
+ * for what it would not do (M_PERTURB's fill, M_MXFAST out of glibc's
+ * range) and for a number glibc does not know (glibc answers 1). Nothing
+ * changes: the equivalents are NODALLOC_* options, read at the init. */
+OVERRIDE int mallopt(int param, int value)
+{
+	switch (param) {
+	case ND_M_MXFAST: /* no fast bins: every small size is cached by class */
+		return value >= 0 && value <= ND_MAX_FAST;
+	case ND_M_PERTURB: /* blocks are never filled: only "off" holds */
+		return value == 0;
+	case ND_M_NLBLKS: /* no-ops in glibc too */
+	case ND_M_GRAIN:
+	case ND_M_KEEP:
+	case ND_M_TRIM_THRESHOLD: /* NODALLOC_PURGE_DECAY_MS and the dirty limit */
+	case ND_M_TOP_PAD: /* no top chunk */
+	case ND_M_MMAP_THRESHOLD: /* every block above 32 KiB is a page run */
+	case ND_M_MMAP_MAX: /* no block is mapped on its own */
+	case ND_M_CHECK_ACTION: /* a no-op in glibc since 2.34; NODALLOC_CHECK */
+	case ND_M_ARENA_TEST: /* heaps by CPU and node, not arenas */
+	case ND_M_ARENA_MAX:
+		return 1;
+	default:
+		return 0;
+	}
+}
+OVERRIDE int __libc_mallopt(int param, int value) __attribute__((alias("mallopt")));
 
 /* ---- the C++ operators new and delete ------------------------------------ */
 

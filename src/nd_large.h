@@ -44,5 +44,9 @@ size_t _nd_large_flush(int node);
 /* Bytes cached for node now, and the cache's bound for it (tests, tools). */
 size_t _nd_large_cached(int node);
 size_t _nd_large_cache_limit(int node);
+/* Every node's (and the mixed slot's) large runs in use, bytes; the cached
+ * runs, bytes and count (mallinfo2; a snapshot, no lock while nothing is
+ * cached). */
+void _nd_large_usage(uint64_t *in_use, uint64_t *cached, uint64_t *runs);
 
 #endif /* ND_LARGE_H */

@@ -57,6 +57,10 @@ typedef struct _nd_slab_class_stats {
 } _nd_slab_class_stats_t;
 /* Fills out[0 .. ND_SLAB_CLASSES) (n entries at most); returns the count. */
 int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n);
+/* The headers' figures only (size, slabs, slab_bytes, capacity, objects;
+ * remote_frees and refills 0) into all[ND_SLAB_CLASSES]: no lock, no walk
+ * of the threads (mallinfo2). */
+void _nd_slab_class_usage(_nd_slab_class_stats_t *all);
 
 /* ---- the malloc/free fast paths (docs/malloc.md). The one pop and push
  * live here, used by malloc.c's inlined paths and slab.c's and heap.c's

@@ -73,6 +73,8 @@ int _nd_stats_read_export(int fd, _nd_stats_all_t *out, int *pid, uint64_t *peak
  * gives SIGTERM back, prints if NODALLOC_STATS asks (1/yes/text: the
  * table, json: JSON; to the message descriptor). */
 void _nd_stats_at_exit(void);
+/* That report now, labelled with this process (malloc_stats). */
+void _nd_stats_print_self(int fd, bool json);
 /* The live printers append the size classes from fn (the top layer
  * registers nd_stats_classes at init: the slab layer is above this one). */
 void _nd_stats_set_classes(int (*fn)(nd_class_stats_t *out, int max));

@@ -545,16 +545,23 @@ static void stats_thread(_nd_thread_t *t, void *arg)
 	}
 }
 
+/* The headers' part: every class's size, slabs, bytes, capacity, objects. */
+void _nd_slab_class_usage(_nd_slab_class_stats_t *all)
+{
+	memset(all, 0, ND_SLAB_CLASSES * sizeof *all);
+	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++)
+		all[c].size = _nd_slab_class_size(c);
+	_nd_meta_hdr_each(stats_slab, all);
+}
+
 int _nd_slab_class_stats(_nd_slab_class_stats_t *out, int n)
 {
 	_nd_slab_class_stats_t all[ND_SLAB_CLASSES];
-	memset(all, 0, sizeof all);
+	_nd_slab_class_usage(all);
 	for (unsigned c = 0; c < ND_SLAB_CLASSES; c++) {
-		all[c].size = _nd_slab_class_size(c);
 		all[c].remote_frees = __atomic_load_n(&gone_remote[c], __ATOMIC_RELAXED);
 		all[c].refills = __atomic_load_n(&gone_refill[c], __ATOMIC_RELAXED);
 	}
-	_nd_meta_hdr_each(stats_slab, all);
 	_nd_thread_each(stats_thread, all);
 	if (n > ND_SLAB_CLASSES)
 		n = ND_SLAB_CLASSES;

@@ -833,7 +833,12 @@ void _nd_stats_at_exit(void)
 		if (!on)
 			return;
 	}
-	static _nd_stats_label_t lb; /* destructor context: keep the stack small */
+	_nd_stats_print_self(fd, json);
+}
+
+void _nd_stats_print_self(int fd, bool json)
+{
+	_nd_stats_label_t lb; /* on the stack: malloc_stats may run in threads at once */
 	self_label(&lb);
 	_nd_stats_print_live(fd, json, &lb);
 }

@@ -6,9 +6,11 @@
  * another class): every such field is a relaxed atomic on both sides,
  * else ThreadSanitizer reports the reads; and each thread record's
  * counters, which a starting thread reset outside the lock the reader
- * holds. Workers churn objects of
- * several classes (most freed by their owner, some by the next worker);
- * a reader thread reads the figures in a loop. */
+ * holds. Also mallinfo2's parts (not in this build: no override): the
+ * headers alone, and the large runs in use and cached. Workers churn
+ * objects of several classes (most freed by their owner, some by the next
+ * worker) and a large block a round (cached at its free); a reader thread
+ * reads the figures in a loop. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -65,6 +67,10 @@ static void *worker(void *arg)
 		}
 		if (give)
 			__atomic_store_n(&hn[t], k, __ATOMIC_RELEASE);
+		void *big = nd_malloc(600 << 10); /* above the purge threshold: cached at its free */
+		if (big)
+			*(volatile char *)big = 1;
+		nd_free(big);
 		if ((r & 15) == 15)
 			_nd_heap_trim_self(false); /* kept slabs back: headers made again */
 	}
@@ -75,8 +81,14 @@ static void *reader(void *arg)
 {
 	(void)arg;
 	nd_class_stats_t cs[64];
+	_nd_slab_class_stats_t hs[ND_SLAB_CLASSES];
 	while (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
 		if (nd_stats_classes(cs, 64) <= 0)
+			__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
+		uint64_t in_use, cached, runs;
+		_nd_slab_class_usage(hs);
+		_nd_large_usage(&in_use, &cached, &runs);
+		if (hs[0].size != 16 || (runs && !cached))
 			__atomic_add_fetch(&bad, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&reads, 1, __ATOMIC_RELAXED);
 	}
