@@ -172,6 +172,17 @@ static inline bool in_pstr(const slab_t *s, uint32_t k)
 	return e && (s->pstr >> e & 1);
 }
 
+/* The lowest stretch (run of adjacent pages) of m != 0: pages *p..*q. */
+static inline uint64_t first_stretch(uint64_t m, unsigned *p, unsigned *q)
+{
+	unsigned a = (unsigned)__builtin_ctzll(m), b = a;
+	while (b + 1 < 64 && (m >> (b + 1) & 1))
+		b++;
+	*p = a;
+	*q = b;
+	return page_span(a, b);
+}
+
 /* The pages of units (whole units of s, no object out in them) go back
  * to the page level, dirty: the next run there takes them without a
  * fault. Each stretch is cut out of the piece of s's run that holds it
@@ -181,10 +192,8 @@ static uint64_t give_units(slab_t *s, uint64_t units)
 {
 	uint64_t given = 0;
 	while (units) {
-		unsigned p = (unsigned)__builtin_ctzll(units), q = p;
-		while (q + 1 < 64 && (units >> (q + 1) & 1))
-			q++;
-		uint64_t span = page_span(p, q);
+		unsigned p, q;
+		uint64_t span = first_stretch(units, &p, &q);
 		units &= ~span;
 		uint64_t below = s->gone & (((uint64_t)1 << p) - 1);
 		unsigned head = below ? 64 - (unsigned)__builtin_clzll(below) : 0;
@@ -251,10 +260,8 @@ static __attribute__((noinline, cold)) uint64_t long_stretches(uint64_t cand, un
 {
 	uint64_t keep = 0;
 	while (cand) {
-		unsigned p = (unsigned)__builtin_ctzll(cand), q = p;
-		while (q + 1 < 64 && (cand >> (q + 1) & 1))
-			q++;
-		uint64_t span = page_span(p, q);
+		unsigned p, q;
+		uint64_t span = first_stretch(cand, &p, &q);
 		cand &= ~span;
 		if (q - p + 1 >= min)
 			keep |= span;
