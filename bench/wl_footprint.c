@@ -154,6 +154,7 @@ int main(int argc, char **argv)
 		live += sz;
 		mallocs++;
 	}
+	double t1 = wl_now();
 	long rss1 = wl_rss_kb();
 	for (long i = 0; i < n; i++) {
 		if (wl_rand(&rng) % 10 != 0) {
@@ -161,6 +162,7 @@ int main(int argc, char **argv)
 			obj[i] = NULL;
 		}
 	}
+	double t2 = wl_now();
 	long rss2 = wl_rss_kb();
 	/* re-allocate about as many bytes as phase 2 freed (~90% of live) */
 	freed = live - live / 10;
@@ -174,6 +176,7 @@ int main(int argc, char **argv)
 		done += sz;
 		mallocs++;
 	}
+	double t3 = wl_now();
 	long rss3 = wl_rss_kb();
 	double t = wl_now() - t0;
 	if (getenv("WL_ANATOMY"))
@@ -182,9 +185,11 @@ int main(int argc, char **argv)
 		free(obj[i]);
 	long rss4 = wl_rss_kb();
 	free(obj);
-	char extra[160];
-	snprintf(extra, sizeof extra, "live_kb=%zu rss_full_kb=%ld rss_sparse_kb=%ld rss_refill_kb=%ld rss_end_kb=%ld",
-		 live / 1024, rss1, rss2, rss3, rss4);
+	char extra[256];
+	snprintf(extra, sizeof extra,
+		 "live_kb=%zu rss_full_kb=%ld rss_sparse_kb=%ld rss_refill_kb=%ld rss_end_kb=%ld"
+		 " alloc_ms=%.2f free_ms=%.2f refill_ms=%.2f",
+		 live / 1024, rss1, rss2, rss3, rss4, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3);
 	wl_result("footprint", 1, mallocs, t, extra);
 	return 0;
 }

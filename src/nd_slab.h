@@ -972,10 +972,11 @@ size_t _nd_slab_purge_park(_nd_heap_t *h);
  * purged pages go back on the free list (with the one s->pstr withheld
  * that ends there). false if none did. */
 bool _nd_slab_unpurge(_nd_slab_t *s);
-/* s is about to be lent (_nd_slab_lend): its pages that no object out
- * overlaps go first (if it got frees since its last pass), so that only
- * free objects in pages that stay resident are lent. false if none is
- * left on its free list. */
+/* s is about to be lent (_nd_slab_lend): its stretches of 3 or more
+ * pages that no object out overlaps go first (if it got frees since its
+ * last pass), so that free objects are lent only in pages that stay
+ * resident or in short stretches beside them. false if none is left on
+ * its free list. */
 bool _nd_slab_purge_lent(_nd_slab_t *s);
 /* Pages [from, to) of s name s (use ND_USE_SLAB: descriptors and slab
  * map) or nothing (ND_USE_NONE). */

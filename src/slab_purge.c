@@ -172,6 +172,17 @@ static inline bool in_pstr(const slab_t *s, uint32_t k)
 	return e && (s->pstr >> e & 1);
 }
 
+/* The lowest stretch (run of adjacent pages) of m != 0: pages *p..*q. */
+static inline uint64_t first_stretch(uint64_t m, unsigned *p, unsigned *q)
+{
+	unsigned a = (unsigned)__builtin_ctzll(m), b = a;
+	while (b + 1 < 64 && (m >> (b + 1) & 1))
+		b++;
+	*p = a;
+	*q = b;
+	return page_span(a, b);
+}
+
 /* The pages of units (whole units of s, no object out in them) go back
  * to the page level, dirty: the next run there takes them without a
  * fault. Each stretch is cut out of the piece of s's run that holds it
@@ -181,10 +192,8 @@ static uint64_t give_units(slab_t *s, uint64_t units)
 {
 	uint64_t given = 0;
 	while (units) {
-		unsigned p = (unsigned)__builtin_ctzll(units), q = p;
-		while (q + 1 < 64 && (units >> (q + 1) & 1))
-			q++;
-		uint64_t span = page_span(p, q);
+		unsigned p, q;
+		uint64_t span = first_stretch(units, &p, &q);
 		units &= ~span;
 		uint64_t below = s->gone & (((uint64_t)1 << p) - 1);
 		unsigned head = below ? 64 - (unsigned)__builtin_clzll(below) : 0;
@@ -244,13 +253,30 @@ __attribute__((no_sanitize_thread)) static uint64_t maybe_free(const slab_t *s, 
 	return maybe;
 }
 
+/* cand without its stretches (runs of adjacent pages) shorter than min.
+ * Out of line, cold: only lends call it, and purge_slab is in the text
+ * every process runs (src/hot_text.ld; test_init_footprint). */
+static __attribute__((noinline, cold)) uint64_t long_stretches(uint64_t cand, unsigned min)
+{
+	uint64_t keep = 0;
+	while (cand) {
+		unsigned p, q;
+		uint64_t span = first_stretch(cand, &p, &q);
+		cand &= ~span;
+		if (q - p + 1 >= min)
+			keep |= span;
+	}
+	return keep;
+}
+
 /* The pass over one slab (see the top). keep: a thread's exit
  * (PARK_KEEP): the first keep objects of the free list (the next ones
  * handed out) count as out, their pages stay, and no unit goes to the
  * page level (it would stay resident there, dirty, until an exit trim;
- * madvised, the slab keeps its room for the adopter). Returns pages
- * purged. */
-static unsigned purge_slab(slab_t *s, unsigned keep)
+ * madvised, the slab keeps its room for the adopter). min: the shortest
+ * stretch of purgeable pages that goes (a lend's: LEND_MIN; 1: all).
+ * Returns pages purged. */
+static unsigned purge_slab(slab_t *s, unsigned keep, unsigned min)
 {
 	ND_ASSERT(s->fbias == 0 && s->npages <= MAX_PAGES && s->cap <= MAX_CAP, "a partial slab within the pass's bounds");
 	ND_ASSERT(keep <= PARK_KEEP, "keep: 0 or an exit's");
@@ -297,6 +323,10 @@ static unsigned purge_slab(slab_t *s, unsigned keep)
 	}
 	for (unsigned i = 0; i < nk; i++)
 		fr[kept[i] / 64] |= (uint64_t)1 << (kept[i] % 64);
+	/* before anything depends on cand: a short stretch's objects stay
+	 * listed, marked (a unit, UNIT pages, is no short stretch) */
+	if (min > 1)
+		cand = long_stretches(cand, min);
 	/* marked pages were given back already (an object that starts in an
 	 * earlier page and was used since may have touched one again: it
 	 * goes again with its stretch when the stretch has a new page) */
@@ -417,11 +447,22 @@ bool _nd_slab_unpurge(slab_t *s)
 	return false;
 }
 
+/* A lend gives back stretches of LEND_MIN pages or more: a shorter one
+ * (1-2 pages beside an object out) costs a call per page or two, and its
+ * free objects, lent, fill it instead of a fresh page the refill would
+ * fault in. wl_footprint (300,000)'s refill (all stretches before):
+ * madvise calls 2,178 -> 788, page faults 3,365 -> 2,202, its RSS
+ * 198,552 -> 201,672 KiB, under phase 1's peak (201,600); LEND_MIN 2:
+ * 1,353 calls, 2,852 faults, 199,780 KiB; 4: 364, 1,783, 205,212 (the
+ * peak); no purge: 169, 1,786, 206,984. */
+#define LEND_MIN 3u
+_Static_assert(LEND_MIN <= UNIT, "a unit's pages are a stretch purge_slab keeps");
+
 bool _nd_slab_purge_lent(slab_t *s)
 {
 	uint32_t f = (uint32_t)s->carved - s->used;
 	if (!_nd_slab_check && f > s->pfree && (size_t)f * s->size >= ND_PAGE_SIZE)
-		purge_slab(s, 0);
+		purge_slab(s, 0, LEND_MIN);
 	return s->free != NULL;
 }
 
@@ -449,7 +490,7 @@ static inline __attribute__((always_inline)) size_t purge_heap(heap_t *h, uint64
 			uint32_t f = (uint32_t)s->carved - s->used;
 			if (f <= s->pfree || (size_t)f * s->size < ND_PAGE_SIZE)
 				continue;
-			n += purge_slab(s, 0);
+			n += purge_slab(s, 0, 1);
 		}
 	}
 	*walked = w;
@@ -523,7 +564,7 @@ size_t _nd_slab_purge_park(heap_t *h)
 		for (slab_t *s = h->cur[c]; s && s != &_nd_slab_empty; s = s->next) {
 			uint32_t f = (uint32_t)s->carved - s->used;
 			if (f > PARK_KEEP && (size_t)(f - PARK_KEEP) * s->size >= ND_PAGE_SIZE)
-				n += purge_slab(s, PARK_KEEP);
+				n += purge_slab(s, PARK_KEEP, 1);
 		}
 	}
 	return n;
