@@ -128,6 +128,9 @@ int main(void)
 	CHECK(big != NULL, "malloc(1000 MiB) on the emptied 1 GiB node: errno %d; %llu pages in use, largest free order %d",
 	      errno, (unsigned long long)in.used_pages, in.largest_order);
 	if (big) {
+		/* from the slot, which the churn left whole: not a run outside it
+		 * (outrun.c), which would serve it anyway */
+		CHECK(big >= (char *)in.base && big < (char *)in.base + in.slot_bytes, "1000 MiB in node 1's slot");
 		CHECK_EQ(_nd_page_node_of(big), 1);
 		CHECK_EQ(_nd_page_node_of(big + (1000u << 20) - 1), 1);
 		big[0] = big[(1000u << 20) - 1] = 1;
