@@ -30,6 +30,7 @@
 #pragma GCC diagnostic ignored "-Wuse-after-free"
 
 #include "check.h"
+#include "churn_fixture.h"
 #include "internal.h"
 
 #define MIB (1ull << 20)
@@ -38,27 +39,6 @@
 #define LIVE_MAX (850ull << 20)
 
 static char err[256];
-static uint64_t rs;
-
-static uint64_t rnd(void)
-{
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
-}
-
-/* 1-256 B, 257 B - 16 KiB, 16 KiB - 1 MiB, 1-64 MiB */
-static size_t pick(void)
-{
-	switch (rnd() % 8) {
-	case 0: case 1: case 2: case 3: return 1 + rnd() % 256;
-	case 4: case 5: return 257 + rnd() % (16u << 10);
-	case 6: return (16u << 10) + rnd() % (1u << 20);
-	default: return (1u << 20) + rnd() % (63u << 20);
-	}
-}
-
 static _nd_page_info_t info(int node)
 {
 	_nd_page_info_t in;
@@ -252,7 +232,7 @@ static void bound_full(void)
 
 static void churn(uint64_t seed)
 {
-	rs = seed;
+	churn_rs = seed;
 	static char *p[NSLOT];
 	static size_t sz[NSLOT];
 	size_t live = 0;
