@@ -107,7 +107,7 @@ typedef struct lnode {
 	_nd_lock_t lock;       /* protects n, run[], bytes */
 	int n;                 /* cached runs, oldest first; stored atomically (peeked without the lock) */
 	uint64_t bytes;        /* their bytes */
-	int64_t live;          /* atomic: pages of this node's large node-slot runs in use */
+	int64_t live;          /* atomic: pages of this node's large runs in use (node slot, or outside it) */
 	cached_t run[CACHE_RUNS];
 } __attribute__((aligned(ND_CACHE_LINE))) lnode_t;
 
@@ -157,7 +157,8 @@ static void setup(void)
 	__atomic_store_n(&c.ready, 1, __ATOMIC_RELEASE);
 }
 
-/* Node of a node-slot run at p, else -1 (mixed slot, outside). */
+/* Node of a node-slot run, or of a run outside the slots (outrun.c), at
+ * p; else -1 (mixed slot, foreign). */
 static int slot_node(const void *p)
 {
 	if ((uintptr_t)p - cfg(mixed_lo) < cfg(mixed_hi) - cfg(mixed_lo))
@@ -644,9 +645,34 @@ static void *cache_move(int node, uint64_t np, uint64_t ap, uint64_t *fresh)
 	return dst;
 }
 
+/* Node's slot refused np pages (aligned to ap) even with its cache
+ * flushed, while its capacity would take them: the blocks held split the
+ * slot. The calling thread's heaps and the parked ones are trimmed first
+ * (once per allocation: *trimmed), and the slot tried again; then a run
+ * outside the slot, bound to the node (outrun.c), rather than another
+ * node or ENOMEM (docs/arenas.md "Runs outside the slot"). Cold: a slot
+ * miss only. */
+static __attribute__((noinline, cold)) void *node_out(int node, size_t np, size_t ap, bool *trimmed)
+{
+	if (!_nd_page_run_fits(np, ap) || !_nd_page_room_for(node, np))
+		return NULL; /* no slot could hold it, or the node is full: as before */
+	if (!*trimmed) {
+		/* Safe as in _nd_large_alloc: reached from the malloc family's
+		 * entry points only, no lock held. */
+		*trimmed = true;
+		_nd_heap_trim_self(true);
+		_nd_heap_trim_parked();
+		void *p = _nd_page_alloc_exact(node, np, ap);
+		if (p)
+			return p;
+	}
+	return _nd_page_alloc_out(node, np, ap);
+}
+
 /* _nd_page_alloc with each node's cache in front of it and flushed before
- * the policy gives up on that node. *reused: the run came from the cache. */
-static void *node_run(size_t np, size_t ap, const nd_policy_t *pol, int want_node, bool *reused)
+ * the policy gives up on that node, then a run outside its slot (node_out).
+ * *reused: the run came from the cache. */
+static void *node_run(size_t np, size_t ap, const nd_policy_t *pol, int want_node, bool *reused, bool *trimmed)
 {
 	bool cacheable = cfg(delay_ns) && np >= cfg(purge_pages);
 	if (cacheable && np >= ROUND_PAGES) /* whole 2 MiB pages: its rest, and it, are moved whole */
@@ -666,6 +692,8 @@ static void *node_run(size_t np, size_t ap, const nd_policy_t *pol, int want_nod
 			p = _nd_page_alloc_exact(n, np, ap);
 		if (!p && n < ND_MAX_NODES && _nd_large_flush(n))
 			p = _nd_page_alloc_exact(n, np, ap);
+		if (!p)
+			p = node_out(n, np, ap, trimmed);
 		if (p) {
 			_nd_policy_count(&it, n);
 			live_add(n, (int64_t)(_nd_page_desc(p)->npages));
@@ -705,7 +733,8 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 		if (p) /* as its free counts it: a node's if the page level made a plain run */
 			live_add(slot_node(p), (int64_t)_nd_page_desc(p)->npages);
 	} else {
-		p = node_run(np, ap, pol, want_node, &reused);
+		bool trimmed = false;
+		p = node_run(np, ap, pol, want_node, &reused, &trimmed);
 		/* The calling thread's kept empty slabs are pages of their
 		 * node (its capacity counts them) and may split the free
 		 * space a large run needs: given back before ENOMEM (bind:1
@@ -719,7 +748,7 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 		 * list made each such failure (a probe of malloc(1 TiB))
 		 * cost 0.7 ms with 1M small objects live, 0.1 us before
 		 * (audit20). */
-		if (!p && _nd_page_run_fits(np, ap)) {
+		if (!p && !trimmed && _nd_page_run_fits(np, ap)) {
 			/* Safe because this is reached from the malloc family's
 			 * entry points only: the caller's heaps are between two
 			 * operations (never from inside the slab layer) and it
@@ -727,7 +756,8 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 			 * the pool and slot locks; audit21). */
 			_nd_heap_trim_self(true);
 			_nd_heap_trim_parked();
-			p = node_run(np, ap, pol, want_node, &reused);
+			trimmed = true;
+			p = node_run(np, ap, pol, want_node, &reused, &trimmed);
 		}
 	}
 	if (!p) {
@@ -753,7 +783,9 @@ void _nd_large_free(void *p, _nd_pagedesc_t *d)
 	d->use = ND_USE_NONE;
 	d->user = 0;
 	live_add(node, -(int64_t)np);
-	if (node >= 0 && cfg(delay_ns) && np >= cfg(purge_pages) && cache_put(node, p, np))
+	/* a run outside the slot is unmapped (outrun.c), never cached: the
+	 * cache's splits and joins are slot runs' */
+	if (node >= 0 && !(d->flags & ND_PGF_OUT) && cfg(delay_ns) && np >= cfg(purge_pages) && cache_put(node, p, np))
 		_nd_purge_decay(); /* no page-level call: its clocks checked here (purge.c, burst_cut) */
 	else if (_nd_page_free(p) != 0)
 		_nd_msg_fatal("free(): invalid pointer %p (not the start of a page run)", p);

@@ -51,6 +51,9 @@ typedef struct _nd_pagedesc {
  * every page, fresh or not). Set by node_alloc only: every other maker of
  * a run head clears it (_nd_buddy_mark_run, split, free_inner, grow). */
 #define ND_PGF_FRESH 0x10
+/* outrun.c: head of a run outside the slots (its descriptor is the
+ * table's, not the slot array's: no neighbour, no tail descriptors) */
+#define ND_PGF_OUT 0x20
 
 /* ---- buddy.c: the buddy allocator of one slot over its descriptors.
  * Pure (no system call, no lock, no global): the caller holds the slot's
@@ -348,6 +351,32 @@ void _nd_purge_exit(int node);
  * large.c's cache); no thread. */
 void _nd_purge_decay(void);
 
+/* ---- outrun.c: runs outside the slots (a mapping of their own, bound
+ * to their node, charged to its room; docs/arenas.md "Runs outside the
+ * slot"). ---- */
+/* A run of n pages aligned to align pages for node, when its room allows
+ * (page.c checked the arguments and set up): NULL if not, or the table
+ * is full. Committed, in use, recorded; its head descriptor is
+ * _nd_page_desc(p) (flags ND_PGF_OUT | ND_PGF_FRESH). */
+void *_nd_outrun_alloc(int node, uint64_t n, uint64_t align);
+/* Runs outside the slots now (atomic; 0: the lookups below find none). */
+extern uint32_t _nd_outrun_live __attribute__((visibility("hidden")));
+static inline bool _nd_outrun_any(void)
+{
+	return __atomic_load_n(&_nd_outrun_live, __ATOMIC_ACQUIRE) != 0;
+}
+/* p's run's head descriptor (p in its first page), a shared tail
+ * descriptor (p in a later page: use NONE, never to be written), NULL if
+ * no such run holds p. One atomic load when none exists. */
+_nd_pagedesc_t *_nd_outrun_desc(const void *p);
+int _nd_outrun_node_of(const void *p);
+/* Free / shrink (the tail unmapped) run p: 0, or -1 if p is no such
+ * run's start (nothing changed). */
+int _nd_outrun_free(void *p);
+int _nd_outrun_shrink(void *p, uint64_t new_npages);
+/* Runs outside the slots of node (-1: all) and their pages (tests). */
+void _nd_outrun_info(int node, uint64_t *runs, uint64_t *pages);
+
 /* ---- spread.c: runs whose granules are spread over nodes (the mixed
  * slot). The caller (page.c) has checked the arguments and set up. ---- */
 void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64_t first);
@@ -368,6 +397,12 @@ bool _nd_page_run_fits(size_t npages, size_t align_pages);
  * bigslot: scattered over a 2 GiB slot, eight of them refused 1000 MiB on
  * an empty 1 GiB node). A walk of the slot's heads: for rare runs only. */
 void *_nd_page_alloc_low(int node, size_t npages);
+/* The same as _exact, but a mapping of its own outside the slots, bound to
+ * node (outrun.c): for a large run node's slot cannot hold while its room
+ * allows. NULL + ENOMEM when the room (or the table) does not. */
+void *_nd_page_alloc_out(int node, size_t npages, size_t align_pages);
+/* Would node's capacity take npages more now (a hint, no charge; set up)? */
+bool _nd_page_room_for(int node, size_t npages);
 /* A run under a policy: first choice want_node (>= 0) or the policy's,
  * fallback by the policy, statistics counted. *got_node = serving node.
  * NULL with errno = ENOMEM when every allowed node is full. */
@@ -451,6 +486,8 @@ typedef struct _nd_page_info {
 	uint64_t purge_pages;     /* runs this large are purged when freed */
 	unsigned purge_order;     /* free blocks above this order are always clean */
 	uint64_t burst_pages;     /* the live threads' bursts the dirty limit keeps (burst_live; 0 once their clock ran out) */
+	uint64_t out_runs;        /* runs of this node outside the slots (outrun.c; counted in used_pages) */
+	uint64_t out_pages;       /* their pages */
 } _nd_page_info_t;
 int _nd_page_info(int node, _nd_page_info_t *out);
 /* Walk a slot and check every descriptor invariant; 0 or -1 with err. */

@@ -402,6 +402,24 @@ void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
 	return p;
 }
 
+void *_nd_page_alloc_out(int node, size_t npages, size_t align_pages)
+{
+	if (!prepare(npages, &align_pages))
+		return NULL;
+	void *p = _nd_outrun_alloc(node, npages, align_pages);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+bool _nd_page_room_for(int node, size_t npages)
+{
+	if (node < 0 || node >= g.node_limit || !g.arenas[node].usable)
+		return false;
+	const _nd_arena_t *a = &g.arenas[node];
+	return __atomic_load_n(&a->used, __ATOMIC_RELAXED) + npages <= a->cap;
+}
+
 bool _nd_page_run_fits(size_t npages, size_t align_pages)
 {
 	return ensure_setup() && run_fits(npages, align_pages);
@@ -503,7 +521,9 @@ int _nd_page_free(void *p)
 {
 	_nd_purge_decay();
 	uintptr_t off = (uintptr_t)p - g.base;
-	if (off >= g.total || (off & (ND_PAGE_SIZE - 1)))
+	if (off >= g.total)
+		return nd_unlikely(_nd_outrun_any()) ? _nd_outrun_free(p) : -1;
+	if (off & (ND_PAGE_SIZE - 1))
 		return -1;
 	_nd_arena_t *a = &g.arenas[off >> g.slot_shift];
 	uint32_t i = (uint32_t)((off & g.slot_mask) >> ND_PAGE_SHIFT);
@@ -709,6 +729,8 @@ int _nd_page_shrink(void *run, size_t new_npages)
 {
 	uint32_t i;
 	_nd_arena_t *a = node_run_slot(run, &i);
+	if (!a && (uintptr_t)run - g.base >= g.total)
+		return _nd_outrun_shrink(run, new_npages); /* its tail unmapped */
 	if (!a || new_npages == 0)
 		return -1;
 	uint64_t n = a->bd.desc[i].npages;
@@ -822,7 +844,7 @@ _nd_pagedesc_t *_nd_page_desc(const void *p)
 {
 	uintptr_t off = (uintptr_t)p - g.base;
 	if (off >= g.total)
-		return NULL;
+		return nd_unlikely(_nd_outrun_any()) ? _nd_outrun_desc(p) : NULL;
 	return &g.desc[off >> ND_PAGE_SHIFT];
 }
 
@@ -830,7 +852,7 @@ int _nd_page_node_of(const void *p)
 {
 	uintptr_t off = (uintptr_t)p - g.base;
 	if (off >= g.total)
-		return -1;
+		return nd_unlikely(_nd_outrun_any()) ? _nd_outrun_node_of(p) : -1;
 	int s = (int)(off >> g.slot_shift);
 	if (s < g.node_limit)
 		return g.arenas[s].usable ? s : -1;
@@ -854,7 +876,13 @@ void _nd_page_zero(void *run, size_t bytes)
 {
 	char *p = run;
 	uintptr_t off = (uintptr_t)p - g.base;
-	if (off >= g.total || g.advice != MADV_DONTNEED) {
+	if (off >= g.total) {
+		const _nd_pagedesc_t *o = _nd_outrun_any() ? _nd_outrun_desc(p) : NULL;
+		if (!(o && o->state == ND_PG_RUN && (o->flags & ND_PGF_FRESH))) /* a fresh mapping reads as zero */
+			memset(p, 0, bytes);
+		return;
+	}
+	if (g.advice != MADV_DONTNEED) {
 		memset(p, 0, bytes);
 		return;
 	}
@@ -966,6 +994,9 @@ int _nd_page_info(int node, _nd_page_info_t *out)
 	int64_t bl = __atomic_load_n(&a->burst_live, __ATOMIC_RELAXED);
 	out->burst_pages = bl > 0 && __atomic_load_n(&a->burst_ns, __ATOMIC_RELAXED) ? (uint64_t)bl : 0;
 	out->base = a->base;
+	out->out_runs = out->out_pages = 0;
+	if (nd_unlikely(_nd_outrun_any()) && !a->mixed) /* outrun.c's code runs only where such runs exist */
+		_nd_outrun_info(a->node, &out->out_runs, &out->out_pages);
 	return 0;
 }
 

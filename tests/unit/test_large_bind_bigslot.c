@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "churn_fixture.h"
 #include "internal.h"
 
 #ifndef NSLOT
@@ -29,27 +30,6 @@
 #define LIVE_MAX (850ull << 20)
 
 static char err[256];
-static uint64_t rs = 88172645463325252ull;
-
-static uint64_t rnd(void)
-{
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
-}
-
-/* 1-256 B, 257 B - 16 KiB, 16 KiB - 1 MiB, 1-64 MiB */
-static size_t pick(void)
-{
-	switch (rnd() % 8) {
-	case 0: case 1: case 2: case 3: return 1 + rnd() % 256;
-	case 4: case 5: return 257 + rnd() % (16u << 10);
-	case 6: return (16u << 10) + rnd() % (1u << 20);
-	default: return (1u << 20) + rnd() % (63u << 20);
-	}
-}
-
 /* The page level alone: one-page runs at pages 0, 2^17 and 2^18 of node
  * 1's slot (2^19 pages), then a trim: the slot's part shrinks to end right
  * after the last (the rest a hole). 200000 pages fit only past it, in the
@@ -128,6 +108,9 @@ int main(void)
 	CHECK(big != NULL, "malloc(1000 MiB) on the emptied 1 GiB node: errno %d; %llu pages in use, largest free order %d",
 	      errno, (unsigned long long)in.used_pages, in.largest_order);
 	if (big) {
+		/* from the slot, which the churn left whole: not a run outside it
+		 * (outrun.c), which would serve it anyway */
+		CHECK(big >= (char *)in.base && big < (char *)in.base + in.slot_bytes, "1000 MiB in node 1's slot");
 		CHECK_EQ(_nd_page_node_of(big), 1);
 		CHECK_EQ(_nd_page_node_of(big + (1000u << 20) - 1), 1);
 		big[0] = big[(1000u << 20) - 1] = 1;
