@@ -411,8 +411,11 @@ static __attribute__((noinline)) void sized_slow(void *p, size_t align, size_t s
 	size_t have = usable(p, d);
 	size_t want = size > ND_SLAB_MAX || align <= 16 || align > ND_PAGE_SIZE ? size : ND_ALIGN_UP(size ? size : 1, align);
 	bool ok;
+	/* a large block unaligned: above a page, not only above the largest
+	 * class: a spreading policy serves more than a page as a page run
+	 * (place.c; audit24: interleave's 4097 .. 32768 B were fatal) */
 	if (d->use == ND_USE_LARGE)
-		ok = want <= have && ND_ALIGN_UP(want | 1, ND_PAGE_SIZE) * 4 >= have && (align > 16 || size > ND_SLAB_MAX);
+		ok = want <= have && ND_ALIGN_UP(want | 1, ND_PAGE_SIZE) * 4 >= have && (align > 16 || size > ND_PAGE_SIZE);
 	else
 		ok = want <= have && (have <= 64 || want > have / 2);
 	if (!ok)

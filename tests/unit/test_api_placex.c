@@ -8,8 +8,9 @@
  *  - a prepared policy is the same object for equal policies and keeps
  *    nd_malloc_policy on its fast path;
  *  - bad node, alignment, flags, policy: EINVAL; calloc overflow: ENOMEM;
- *  - the sized frees accept every size a block can have been asked with,
- *    and NODALLOC_CHECK=1 aborts on one it cannot (naming the call). */
+ *  - the sized frees accept every size a block can have been asked with
+ *    (a spreading policy's page runs of a class's size too), and
+ *    NODALLOC_CHECK=1 aborts on one it cannot (naming the call). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -137,6 +138,29 @@ static int sized_child(const char *what)
 				size_t a = (size_t)1 << LGS[li];
 				free_aligned_sized(nd_aligned_alloc_onnode(a, SIZES[si], 0), a, SIZES[si]);
 			}
+		/* a spreading policy serves more than a page as a page run
+		 * (place.c), up to the largest class too (audit24: check mode
+		 * took these sizes for a small block's on a large one) */
+		nd_policy_t il;
+		char e2[128];
+		for (int k = 0; k < 3; k++) {
+			static const char *const pols[] = { "interleave:0-1@4K", "interleave:0-1@64K", "weighted:0=3,1=1" };
+			CHECK(nd_policy_parse(pols[k], &il, e2, sizeof e2) == 0, "%s: %s", pols[k], e2);
+			for (size_t n = 4097; n <= ND_SLAB_MAX; n += 1531) {
+				nd_free_sized(nd_malloc_policy(n, &il), n);
+				nd_free_sized(nd_calloc_policy(1, n, &il), n);
+			}
+			CHECK(nd_set_policy(&il) == 0);
+			for (size_t n = 4097; n <= ND_SLAB_MAX; n += 1531)
+				free_sized(malloc(n), n);
+			nd_set_policy(NULL);
+		}
+		nd_nodemask_t both;
+		nd_nodemask_zero(&both);
+		nd_nodemask_set(&both, 0);
+		nd_nodemask_set(&both, 1);
+		for (size_t n = 4097; n <= ND_SLAB_MAX; n += 1531)
+			nd_free_sized(nd_malloc_interleaved(n, &both, 4096), n);
 		nd_free_sized(NULL, 5);
 		return 0;
 	}
