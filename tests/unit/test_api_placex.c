@@ -9,7 +9,8 @@
  *    nd_malloc_policy on its fast path;
  *  - bad node, alignment, flags, policy: EINVAL; calloc overflow: ENOMEM;
  *  - the sized frees accept every size a block can have been asked with
- *    (a spreading policy's page runs of a class's size too), and
+ *    (a spreading policy's page runs of a class's size too, a public
+ *    heap's objects), and
  *    NODALLOC_CHECK=1 aborts on one it cannot (naming the call). */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -161,6 +162,19 @@ static int sized_child(const char *what)
 		nd_nodemask_set(&both, 1);
 		for (size_t n = 4097; n <= ND_SLAB_MAX; n += 1531)
 			nd_free_sized(nd_malloc_interleaved(n, &both, 4096), n);
+		/* a public heap's objects: aligned above a page, or large, its
+		 * own page runs (chunks; audit24: their aligned sizes aborted) */
+		nd_heap_t *h = nd_heap_new(1);
+		CHECK(h != NULL);
+		for (unsigned li = 0; li < NL; li++)
+			for (unsigned si = 0; si < NS; si++) {
+				size_t a = (size_t)1 << LGS[li];
+				if (a >= sizeof(void *))
+					nd_free_aligned_sized(nd_heap_aligned_alloc(h, a, SIZES[si]), a, SIZES[si]);
+			}
+		for (size_t n = 0; n <= 70000; n += n < 300 ? 1 : 97)
+			nd_free_sized(nd_heap_malloc(h, n), n);
+		nd_heap_destroy(h);
 		nd_free_sized(NULL, 5);
 		return 0;
 	}
