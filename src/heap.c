@@ -1217,7 +1217,16 @@ static __attribute__((noinline)) void *refill_of_slow(struct nd_heap *h, unsigne
 			errno = EINVAL;
 			return NULL;
 		}
-		return _nd_heap_onnode(_nd_slab_class_size(c), node);
+		/* the class, not its size: an x call's twin class (8192,
+		 * 16384: an alignment's) is no size's (audit24: the size gave
+		 * the coloured class, 64-aligned) */
+		_nd_thread_t *t = _nd_thread_self();
+		if (!t) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		count_slow(t);
+		return alloc_class(c, &_nd_policy_local, node);
 	}
 	cpu_recheck(_nd_tls);
 	return heap_refill(h, c, pol);

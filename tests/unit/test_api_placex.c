@@ -7,6 +7,8 @@
  *    contents still in it;
  *  - a prepared policy is the same object for equal policies and keeps
  *    nd_malloc_policy on its fast path;
+ *  - a thread's first x call on a node it has no heap of, at an alignment
+ *    whose class is a twin, gets that alignment;
  *  - bad node, alignment, flags, policy: EINVAL; calloc overflow: ENOMEM;
  *  - the sized frees accept every size a block can have been asked with
  *    (a spreading policy's page runs of a class's size too, a public
@@ -14,6 +16,7 @@
  *    NODALLOC_CHECK=1 aborts on one it cannot (naming the call). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -117,6 +120,24 @@ static void x_churn(int node, const nd_policy_t *p, unsigned fl, int want)
 	      (unsigned long long)slow);
 	for (int k = 0; k < SLOTS; k++)
 		nd_free_aligned_sized(slot[k], 64, len[k]);
+}
+
+/* A thread's first x call for a node it has no heap of yet, after a call
+ * that set up its node table (its own node's heap, from a policy call):
+ * the fast path pops from the empty placeholder heap and its refill took
+ * the class's size, so that an alignment whose class is a twin (8192,
+ * 16384: the coloured classes' sizes) got a coloured, 64-aligned object
+ * (audit24, found by fuzz_threads). */
+static size_t twin_size;
+static unsigned twin_lg;
+static void *twin_first(void *arg)
+{
+	nd_emulate_cpu(2); /* node 1's CPU: node 0 has no heap of the thread's */
+	free(nd_aligned_alloc_policy(256, 437, NULL));
+	void *p = nd_mallocx_onnode(twin_size, 0, ND_MALLOCX_LG_ALIGN(twin_lg));
+	*(int *)arg = p && ((uintptr_t)p & (((uintptr_t)1 << twin_lg) - 1)) == 0 && nd_node_of(p) == 0;
+	free(p);
+	return NULL;
 }
 
 static int sized_child(const char *what)
@@ -343,6 +364,18 @@ int main(int argc, char **argv)
 	c = nd_mallocx_policy(64, NULL, ND_MALLOCX_ZERO); /* the thread's policy */
 	CHECK(c && nd_node_of(c) == 0 && all_zero(c, 64));
 	free(c);
+
+	static const size_t twin_sizes[] = { 4097, 5000, 7000, 8192, 9615, 14000, 16384 };
+	for (unsigned si = 0; si < sizeof twin_sizes / sizeof twin_sizes[0]; si++)
+		for (twin_lg = 7; twin_lg <= 12; twin_lg++) {
+			int ok = 0;
+			pthread_t th;
+			twin_size = twin_sizes[si];
+			CHECK(pthread_create(&th, NULL, twin_first, &ok) == 0);
+			pthread_join(th, NULL);
+			CHECK(ok, "a thread's first mallocx_onnode(%zu, 0, align %u) on another node: misaligned or misplaced",
+			      twin_size, 1u << twin_lg);
+		}
 
 	/* good size: what malloc gives */
 	for (size_t n = 0; n <= 70000; n += n < 2048 ? 1 : 61) {
