@@ -195,6 +195,12 @@ static int sized_child(const char *what)
 			}
 		for (size_t n = 0; n <= 70000; n += n < 300 ? 1 : 97)
 			nd_free_sized(nd_heap_malloc(h, n), n);
+		for (size_t n = 1; n <= 4000; n += 333) { /* a chunk shrunk in place by realloc */
+			char *c = nd_heap_aligned_alloc(h, 8192, n);
+			char *r = realloc(c, nd_usable_size(c) / 2 + 1);
+			CHECK(r == c, "the owner's realloc of a chunk above half its size stays");
+			nd_free_sized(r, nd_usable_size(c) / 2 + 1);
+		}
 		nd_heap_destroy(h);
 		nd_free_sized(NULL, 5);
 		return 0;
