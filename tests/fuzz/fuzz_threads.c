@@ -855,8 +855,16 @@ static void trim(worker_t *w)
 	}
 }
 
-/* fork while the others run: the child checks this thread's blocks,
- * frees half, allocates, and exits with its verdict */
+static void *worker(void *arg);
+/* the child's thread: no fork of its own (forking is set in the child) */
+static void *child_worker(void *arg)
+{
+	return worker(arg);
+}
+
+/* fork while the others run: the child checks this thread's blocks, frees
+ * the exchange's, frees, reallocates and allocates, runs a thread of its
+ * own, and exits with its verdict */
 static void forked(worker_t *w)
 {
 	static int forking;
@@ -871,10 +879,18 @@ static void forked(worker_t *w)
 		for (int i = 0; i < SLOTS; i++)
 			if (w->slot[i].p && !verify(w, &w->slot[i], SIZE_MAX, "in the forked child"))
 				break;
+		/* the exchange's blocks: threads the child does not have made
+		 * them (their heaps, records and thread pointers the parent's) */
+		for (int i = 0; i < XCH; i++) {
+			blk_t *in = __atomic_exchange_n(&xch[i], NULL, __ATOMIC_ACQ_REL);
+			if (in) {
+				blk_t b = *in;
+				nd_free(in);
+				release(w, &b, "in the child, from the exchange");
+			}
+		}
 		for (int i = 0; i < SLOTS; i++) {
 			blk_t *b = &w->slot[i];
-			if (b->heap && b->p) /* the heap's state is the parent's too; only its own objects */
-				continue;
 			switch (R(4)) {
 			case 0: release(w, b, "in the child"); break;
 			case 1:
@@ -887,9 +903,21 @@ static void forked(worker_t *w)
 				break;
 			}
 		}
-		for (int i = 0; i < SLOTS; i++)
+		/* a thread of the child's own, on a fresh position's blocks */
+		static worker_t cw;
+		pthread_t th;
+		cw.pos = MAXT - 1;
+		cw.gen = w->gen + 1000 * MAXT;
+		cw.s = w->s ^ 0x5555;
+		cw.ops = 300;
+		if (pthread_create(&th, NULL, child_worker, &cw) == 0)
+			pthread_join(th, NULL);
+		for (int i = 0; i < SLOTS; i++) {
 			if (w->slot[i].p)
 				verify(w, &w->slot[i], SIZE_MAX, "in the child, at its end");
+			if (cw.slot[i].p)
+				release(w, &cw.slot[i], "in the child, its thread's");
+		}
 		_exit(__atomic_load_n(&failures, __ATOMIC_RELAXED) != before ? 1 : 0);
 	}
 	if (pid < 0) {
@@ -953,7 +981,7 @@ static void *worker(void *arg)
 			trim(w);
 		} else if (k < 985) {
 			heap_new(w);
-		} else if (k < 986 && do_fork && R(8) == 0) {
+		} else if (k < 986 && do_fork && R(2) == 0) {
 			forked(w);
 		}
 	}
