@@ -1340,9 +1340,18 @@ static void pc_key_store(_nd_thread_t *t, struct _nd_pcache *e, const nd_policy_
 		bool kf = pc_keyfree(e);
 		e->user = kf ? p : ND_PC_NOUSER;
 		e->kuser = kf ? ND_PC_NOUSER : p;
+	} else if (e->user != ND_PC_NOUSER && !pc_keyfree(e)) { /* p's weights read as NONE */
+		e->kuser = e->user;
+		e->user = ND_PC_NOUSER;
 	}
 	if (e->pol != p && pc_cpu_free(e->pol)) {
 		e->lane = (const uint64_t *)(const void *)p->weights;
+		__atomic_store_n(&e->key, e->w0, __ATOMIC_RELAXED);
+	} else if (e->user != ND_PC_NOUSER) {
+		/* p is the prepared policy of a user entry's object (its pol):
+		 * the object keeps its lane and key (audit24: the CPU pair
+		 * here broke a user entry's invariant, pc_check) */
+		e->lane = (const uint64_t *)(const void *)e->user->weights;
 		__atomic_store_n(&e->key, e->w0, __ATOMIC_RELAXED);
 	} else {
 		e->lane = t->cpu64;
