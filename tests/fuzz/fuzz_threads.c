@@ -583,6 +583,8 @@ static void allocate(worker_t *w, blk_t *b)
 		fail(w, "misaligned", &nb, (uintptr_t)nb.p % nb.align);
 	if (nd_usable_size(nb.p) < nb.n)
 		fail(w, "usable size below the request", &nb, nd_usable_size(nb.p));
+	if (nb.kind == K_MALLOC && nd_usable_size(nb.p) < nd_good_size(nb.n))
+		fail(w, "usable size below nd_good_size", &nb, nd_usable_size(nb.p));
 	if (zero)
 		check_zero(w, &nb);
 	int where = nd_node_of(nb.p);
@@ -781,6 +783,11 @@ static void percpu_ops(worker_t *w)
 		nd_percpu_inc(shared_pc);
 		__atomic_add_fetch(&shared_pc_count, 1, __ATOMIC_RELAXED);
 	}
+	/* a compare-exchange of the current CPU's copy: it moved by one
+	 * when it saw the value it read (else the thread migrated between) */
+	int64_t v = nd_percpu_cmpxchg(w->pc, INT64_MIN, INT64_MIN);
+	if (nd_percpu_cmpxchg(w->pc, v, v + 1) == v)
+		w->pc_count++;
 	if (nd_percpu_sum(w->pc) != w->pc_count)
 		fail(w, "per-CPU counter sum", NULL, (size_t)nd_percpu_sum(w->pc));
 	/* a dense area of odd size: zeroed, each CPU's copy its own */
@@ -847,6 +854,18 @@ static void trim(worker_t *w)
 #ifndef ND_FUZZ_NO_OVERRIDE
 	malloc_trim(0);
 #endif
+	/* the snapshots, while the others run */
+	static nd_stats_t st;
+	static pthread_mutex_t st_mu = PTHREAD_MUTEX_INITIALIZER;
+	nd_class_stats_t cs[64];
+	pthread_mutex_lock(&st_mu);
+	st.version = ND_STATS_VERSION;
+	if (nd_stats_get(&st) != 0 && errno != ERANGE)
+		fail(w, "nd_stats_get", NULL, (size_t)errno);
+	pthread_mutex_unlock(&st_mu);
+	int ncls = nd_stats_classes(cs, 64);
+	if (ncls < 1)
+		fail(w, "nd_stats_classes", NULL, (size_t)ncls);
 	uint64_t counts[8];
 	for (int i = 0; i < 4; i++) {
 		blk_t *b = &w->slot[R(SLOTS)];
