@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fuzz_common.h"
 #include "nodalloc.h"
 
 #define MAXT 16
@@ -117,13 +118,6 @@ static nd_percpu_t shared_pc;
 static long shared_pc_count;
 static __thread worker_t *me;
 
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 #define R(n) (rnd(&w->s) % (uint64_t)(n))
 
 static void note(worker_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1039,18 +1033,10 @@ static void start(worker_t *w, pthread_t *th, long ops, uint64_t generation)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s SEED OPS [THREADS]\n", argv[0]);
+	long ops;
+	int nt;
+	if (fuzz_args(argc, argv, 4, MAXT, &seed, &ops, &nt))
 		return 2;
-	}
-	const char *e_ops = getenv("ND_FUZZ_OPS"), *e_seed = getenv("ND_FUZZ_SEED");
-	seed = strtoull(argv[1], NULL, 0) + (e_seed ? strtoull(e_seed, NULL, 0) : 0);
-	long ops = e_ops ? atol(e_ops) : atol(argv[2]);
-	int nt = argc > 3 ? atoi(argv[3]) : 4;
-	if (nt < 1 || nt > MAXT || ops < 1) {
-		fprintf(stderr, "%s: bad OPS or THREADS\n", argv[0]);
-		return 2;
-	}
 	snprintf(crash_line, sizeof crash_line, "seed %llu (%s %s %ld %d)", (unsigned long long)seed, argv[0],
 		 argv[1], ops, nt);
 	signal(SIGSEGV, on_crash);
