@@ -30,7 +30,9 @@
  * what it finds in the exchange depends on the interleaving. Exit 1 on any
  * failure. ND_FUZZ_NO_OVERRIDE (the ThreadSanitizer build): nd_* calls
  * only. ND_FUZZ_ENOMEM=1: allocations may fail with ENOMEM (tight nodes).
- * ND_FUZZ_FORK=0: no fork. */
+ * ND_FUZZ_FORK=0: no fork; N > 1: N in 2000 operations more.
+ * ND_FUZZ_HANG_WAIT=1: a forked child that hangs
+ * for 60 s prints its pid and stays, for a debugger. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
@@ -150,6 +152,7 @@ static void fail(worker_t *w, const char *what, const blk_t *b, size_t at)
 }
 
 static char crash_line[160];
+static int hang_wait;
 static void on_crash(int sig)
 {
 	char buf[256];
@@ -164,6 +167,13 @@ static void on_crash(int sig)
 			if (*l && write(2, l, strlen(l)) >= 0 && write(2, "\n", 1) >= 0) {
 			}
 		}
+	if (sig == SIGALRM && hang_wait) { /* ND_FUZZ_HANG_WAIT=1: stay for a debugger */
+		len = snprintf(buf, sizeof buf, "fuzz_threads: pid %d waits for a debugger\n", (int)getpid());
+		if (write(2, buf, (size_t)len) < 0) {
+		}
+		for (;;)
+			pause();
+	}
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -996,6 +1006,8 @@ static void *worker(void *arg)
 			heap_new(w);
 		} else if (k < 986 && do_fork && R(2) == 0) {
 			forked(w);
+		} else if (do_fork > 1 && R(2000) < (uint64_t)do_fork) {
+			forked(w); /* ND_FUZZ_FORK=N: N more in 2000 */
 		}
 	}
 	/* the end: frees some, leaves the rest to the next thread here */
@@ -1044,6 +1056,7 @@ int main(int argc, char **argv)
 	signal(SIGABRT, on_crash);
 	signal(SIGALRM, on_crash);
 	may_fail = getenv("ND_FUZZ_ENOMEM") && atoi(getenv("ND_FUZZ_ENOMEM"));
+	hang_wait = getenv("ND_FUZZ_HANG_WAIT") && atoi(getenv("ND_FUZZ_HANG_WAIT"));
 	if (getenv("ND_FUZZ_FORK"))
 		do_fork = atoi(getenv("ND_FUZZ_FORK"));
 	emulated = getenv("NODALLOC_TOPOLOGY") != NULL;
