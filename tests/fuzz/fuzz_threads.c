@@ -1006,9 +1006,9 @@ static void *worker(void *arg)
 			heap_new(w);
 		} else if (k < 986 && do_fork && R(2) == 0) {
 			forked(w);
-		} else if (do_fork > 1 && R(2000) < (uint64_t)do_fork) {
-			forked(w); /* ND_FUZZ_FORK=N: N more in 2000 */
 		}
+		if (do_fork > 1 && R(2000) < (uint64_t)do_fork)
+			forked(w); /* ND_FUZZ_FORK=N: N more in 2000 */
 	}
 	/* the end: frees some, leaves the rest to the next thread here */
 	unsigned share = (unsigned)R(4);
