@@ -77,14 +77,15 @@ tsan: deps build-tsan
 	cd $(TSAN_BUILD) && ctest --output-on-failure -j $(JOBS) -L tsan
 
 # The fuzzers (tests/fuzz) long: make test runs each differential variant
-# for 4000 operations and the bad-input fuzzers (every NODALLOC_* variable,
+# for 4000 operations, the multi-threaded one (fuzz_threads) for 12000 to
+# 20000, and the bad-input fuzzers (every NODALLOC_* variable,
 # nodactl's arguments) for a few hundred cases; this for FUZZ_OPS
 # operations (FUZZ_OPS / 100 bad-input cases) with a fresh seed (printed).
 FUZZ_OPS ?= 400000
 FUZZ_SEED ?= $(shell date +%s)
 fuzz: deps build
 	cd $(BUILD) && ND_FUZZ_OPS=$(FUZZ_OPS) ND_FUZZ_SEED=$(FUZZ_SEED) \
-	  ctest -V -j $(JOBS) -L fuzz | grep -aE 'fuzz_malloc|fuzz:|FAIL|tests passed|Failed'
+	  ctest -V -j $(JOBS) -L fuzz | grep -aE 'fuzz_malloc|fuzz_threads|fuzz:|FAIL|tests passed|Failed'
 
 bench: deps build
 	bash bench/run.sh $(BUILD)

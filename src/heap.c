@@ -1217,7 +1217,16 @@ static __attribute__((noinline)) void *refill_of_slow(struct nd_heap *h, unsigne
 			errno = EINVAL;
 			return NULL;
 		}
-		return _nd_heap_onnode(_nd_slab_class_size(c), node);
+		/* the class, not its size: an x call's twin class (8192,
+		 * 16384: an alignment's) is no size's (audit24: the size gave
+		 * the coloured class, 64-aligned) */
+		_nd_thread_t *t = _nd_thread_self();
+		if (!t) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		count_slow(t);
+		return alloc_class(c, &_nd_policy_local, node);
 	}
 	cpu_recheck(_nd_tls);
 	return heap_refill(h, c, pol);
@@ -1331,9 +1340,18 @@ static void pc_key_store(_nd_thread_t *t, struct _nd_pcache *e, const nd_policy_
 		bool kf = pc_keyfree(e);
 		e->user = kf ? p : ND_PC_NOUSER;
 		e->kuser = kf ? ND_PC_NOUSER : p;
+	} else if (e->user != ND_PC_NOUSER && !pc_keyfree(e)) { /* p's weights read as NONE */
+		e->kuser = e->user;
+		e->user = ND_PC_NOUSER;
 	}
 	if (e->pol != p && pc_cpu_free(e->pol)) {
 		e->lane = (const uint64_t *)(const void *)p->weights;
+		__atomic_store_n(&e->key, e->w0, __ATOMIC_RELAXED);
+	} else if (e->user != ND_PC_NOUSER) {
+		/* p is the prepared policy of a user entry's object (its pol):
+		 * the object keeps its lane and key (audit24: the CPU pair
+		 * here broke a user entry's invariant, pc_check) */
+		e->lane = (const uint64_t *)(const void *)e->user->weights;
 		__atomic_store_n(&e->key, e->w0, __ATOMIC_RELAXED);
 	} else {
 		e->lane = t->cpu64;

@@ -157,11 +157,15 @@ struct nd_heap_api {
 	int node;                   /* >= 0: node heap; -1: policy heap */
 	const nd_policy_t *pol;     /* interned policy, or local for a node heap */
 	uintptr_t owner;            /* thread pointer of the creator */
+	uint64_t life;              /* the creator's life (_nd_thread_life) */
 	void *remote;               /* atomic: chunks freed by other threads */
 	hchunk_t *chunks;           /* owner: every chunk */
 };
 
-/* The caller is h's creator: its thread pointer and its record. In a
+/* The caller is h's creator: its thread pointer, its record and its life
+ * in the record (after the creator's exit the next thread may get both
+ * the pointer and the record; audit24: it was taken for the owner, and
+ * its realloc put the block in the heap, which destroy then freed). In a
  * fork's child a thread can get a dead parent thread's thread pointer
  * (glibc reuses its stack), never its record (a thread the child does not
  * have never releases it): such a thread's frees of the dead creator's
@@ -170,7 +174,8 @@ struct nd_heap_api {
  * editing the chunk list. */
 static inline bool is_owner(const nd_heap_t *h)
 {
-	return h->owner == _nd_slab_my_tp() && __atomic_load_n(&h->sh.owner, __ATOMIC_RELAXED) == _nd_tls;
+	return h->owner == _nd_slab_my_tp() && __atomic_load_n(&h->sh.owner, __ATOMIC_RELAXED) == _nd_tls &&
+	       h->life == _nd_tls->life;
 }
 
 /* A run of np pages (aligned to ap) placed as h says, every page marked. */
@@ -230,6 +235,7 @@ static nd_heap_t *heap_make(int node, const nd_policy_t *pol)
 	h->node = node;
 	h->pol = pol;
 	h->owner = _nd_slab_my_tp();
+	h->life = _nd_thread_life(_nd_tls); /* the record _nd_heap_user_init made */
 	h->magic = _nd_slab_check ? HEAP_MAGIC_CHECK : HEAP_MAGIC;
 	return h;
 }

@@ -297,6 +297,12 @@ typedef struct _nd_thread {
 	/* ---- policy.c (page 2) ---- */
 	int32_t il_credit[64];      /* pages each node (id mod 64) may still have */
 	uint64_t spread_cursor, spread_partials;
+	/* ---- heap_api.c (page 2) ---- */
+	/* this thread's life in the record, set by its first public heap
+	 * (_nd_thread_life): a pooled record is taken with the dead thread's
+	 * thread pointer too (glibc reuses its stack), so a heap tells its
+	 * creator from the next thread by this; 0 again in the pool (reset) */
+	uint64_t life;
 } _nd_thread_t;
 _Static_assert(ND_MAX_NODES < ND_DROP_GONE - 1, "drop_node1 holds every node + 1, and ND_DROP_GONE");
 _Static_assert(offsetof(_nd_thread_t, all_next) + sizeof(void *) <= ND_THREAD_PAGE1 &&
@@ -380,6 +386,9 @@ static inline _nd_thread_t *_nd_thread_self(void)
 		return t;
 	return _nd_thread_make();
 }
+/* t's life (t: the calling thread's record): nonzero, unique over every
+ * record and thread, made on first call (a public heap's creation). */
+uint64_t _nd_thread_life(_nd_thread_t *t);
 /* Force every thread's slab keys to NONE (a process policy change): each
  * thread's next allocation re-resolves. */
 void _nd_thread_invalidate_all(void);

@@ -168,6 +168,14 @@ _nd_thread_t *_nd_thread_make_free(void)
 	return attach(t);
 }
 
+uint64_t _nd_thread_life(_nd_thread_t *t)
+{
+	static uint64_t lives; /* atomic: the last life given */
+	if (!t->life)
+		t->life = __atomic_add_fetch(&lives, 1, __ATOMIC_RELAXED);
+	return t->life;
+}
+
 void _nd_thread_invalidate(_nd_thread_t *t)
 {
 	if (_nd_thread_none(t))

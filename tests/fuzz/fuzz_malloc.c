@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fuzz_common.h"
 #include "nodalloc.h"
 
 #define SLOTS 512
@@ -54,14 +55,6 @@ static const char *op_names[16] = { "malloc", "calloc", "realloc", "free", "alig
 static long ops_per_thread;
 static uint64_t seed;
 static int nodes;
-
-static uint64_t rnd(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static inline unsigned char pat(uint32_t id, size_t i)
 {
@@ -182,7 +175,6 @@ static void holes(blk_t *h, uint64_t *s, uint32_t *next_id)
 		}
 	n_ops[14]++;
 }
-
 
 /* Every byte of b zero (calloc's promise), words first. */
 static void check_zero(const char *what, const blk_t *b)
@@ -437,19 +429,10 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s SEED OPS [THREADS]\n", argv[0]);
+	long ops;
+	int nt;
+	if (fuzz_args(argc, argv, 2, 16, &seed, &ops, &nt))
 		return 2;
-	}
-	/* make fuzz: ND_FUZZ_OPS replaces OPS, ND_FUZZ_SEED is added to SEED */
-	const char *e_ops = getenv("ND_FUZZ_OPS"), *e_seed = getenv("ND_FUZZ_SEED");
-	seed = strtoull(argv[1], NULL, 0) + (e_seed ? strtoull(e_seed, NULL, 0) : 0);
-	long ops = e_ops ? atol(e_ops) : atol(argv[2]);
-	int nt = argc > 3 ? atoi(argv[3]) : 2;
-	if (nt < 1 || nt > 16 || ops < 1) {
-		fprintf(stderr, "%s: bad OPS or THREADS\n", argv[0]);
-		return 2;
-	}
 	nodes = nd_node_limit();
 	may_fail = getenv("ND_FUZZ_ENOMEM") && atoi(getenv("ND_FUZZ_ENOMEM"));
 	fork_zeroes = getenv("ND_FUZZ_FORK") && atoi(getenv("ND_FUZZ_FORK"));

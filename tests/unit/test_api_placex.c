@@ -7,11 +7,16 @@
  *    contents still in it;
  *  - a prepared policy is the same object for equal policies and keeps
  *    nd_malloc_policy on its fast path;
+ *  - a thread's first x call on a node it has no heap of, at an alignment
+ *    whose class is a twin, gets that alignment;
  *  - bad node, alignment, flags, policy: EINVAL; calloc overflow: ENOMEM;
- *  - the sized frees accept every size a block can have been asked with,
- *    and NODALLOC_CHECK=1 aborts on one it cannot (naming the call). */
+ *  - the sized frees accept every size a block can have been asked with
+ *    (a spreading policy's page runs of a class's size too, a public
+ *    heap's objects), and
+ *    NODALLOC_CHECK=1 aborts on one it cannot (naming the call). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -117,6 +122,24 @@ static void x_churn(int node, const nd_policy_t *p, unsigned fl, int want)
 		nd_free_aligned_sized(slot[k], 64, len[k]);
 }
 
+/* A thread's first x call for a node it has no heap of yet, after a call
+ * that set up its node table (its own node's heap, from a policy call):
+ * the fast path pops from the empty placeholder heap and its refill took
+ * the class's size, so that an alignment whose class is a twin (8192,
+ * 16384: the coloured classes' sizes) got a coloured, 64-aligned object
+ * (audit24, found by fuzz_threads). */
+static size_t twin_size;
+static unsigned twin_lg;
+static void *twin_first(void *arg)
+{
+	nd_emulate_cpu(2); /* node 1's CPU: node 0 has no heap of the thread's */
+	free(nd_aligned_alloc_policy(256, 437, NULL));
+	void *p = nd_mallocx_onnode(twin_size, 0, ND_MALLOCX_LG_ALIGN(twin_lg));
+	*(int *)arg = p && ((uintptr_t)p & (((uintptr_t)1 << twin_lg) - 1)) == 0 && nd_node_of(p) == 0;
+	free(p);
+	return NULL;
+}
+
 static int sized_child(const char *what)
 {
 	nd_topology_emulate(SPEC, err, sizeof err);
@@ -137,6 +160,48 @@ static int sized_child(const char *what)
 				size_t a = (size_t)1 << LGS[li];
 				free_aligned_sized(nd_aligned_alloc_onnode(a, SIZES[si], 0), a, SIZES[si]);
 			}
+		/* a spreading policy serves more than a page as a page run
+		 * (place.c), up to the largest class too (audit24: check mode
+		 * took these sizes for a small block's on a large one) */
+		nd_policy_t il;
+		char e2[128];
+		for (int k = 0; k < 3; k++) {
+			static const char *const pols[] = { "interleave:0-1@4K", "interleave:0-1@64K", "weighted:0=3,1=1" };
+			CHECK(nd_policy_parse(pols[k], &il, e2, sizeof e2) == 0, "%s: %s", pols[k], e2);
+			for (size_t n = 4097; n <= ND_SLAB_MAX; n += 1531) {
+				nd_free_sized(nd_malloc_policy(n, &il), n);
+				nd_free_sized(nd_calloc_policy(1, n, &il), n);
+			}
+			CHECK(nd_set_policy(&il) == 0);
+			for (size_t n = 4097; n <= ND_SLAB_MAX; n += 1531)
+				free_sized(malloc(n), n);
+			nd_set_policy(NULL);
+		}
+		nd_nodemask_t both;
+		nd_nodemask_zero(&both);
+		nd_nodemask_set(&both, 0);
+		nd_nodemask_set(&both, 1);
+		for (size_t n = 4097; n <= ND_SLAB_MAX; n += 1531)
+			nd_free_sized(nd_malloc_interleaved(n, &both, 4096), n);
+		/* a public heap's objects: aligned above a page, or large, its
+		 * own page runs (chunks; audit24: their aligned sizes aborted) */
+		nd_heap_t *h = nd_heap_new(1);
+		CHECK(h != NULL);
+		for (unsigned li = 0; li < NL; li++)
+			for (unsigned si = 0; si < NS; si++) {
+				size_t a = (size_t)1 << LGS[li];
+				if (a >= sizeof(void *))
+					nd_free_aligned_sized(nd_heap_aligned_alloc(h, a, SIZES[si]), a, SIZES[si]);
+			}
+		for (size_t n = 0; n <= 70000; n += n < 300 ? 1 : 97)
+			nd_free_sized(nd_heap_malloc(h, n), n);
+		for (size_t n = 1; n <= 4000; n += 333) { /* a chunk shrunk in place by realloc */
+			char *c = nd_heap_aligned_alloc(h, 8192, n);
+			char *r = realloc(c, nd_usable_size(c) / 2 + 1);
+			CHECK(r == c, "the owner's realloc of a chunk above half its size stays");
+			nd_free_sized(r, nd_usable_size(c) / 2 + 1);
+		}
+		nd_heap_destroy(h);
 		nd_free_sized(NULL, 5);
 		return 0;
 	}
@@ -305,6 +370,18 @@ int main(int argc, char **argv)
 	c = nd_mallocx_policy(64, NULL, ND_MALLOCX_ZERO); /* the thread's policy */
 	CHECK(c && nd_node_of(c) == 0 && all_zero(c, 64));
 	free(c);
+
+	static const size_t twin_sizes[] = { 4097, 5000, 7000, 8192, 9615, 14000, 16384 };
+	for (unsigned si = 0; si < sizeof twin_sizes / sizeof twin_sizes[0]; si++)
+		for (twin_lg = 7; twin_lg <= 12; twin_lg++) {
+			int ok = 0;
+			pthread_t th;
+			twin_size = twin_sizes[si];
+			CHECK(pthread_create(&th, NULL, twin_first, &ok) == 0);
+			pthread_join(th, NULL);
+			CHECK(ok, "a thread's first mallocx_onnode(%zu, 0, align %u) on another node: misaligned or misplaced",
+			      twin_size, 1u << twin_lg);
+		}
 
 	/* good size: what malloc gives */
 	for (size_t n = 0; n <= 70000; n += n < 2048 ? 1 : 61) {
