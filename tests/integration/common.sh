@@ -40,7 +40,8 @@ ND_STATS=(NODALLOC_STATS=json NODALLOC_MSG_FD=9)
 
 # served_by_nodalloc PROGRAM FILE MIN_BYTES: the statistics in FILE of a
 # process named PROGRAM show at least MIN_BYTES in use at its peak, in
-# page runs nodalloc handed out (numa_hit > 0).
+# page runs nodalloc handed out (numa_hit > 0). A process that rewrote
+# its title is named by the title's first word (its colon dropped).
 served_by_nodalloc() {
   no_nodalloc_errors "$2"
   local r
@@ -52,7 +53,9 @@ dec, best, i = json.JSONDecoder(), None, text.find('{"version"')
 while i >= 0:
     try:
         s, _ = dec.raw_decode(text, i)
-        if s.get("program") == prog and (best is None or s["peak_bytes_in_use"] > best["peak_bytes_in_use"]):
+        # a title the process set (redis-server's "NAME ADDR:PORT", a postgres
+        # backend's "postgres: USER DB ...") counts by its first word
+        if s.get("program", "").split(" ")[0].rstrip(":") == prog and (best is None or s["peak_bytes_in_use"] > best["peak_bytes_in_use"]):
             best = s
     except ValueError:
         pass
