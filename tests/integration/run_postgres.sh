@@ -37,7 +37,7 @@ trap cleanup EXIT
 
 cat >"$WORK/script.sql" <<'SQL'
 SET work_mem = '64MB';
-CREATE TABLE a AS SELECT g AS id, md5(g::text) AS h, (g * 7919) % 1000 AS k FROM generate_series(1, 200000) g;
+CREATE TABLE a AS SELECT g AS id, md5(g::text) AS h, (g * 7919) % 1000 AS k FROM generate_series(1, 100000) g;
 CREATE TABLE b AS SELECT g AS k, repeat(chr(65 + g % 26), 1 + g % 200) AS label FROM generate_series(0, 999) g;
 ANALYZE a; ANALYZE b;
 SELECT count(*), count(DISTINCT h), sum(k) FROM a;
@@ -72,16 +72,16 @@ run() {
     echo "FAIL: psql ($name)"; tail "$WORK/$name.out"; exit 1; }
   [ "$name" = plain ] || same_output "postgres script ($name)" "$WORK/plain.out" "$WORK/$name.out"
   "${AS[@]}" timeout 120 pgbench "${pg[@]}" -i -s 1 -q postgres >"$WORK/$name.bench" 2>&1 &&
-    "${AS[@]}" timeout 120 pgbench "${pg[@]}" -c 4 -j 2 -t 150 postgres >>"$WORK/$name.bench" 2>&1 || {
+    "${AS[@]}" timeout 120 pgbench "${pg[@]}" -c 4 -j 2 -t 100 postgres >>"$WORK/$name.bench" 2>&1 || {
     echo "FAIL: pgbench ($name)"; tail "$WORK/$name.bench"; exit 1; }
   grep -q "number of failed transactions: 0 " "$WORK/$name.bench" &&
-    grep -q "number of transactions actually processed: 600/600" "$WORK/$name.bench" || {
+    grep -q "number of transactions actually processed: 400/400" "$WORK/$name.bench" || {
     echo "FAIL: pgbench ($name) did not complete every transaction"; tail "$WORK/$name.bench"; exit 1; }
   local sums
   sums=$("${AS[@]}" psql "${pg[@]}" -X -A -t -d postgres -c "SELECT (SELECT sum(abalance) FROM pgbench_accounts),
     (SELECT sum(tbalance) FROM pgbench_tellers), (SELECT sum(bbalance) FROM pgbench_branches),
     (SELECT sum(delta) FROM pgbench_history), (SELECT count(*) FROM pgbench_history)")
-  echo "$sums" | awk -F'|' '$1 == $2 && $2 == $3 && $3 == $4 && $5 == 600 { ok = 1 } END { exit !ok }' || {
+  echo "$sums" | awk -F'|' '$1 == $2 && $2 == $3 && $3 == $4 && $5 == 400 { ok = 1 } END { exit !ok }' || {
     echo "FAIL: pgbench ($name): balances of accounts|tellers|branches|history, history rows disagree: $sums"; exit 1; }
   "${AS[@]}" "$PGBIN/pg_ctl" stop -D "$DATA" -m fast -w -t 60 >/dev/null || { echo "FAIL: pg_ctl stop ($name)"; exit 1; }
   wait "$SERVER"
