@@ -55,8 +55,7 @@ SQL
 run() {
   local name=$1; shift
   cp -a "$WORK/template" "$WORK/$name" && DATA="$WORK/$name"
-  PORT=$(free_port)
-  [ "$PORT" != 0 ] || { echo "FAIL: no free port"; exit 1; }
+  pick_port
   "$@" "$PGBIN/postgres" -D "$DATA" -k "$WORK/sock" -p "$PORT" -c listen_addresses= \
     -c fsync=off -c shared_buffers=64MB >"$WORK/$name.log" 2>&1 9>>"$WORK/$name.stats" &
   SERVER=$!

@@ -17,29 +17,17 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || need python3-at-/usr/bin
 NODACTL=$(dirname "$LIB")/nodactl
 
-SERVER=
-cleanup() {
-  [ -n "$SERVER" ] && kill -9 "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 
 # start_server NAME COMMAND-PREFIX...: sets PORT and SERVER, waits until it answers
 start_server() {
   local name=$1; shift
-  PORT=$(free_port)
-  [ "$PORT" != 0 ] || { echo "FAIL: no free port"; exit 1; }
+  pick_port
   mkdir -p "$WORK/$name.d"
   "$@" redis-server --bind 127.0.0.1 --port "$PORT" --dir "$WORK/$name.d" --save '' \
     --appendonly no --daemonize no --enable-debug-command yes \
     >"$WORK/$name.log" 2>&1 9>>"$WORK/$name.stats" &
   SERVER=$!
-  for _ in $(seq 100); do
-    (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null && return
-    kill -0 "$SERVER" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "FAIL: redis-server ($name) did not start"; tail "$WORK/$name.log"; exit 1
+  wait_listening "redis-server ($name)" "$SERVER" "$PORT" "$WORK/$name.log"
 }
 
 client() { timeout 120 "$PY" "$HERE/redis_client.py" "$PORT" "$@"; }

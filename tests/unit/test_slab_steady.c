@@ -27,15 +27,6 @@ static uint64_t next(void)
 	return rng;
 }
 
-static const nd_class_stats_t *class_of(nd_class_stats_t *all, int n, size_t size)
-{
-	const nd_class_stats_t *best = NULL;
-	for (int c = 0; c < n; c++)
-		if (all[c].size >= size && (!best || all[c].size < best->size))
-			best = &all[c];
-	return best;
-}
-
 int main(void)
 {
 	for (int i = 0; i < LIVE; i++)
@@ -53,7 +44,10 @@ int main(void)
 	}
 	nd_class_stats_t all[64];
 	int n = nd_stats_classes(all, 64);
-	const nd_class_stats_t *c = class_of(all, n, SIZE);
+	const nd_class_stats_t *c = NULL; /* the class of obj[0] */
+	for (int k = 0; k < n; k++)
+		if (all[k].size == nd_usable_size(obj[0]))
+			c = &all[k];
 	CHECK(c && c->objects >= LIVE, "the class holds the live objects");
 	/* the slots of the slabs in use: at least 85% (a slab's own
 	 * hysteresis, a quarter of its objects, leaves 88% on average) */
