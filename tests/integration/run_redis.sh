@@ -17,7 +17,6 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || need python3-at-/usr/bin
 NODACTL=$(dirname "$LIB")/nodactl
 
-
 # start_server NAME COMMAND-PREFIX...: sets PORT and SERVER, waits until it answers
 start_server() {
   local name=$1; shift
@@ -35,18 +34,15 @@ client() { timeout 120 "$PY" "$HERE/redis_client.py" "$PORT" "$@"; }
 # stop_server NAME: SHUTDOWN NOSAVE; redis exits through exit(0), so the
 # library's exit handler prints the statistics
 stop_server() {
-  client_cmd SHUTDOWN
+  "$PY" -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+s.sendall(b"SHUTDOWN NOSAVE\r\n"); s.recv(100)' "$PORT" 2>/dev/null || true
   timeout 30 bash -c "while kill -0 $SERVER 2>/dev/null; do sleep 0.1; done"
   wait "$SERVER"
   local rc=$?
   SERVER=
   [ $rc = 0 ] || { echo "FAIL: redis-server ($1) exited with $rc"; tail "$WORK/$1.log"; exit 1; }
   no_nodalloc_errors "$WORK/$1.log"
-}
-client_cmd() {
-  "$PY" -c 'import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
-s.sendall(b"SHUTDOWN NOSAVE\r\n"); s.recv(100)' "$PORT" 2>/dev/null || true
 }
 
 # run NAME COMMAND-PREFIX...: the whole job on one server
