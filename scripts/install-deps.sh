@@ -6,6 +6,7 @@ set -u
 pkgs=(
   build-essential cmake pkg-config clang  # build (gcc and clang), install test
   python3 sqlite3 memcached   # real programs under LD_PRELOAD (malloc users)
+  redis-server postgresql     # servers under LD_PRELOAD (run_redis.sh, run_postgres.sh)
   xz-utils zstd pigz perl     # multi-threaded programs under LD_PRELOAD (run_threads.sh)
   qemu-system-x86 busybox-static cpio  # the NUMA VM test bed
   libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 valgrind gnuplot-nox  # benchmarks

@@ -4,7 +4,8 @@ set -u
 LIB=${1:?usage: $0 path/to/libnodalloc.so}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 WORK=$(mktemp -d /tmp/nd-integration.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+SERVER= # the pid of a daemon the script runs, killed at its exit
+trap '[ -n "$SERVER" ] && kill -9 "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
 [ -f "$LIB" ] || { echo "FAIL: no library at $LIB"; exit 1; }
 
 # need NAME...: exit 77 (skipped) naming the first missing program
@@ -40,7 +41,8 @@ ND_STATS=(NODALLOC_STATS=json NODALLOC_MSG_FD=9)
 
 # served_by_nodalloc PROGRAM FILE MIN_BYTES: the statistics in FILE of a
 # process named PROGRAM show at least MIN_BYTES in use at its peak, in
-# page runs nodalloc handed out (numa_hit > 0).
+# page runs nodalloc handed out (numa_hit > 0). A process that rewrote
+# its title is named by the title's first word (its colon dropped).
 served_by_nodalloc() {
   no_nodalloc_errors "$2"
   local r
@@ -52,7 +54,9 @@ dec, best, i = json.JSONDecoder(), None, text.find('{"version"')
 while i >= 0:
     try:
         s, _ = dec.raw_decode(text, i)
-        if s.get("program") == prog and (best is None or s["peak_bytes_in_use"] > best["peak_bytes_in_use"]):
+        # a title the process set (redis-server's "NAME ADDR:PORT", a postgres
+        # backend's "postgres: USER DB ...") counts by its first word
+        if s.get("program", "").split(" ")[0].rstrip(":") == prog and (best is None or s["peak_bytes_in_use"] > best["peak_bytes_in_use"]):
             best = s
     except ValueError:
         pass
@@ -78,6 +82,23 @@ free_port() {
     (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
   done
   echo 0
+}
+
+# pick_port: PORT=free_port's, or fail
+pick_port() {
+  PORT=$(free_port)
+  [ "$PORT" != 0 ] || { echo "FAIL: no free port"; exit 1; }
+}
+
+# wait_listening WHAT PID PORT LOG: until PID answers on 127.0.0.1:PORT
+# (10 s); fails naming WHAT, with LOG's tail, if it dies or never does
+wait_listening() {
+  for _ in $(seq 100); do
+    (exec 3<>/dev/tcp/127.0.0.1/"$3") 2>/dev/null && return
+    kill -0 "$2" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "FAIL: $1 did not start"; tail "$4"; exit 1
 }
 
 # variant NAME ENV...: runs "${JOB[@]}" under the library with ENV set,

@@ -7,8 +7,10 @@
 # installed (scripts/install-deps.sh installs them): the test is reported
 # skipped. threads: xz, zstd, pigz, sort, perl threads; fork: bash
 # subshells, python3 forking threads and a pool; compilers: g++, clang++,
-# cmake (C++ new/delete throughout).
-foreach(prog python sqlite memcached threads fork compilers)
+# cmake (C++ new/delete throughout); redis: redis-server (linked with
+# jemalloc, its malloc calls preloaded) and postgres: postmaster and
+# forked backends, each with its own statistics (apps24).
+foreach(prog python sqlite memcached redis postgres threads fork compilers)
   add_test(NAME integration.${prog}
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/integration/run_${prog}.sh $<TARGET_FILE:nodalloc>)
   set_tests_properties(integration.${prog} PROPERTIES LABELS integration TIMEOUT 600

@@ -12,28 +12,16 @@ need memcached
 PY=/usr/bin/python3
 [ -x "$PY" ] || need python3-at-/usr/bin
 
-SERVER=
-cleanup() {
-  [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
 
 # start_server NAME [ENV...]: sets PORT and SERVER, waits until it answers
 start_server() {
   local name=$1; shift
-  PORT=$(free_port)
-  [ "$PORT" != 0 ] || { echo "FAIL: no free port"; exit 1; }
+  pick_port
   # -U 0: no UDP; -u root: memcached refuses to run as root without it
   env "$@" memcached -l 127.0.0.1 -p "$PORT" -U 0 -t 4 -m 256 -u root \
     >"$WORK/$name.log" 2>&1 9>>"$WORK/$name.stats" &
   SERVER=$!
-  for _ in $(seq 100); do
-    (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null && return
-    kill -0 "$SERVER" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "FAIL: memcached ($name) did not start"; tail "$WORK/$name.log"; exit 1
+  wait_listening "memcached ($name)" "$SERVER" "$PORT" "$WORK/$name.log"
 }
 
 # stop_server NAME: SIGTERM; memcached exits through exit(), so the
