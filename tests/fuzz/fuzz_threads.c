@@ -108,7 +108,7 @@ typedef struct worker {
 } worker_t;
 
 static worker_t W[MAXT];
-static _Atomic(blk_t *) xch[XCH];
+static blk_t *xch[XCH]; /* atomic (__atomic builtins: clang takes no _Atomic there) */
 static uint64_t seed;
 static int nodes, cpus, emulated, may_fail, do_fork = 1;
 static int memnode[ND_MAX_NODES], n_memnodes;
