@@ -112,7 +112,7 @@ typedef struct worker {
 } worker_t;
 
 static worker_t W[MAXT];
-static _Atomic(blk_t *) xch[XCH];
+static blk_t *xch[XCH]; /* atomic: swapped with __atomic_exchange_n (an _Atomic type: clang refuses the builtin) */
 static uint64_t seed;
 static int nodes, cpus, emulated, may_fail, do_fork = 1, do_trim, fork_snap;
 static int memnode[ND_MAX_NODES], n_memnodes;
