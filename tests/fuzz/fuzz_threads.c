@@ -20,8 +20,10 @@
  *   emulated ones), malloc_trim, nd_where, per-CPU counters and areas,
  *   tables, public heaps (created, shared out, destroyed by the last user);
  * - fork from one thread while the others run: the child checks the
- *   forking thread's blocks, allocates and frees, exits (a child that
- *   hangs for 60 s is killed and reported);
+ *   forking thread's blocks, allocates and frees, runs a thread of its own
+ *   (which trims and takes the snapshots first), exits (a child that
+ *   hangs for 60 s is killed and reported). The fuzzer takes no lock of
+ *   its own: a child would inherit it held by a thread it does not have;
  * - a position's thread exits after its share of operations (its heap
  *   parked) and a new thread takes over its blocks (adopting heaps).
  *
@@ -31,6 +33,8 @@
  * failure. ND_FUZZ_NO_OVERRIDE (the ThreadSanitizer build): nd_* calls
  * only. ND_FUZZ_ENOMEM=1: allocations may fail with ENOMEM (tight nodes).
  * ND_FUZZ_FORK=0: no fork; N > 1: N in 2000 operations more.
+ * ND_FUZZ_TRIM=N: N trims and snapshots in 2000 operations more;
+ * ND_FUZZ_FORK_SNAP=1: each snapshot forks after nd_stats_get.
  * ND_FUZZ_HANG_WAIT=1: a forked child that hangs
  * for 60 s prints its pid and stays, for a debugger. */
 #define _GNU_SOURCE
@@ -108,9 +112,9 @@ typedef struct worker {
 } worker_t;
 
 static worker_t W[MAXT];
-static blk_t *xch[XCH]; /* atomic (__atomic builtins: clang takes no _Atomic there) */
+static blk_t *xch[XCH]; /* atomic: swapped with __atomic_exchange_n (an _Atomic type: clang refuses the builtin) */
 static uint64_t seed;
-static int nodes, cpus, emulated, may_fail, do_fork = 1;
+static int nodes, cpus, emulated, may_fail, do_fork = 1, do_trim, fork_snap;
 static int memnode[ND_MAX_NODES], n_memnodes;
 static int emcpu[256], n_emcpus;
 static int realcpu[64], n_realcpus;
@@ -852,21 +856,27 @@ static void table_ops(worker_t *w)
 	nd_table_free(&t);
 }
 
+static void forked(worker_t *w);
+
 static void trim(worker_t *w)
 {
 	__atomic_add_fetch(&stat_trims, 1, __ATOMIC_RELAXED);
 #ifndef ND_FUZZ_NO_OVERRIDE
 	malloc_trim(0);
 #endif
-	/* the snapshots, while the others run */
-	static nd_stats_t st;
-	static pthread_mutex_t st_mu = PTHREAD_MUTEX_INITIALIZER;
+	/* the snapshots, while the others run. No lock of the fuzzer's own
+	 * (a static snapshot under a mutex was here): a thread holding it at
+	 * a fork left it held in the child, whose thread then waited for
+	 * good: a forked child hung (seed 3015); with more trims one did
+	 * again, gdb showing its thread in pthread_mutex_lock, the owner a
+	 * parent thread (part.cmake, threads_snapfork) */
+	nd_stats_t st;
 	nd_class_stats_t cs[64];
-	pthread_mutex_lock(&st_mu);
 	st.version = ND_STATS_VERSION;
 	if (nd_stats_get(&st) != 0 && errno != ERANGE)
 		fail(w, "nd_stats_get", NULL, (size_t)errno);
-	pthread_mutex_unlock(&st_mu);
+	if (fork_snap) /* ND_FUZZ_FORK_SNAP=1: a fork amid the snapshots (the child's thread takes its own) */
+		forked(w);
 	int ncls = nd_stats_classes(cs, 64);
 	if (ncls < 1)
 		fail(w, "nd_stats_classes", NULL, (size_t)ncls);
@@ -879,9 +889,14 @@ static void trim(worker_t *w)
 }
 
 static void *worker(void *arg);
-/* the child's thread: no fork of its own (forking is set in the child) */
+/* the child's thread: no fork of its own (forking is set in the child);
+ * it trims and takes the snapshots first, over the records, heaps and
+ * slabs of the parent's threads the child does not have */
 static void *child_worker(void *arg)
 {
+	worker_t *w = arg;
+	me = w;
+	trim(w);
 	return worker(arg);
 }
 
@@ -929,6 +944,7 @@ static void forked(worker_t *w)
 		/* a thread of the child's own, on a fresh position's blocks */
 		static worker_t cw;
 		pthread_t th;
+		note(w, "child: a thread of its own, joined");
 		cw.pos = MAXT - 1;
 		cw.gen = w->gen + 1000 * MAXT;
 		cw.s = w->s ^ 0x5555;
@@ -1009,6 +1025,8 @@ static void *worker(void *arg)
 		}
 		if (do_fork > 1 && R(2000) < (uint64_t)do_fork)
 			forked(w); /* ND_FUZZ_FORK=N: N more in 2000 */
+		if (do_trim && R(2000) < (uint64_t)do_trim)
+			trim(w); /* ND_FUZZ_TRIM=N: N more in 2000 */
 	}
 	/* the end: frees some, leaves the rest to the next thread here */
 	unsigned share = (unsigned)R(4);
@@ -1059,6 +1077,9 @@ int main(int argc, char **argv)
 	hang_wait = getenv("ND_FUZZ_HANG_WAIT") && atoi(getenv("ND_FUZZ_HANG_WAIT"));
 	if (getenv("ND_FUZZ_FORK"))
 		do_fork = atoi(getenv("ND_FUZZ_FORK"));
+	if (getenv("ND_FUZZ_TRIM"))
+		do_trim = atoi(getenv("ND_FUZZ_TRIM"));
+	fork_snap = getenv("ND_FUZZ_FORK_SNAP") && atoi(getenv("ND_FUZZ_FORK_SNAP"));
 	emulated = getenv("NODALLOC_TOPOLOGY") != NULL;
 	nodes = nd_node_limit();
 	cpus = nd_cpu_limit();
