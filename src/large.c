@@ -645,23 +645,37 @@ static void *cache_move(int node, uint64_t np, uint64_t ap, uint64_t *fresh)
 	return dst;
 }
 
+/* The calling thread's heaps trimmed whole (their empty current slabs
+ * too) and the parked heaps' empty slabs, once per allocation (*trimmed):
+ * true if done now. Their pages are their node's (its capacity counts
+ * them) and may split the free space a large run needs (task bigslot:
+ * after a bound churn and a full free, one current slab per class,
+ * scattered over the 2 GiB slot, refused 700 MiB on the empty 1 GiB
+ * node). Safe because this is reached from the malloc family's entry
+ * points only: the caller's heaps are between two operations (never from
+ * inside the slab layer) and it holds no lock (the parked heaps' trim
+ * takes sweep_lock, the pool and slot locks; audit21). */
+static __attribute__((noinline, cold)) bool trim_heaps(bool *trimmed)
+{
+	if (*trimmed)
+		return false;
+	*trimmed = true;
+	_nd_heap_trim_self(true);
+	_nd_heap_trim_parked();
+	return true;
+}
+
 /* Node's slot refused np pages (aligned to ap) even with its cache
  * flushed, while its capacity would take them: the blocks held split the
- * slot. The calling thread's heaps and the parked ones are trimmed first
- * (once per allocation: *trimmed), and the slot tried again; then a run
- * outside the slot, bound to the node (outrun.c), rather than another
- * node or ENOMEM (docs/arenas.md "Runs outside the slot"). Cold: a slot
- * miss only. */
+ * slot. The heaps are trimmed first (trim_heaps) and the slot tried
+ * again; then a run outside the slot, bound to the node (outrun.c),
+ * rather than another node or ENOMEM (docs/arenas.md "Runs outside the
+ * slot"). Cold: a slot miss only. */
 static __attribute__((noinline, cold)) void *node_out(int node, size_t np, size_t ap, bool *trimmed)
 {
 	if (!_nd_page_run_fits(np, ap) || !_nd_page_room_for(node, np))
 		return NULL; /* no slot could hold it, or the node is full: as before */
-	if (!*trimmed) {
-		/* Safe as in _nd_large_alloc: reached from the malloc family's
-		 * entry points only, no lock held. */
-		*trimmed = true;
-		_nd_heap_trim_self(true);
-		_nd_heap_trim_parked();
+	if (trim_heaps(trimmed)) {
 		void *p = _nd_page_alloc_exact(node, np, ap);
 		if (p)
 			return p;
@@ -735,30 +749,15 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 	} else {
 		bool trimmed = false;
 		p = node_run(np, ap, pol, want_node, &reused, &trimmed);
-		/* The calling thread's kept empty slabs are pages of their
-		 * node (its capacity counts them) and may split the free
-		 * space a large run needs: given back before ENOMEM (bind:1
-		 * on a full node failed with them kept; node_run has flushed
-		 * the large-run caches already), with its heaps' empty
-		 * current slabs and the parked heaps' empty slabs (task
-		 * bigslot: after a bound churn and a full free, one current
-		 * slab per class, scattered over the 2 GiB slot, refused 700
-		 * MiB on the empty 1 GiB node). Not for a run no slot can
-		 * hold: nothing freed helps it, and the walk of every slab
-		 * list made each such failure (a probe of malloc(1 TiB))
-		 * cost 0.7 ms with 1M small objects live, 0.1 us before
-		 * (audit20). */
-		if (!p && !trimmed && _nd_page_run_fits(np, ap)) {
-			/* Safe because this is reached from the malloc family's
-			 * entry points only: the caller's heaps are between two
-			 * operations (never from inside the slab layer) and it
-			 * holds no lock (the parked heaps' trim takes sweep_lock,
-			 * the pool and slot locks; audit21). */
-			_nd_heap_trim_self(true);
-			_nd_heap_trim_parked();
-			trimmed = true;
+		/* The heaps' kept and empty slabs given back before ENOMEM
+		 * (trim_heaps; bind:1 on a full node failed with them kept;
+		 * node_run has flushed the large-run caches already), unless
+		 * node_run's node_out did. Not for a run no slot can hold:
+		 * nothing freed helps it, and the walk of every slab list made
+		 * each such failure (a probe of malloc(1 TiB)) cost 0.7 ms with
+		 * 1M small objects live, 0.1 us before (audit20). */
+		if (!p && _nd_page_run_fits(np, ap) && trim_heaps(&trimmed))
 			p = node_run(np, ap, pol, want_node, &reused, &trimmed);
-		}
 	}
 	if (!p) {
 		errno = ENOMEM;

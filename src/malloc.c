@@ -412,16 +412,17 @@ static __attribute__((noinline)) void sized_slow(void *p, size_t align, size_t s
 	size_t have = usable(p, d);
 	size_t want = size > ND_SLAB_MAX || align <= 16 || align > ND_PAGE_SIZE ? size : ND_ALIGN_UP(size ? size : 1, align);
 	bool ok;
+	/* a page run's rule: want's pages hold a quarter of have at least */
+	bool run_ok = ND_ALIGN_UP(want | 1, ND_PAGE_SIZE) * 4 >= have;
 	/* a large block unaligned: above a page, not only above the largest
 	 * class: a spreading policy serves more than a page as a page run
 	 * (place.c; audit24: interleave's 4097 .. 32768 B were fatal) */
 	if (d->use == ND_USE_LARGE)
-		ok = want <= have && ND_ALIGN_UP(want | 1, ND_PAGE_SIZE) * 4 >= have && (align > 16 || size > ND_PAGE_SIZE);
+		ok = want <= have && run_ok && (align > 16 || size > ND_PAGE_SIZE);
 	else /* a slab object, or a public heap's chunk (realloc keeps both
 	      * above half their size); a chunk aligned above a page holds
 	      * a page at least (audit24: its sizes below half were fatal) */
-		ok = want <= have && (have <= 64 || want > have / 2 ||
-				      (d->use == ND_USE_HEAP && align > 16 && ND_ALIGN_UP(want | 1, ND_PAGE_SIZE) * 4 >= have));
+		ok = want <= have && (have <= 64 || want > have / 2 || (d->use == ND_USE_HEAP && align > 16 && run_ok));
 	if (!ok)
 		_nd_msg_fatal("%s(): size %zu is not the size of block %p (usable size %zu)", fn, size, p, have);
 }

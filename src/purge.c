@@ -307,14 +307,6 @@ bool _nd_purge_room(int node, uint64_t n)
 	return fit;
 }
 
-/* Without a decay (NODALLOC_PURGE_DECAY_MS=0) a pass of the dirty limit
- * is the refaults' period: counted for good, they kept slabs for good.
- * A pass period without a refault after one with some ends them, as a
- * decay that purges does: kept_gen moves, and the heaps' kept slabs are
- * held to the bound at their next refill (heap.c kept_expire), not at
- * the next slab that empties (none, once the program freed its working
- * set). Under the slot's lock. Out of line: not in the hot text
- * (src/hot_text.ld). */
 /* The refaults' period of a ends (the slot's lock held): the current
  * count becomes the previous one, or with ended (the phase that
  * refaulted is over) both go and kept_gen moves, so that the heaps' kept
@@ -329,6 +321,14 @@ static void refault_period(_nd_arena_t *a, bool ended)
 	a->lim_out = 0;
 }
 
+/* Without a decay (NODALLOC_PURGE_DECAY_MS=0) a pass of the dirty limit
+ * is the refaults' period: counted for good, they kept slabs for good.
+ * A pass period without a refault after one with some ends them, as a
+ * decay that purges does: kept_gen moves, and the heaps' kept slabs are
+ * held to the bound at their next refill (heap.c kept_expire), not at
+ * the next slab that empties (none, once the program freed its working
+ * set). Under the slot's lock. Out of line: not in the hot text
+ * (src/hot_text.ld). */
 static __attribute__((noinline, cold)) void pass_period(_nd_arena_t *a)
 {
 	refault_period(a, !a->refault_cur && a->refault_prev);
