@@ -858,18 +858,23 @@ static bool grow_through_cache(int node, char *p, uint64_t old, uint64_t np)
 	return true;
 }
 
-bool _nd_large_grow(void *p, _nd_pagedesc_t *d, size_t size)
+void *_nd_large_grow(void *p, _nd_pagedesc_t *d, size_t size)
 {
 	if (size > SIZE_MAX - ND_PAGE_SIZE || !policy_keeps_node(p))
-		return false;
+		return NULL;
 	size_t np = (size + ND_PAGE_SIZE - 1) >> ND_PAGE_SHIFT;
 	uint64_t old = d->npages;
 	int node = slot_node(p);
-	if (_nd_page_grow(p, np) != 0 && !(node >= 0 && grow_through_cache(node, p, old, np)))
-		return false;
+	void *q = p;
+	if (d->flags & ND_PGF_OUT) /* its mapping grows, or moves with its pages (d stays its descriptor) */
+		q = _nd_outrun_grow(p, np);
+	else if (_nd_page_grow(p, np) != 0 && !(node >= 0 && grow_through_cache(node, p, old, np)))
+		q = NULL;
+	if (!q)
+		return NULL;
 	live_add(node, (int64_t)(d->npages - old));
 	d->user = size;
-	return true;
+	return q;
 }
 
 bool _nd_large_shrink(void *p, _nd_pagedesc_t *d, size_t size)

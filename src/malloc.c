@@ -357,9 +357,11 @@ void *nd_realloc(void *p, size_t size)
 		if (d->use == ND_USE_LARGE && size > ND_SLAB_MAX && _nd_large_shrink(p, d, size))
 			return p;
 	}
-	/* a large block that grows takes the free pages after it if it can */
-	if (d && d->use == ND_USE_LARGE && size > have && _nd_large_grow(p, d, size))
-		return p;
+	/* a large block that grows takes the free pages after it if it can
+	 * (one outside the slots may move, with its pages) */
+	void *grown;
+	if (d && d->use == ND_USE_LARGE && size > have && (grown = _nd_large_grow(p, d, size)))
+		return grown;
 	/* the new block goes where the old one is (a block spread over nodes
 	 * by offset: where the policy in force puts it) */
 	int node = -1;

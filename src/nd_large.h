@@ -31,9 +31,12 @@ void _nd_large_free(void *p, _nd_pagedesc_t *d);
 void _nd_large_zero(void *p, size_t bytes);
 /* realloc of a large block in place: grow into the free pages or the
  * cached run after it when the policy in force would place new memory on
- * the run's node, or give the tail back (cached when it is a big run).
- * true on success (d->user = size). */
-bool _nd_large_grow(void *p, _nd_pagedesc_t *d, size_t size);
+ * the run's node (a run outside the slots: into the address space after
+ * it, else moved with its pages, no copy: outrun.c), or give the tail
+ * back (cached when it is a big run). Grow: the block (p, or where it
+ * moved), NULL with nothing changed; shrink: true on success. Both set
+ * d->user = size. */
+void *_nd_large_grow(void *p, _nd_pagedesc_t *d, size_t size);
 bool _nd_large_shrink(void *p, _nd_pagedesc_t *d, size_t size);
 /* Record a new requested size after an in-place realloc. */
 void _nd_large_resize(void *p, _nd_pagedesc_t *d, size_t size);

@@ -56,6 +56,16 @@ int _nd_os_madvise(void *p, size_t len, int advice);
  * mapped, empty, with its flags and policy. Both ranges in one mapping's
  * VMAs; src inside one VMA. 0 or -errno. */
 int _nd_os_remap_pages(void *src, size_t len, void *dst);
+/* Grows the mapping [p, p+len) ends to p + new_len in place (mremap
+ * without MREMAP_MAYMOVE): its VMA (the one holding p, which must end at
+ * p + len) takes the added range, with its flags and policy. 0, -ENOMEM
+ * (the address space after it is not free), -EFAULT, -errno. */
+int _nd_os_mremap_grow(void *p, size_t len, size_t new_len);
+/* Moves [src, src+len) to dst grown to new_len (mremap MREMAP_MAYMOVE |
+ * MREMAP_FIXED): pages, flags and policy move without a copy, whatever
+ * was at [dst, dst+new_len) is replaced, src is unmapped. src inside one
+ * VMA (else -EFAULT). 0 or -errno. */
+int _nd_os_mremap_move(void *src, size_t len, size_t new_len, void *dst);
 int _nd_os_mprotect(void *p, size_t len, int prot);
 /* The kernel maps a file's pages 64 KiB about each one a process runs
  * (fault-around), but never across the end of a mapping: the library's

@@ -374,6 +374,12 @@ int _nd_outrun_node_of(const void *p);
  * run's start (nothing changed). */
 int _nd_outrun_free(void *p);
 int _nd_outrun_shrink(void *p, uint64_t new_npages);
+/* Grows run p (its start) to new_npages, the added pages bound to its
+ * node and charged to its room: in place when the address space after it
+ * is free, else moved with its pages (mremap: no copy). The run's
+ * address (p or its new one), or NULL with nothing changed (no such run,
+ * the room refused, the move refused). */
+void *_nd_outrun_grow(void *p, uint64_t new_npages);
 /* Runs outside the slots of node (-1: all) and their pages (tests). */
 void _nd_outrun_info(int node, uint64_t *runs, uint64_t *pages);
 

@@ -149,6 +149,18 @@ int _nd_os_remap_pages(void *src, size_t len, void *dst)
 	return r < 0 && r > -4096 ? (int)r : 0;
 }
 
+int _nd_os_mremap_grow(void *p, size_t len, size_t new_len)
+{
+	long r = sc4(SYS_mremap, p, len, new_len, 0);
+	return r < 0 && r > -4096 ? (int)r : 0;
+}
+
+int _nd_os_mremap_move(void *src, size_t len, size_t new_len, void *dst)
+{
+	long r = sc6(SYS_mremap, (long)src, (long)len, (long)new_len, MREMAP_MAYMOVE | MREMAP_FIXED, (long)dst, 0);
+	return r < 0 && r > -4096 ? (int)r : 0;
+}
+
 int _nd_os_mprotect(void *p, size_t len, int prot)
 {
 	return (int)sc3(SYS_mprotect, p, len, prot);

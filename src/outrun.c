@@ -54,11 +54,11 @@ ND_LOCK_DEFINE(out_lock, ND_RANK_PAGE_OUT);
  * pages past its head are (use NONE: an invalid free). Never written. */
 static const _nd_pagedesc_t tail_desc = { .state = ND_PG_TAIL };
 
-/* Position in idx of the last entry starting at or below p, -1 if none.
- * Lock held. */
-static int find_pos(uintptr_t p)
+/* Position in idx[0, n) of the last entry starting at or below p, -1 if
+ * none. Lock held. */
+static int find_pos_in(uintptr_t p, uint32_t n)
 {
-	int lo = 0, hi = (int)live - 1, r = -1;
+	int lo = 0, hi = (int)n - 1, r = -1;
 	while (lo <= hi) {
 		int mid = (lo + hi) / 2;
 		if (t.e[t.idx[mid]].start <= p) {
@@ -69,6 +69,11 @@ static int find_pos(uintptr_t p)
 		}
 	}
 	return r;
+}
+
+static int find_pos(uintptr_t p)
+{
+	return find_pos_in(p, live);
 }
 
 /* The entry whose run holds p, NULL if none. Lock held. */
@@ -164,8 +169,10 @@ void *_nd_outrun_alloc(int node, uint64_t n, uint64_t align)
 	 * placement to the kernel, as reserve.c does for a slot */
 	if (g.bind)
 		(void)_nd_room_bind(p, len, node);
+	/* the whole mapping, past its last whole huge page too (no huge page
+	 * there, the VMA too short): one VMA, which a realloc's mremap moves */
 	if (n >= HUGE_PAGES && g.thp_runs)
-		_nd_os_madvise(p, len & ~(size_t)(ND_HUGE_SIZE - 1), MADV_HUGEPAGE);
+		_nd_os_madvise(p, len, MADV_HUGEPAGE);
 	if (!record((uintptr_t)p, n, node)) {
 		_nd_os_munmap(p, len);
 		_nd_room_give(a, n);
@@ -232,6 +239,93 @@ int _nd_outrun_shrink(void *p, uint64_t new_npages)
 	_nd_room_give(a, cut);
 	_nd_room_stats(_nd_stats_in_use, node, -(int64_t)cut);
 	return 0;
+}
+
+/* Entry e's run now starts at `to`: the index kept sorted (e's own
+ * place taken out, e put back after the entries at or below to). */
+static void rekey(out_entry_t *e, uintptr_t to)
+{
+	_nd_lock(&out_lock);
+	uint16_t i = (uint16_t)(e - t.e);
+	uint32_t k = 0;
+	while (t.idx[k] != i)
+		k++;
+	for (; k + 1 < live; k++)
+		t.idx[k] = t.idx[k + 1];
+	e->start = to;
+	uint32_t at = (uint32_t)(find_pos_in(to, live - 1) + 1);
+	for (k = live - 1; k > at; k--)
+		t.idx[k] = t.idx[k - 1];
+	t.idx[at] = i;
+	_nd_unlock(&out_lock);
+}
+
+/* Moves run e ([p, p + len)) with its pages, grown to nlen, into a fresh
+ * reservation aligned as a new run of nlen would be (2 MiB from a huge
+ * page on: the huge pages move whole): mremap MAYMOVE|FIXED, no copy.
+ * The table says the new start before the move: p's range, free once the
+ * pages left it, may become another run's at once. Its new address, or
+ * NULL with nothing changed (the run spans VMAs: the caller copies). */
+static char *move_run(out_entry_t *e, char *p, size_t len, size_t nlen)
+{
+	int err;
+	char *q = _nd_os_mmap_aligned(nlen, nlen >= ND_HUGE_SIZE ? ND_HUGE_SIZE : ND_PAGE_SIZE, true, &err);
+	if (!q)
+		return NULL;
+	rekey(e, (uintptr_t)q);
+	if (_nd_os_mremap_move(p, len, nlen, q) == 0)
+		return q;
+	rekey(e, (uintptr_t)p);
+	/* A refusal may come after the kernel unmapped the reservation (the
+	 * run is several VMAs, the commit charge): unmapped only if taken
+	 * back whole, never what another thread may have mapped there since
+	 * (a refusal before that, the map count, leaves the reservation:
+	 * address space only, MAP_NORESERVE) */
+	if (_nd_os_mmap_at(q, nlen, true) == 0)
+		_nd_os_munmap(q, nlen);
+	return NULL;
+}
+
+void *_nd_outrun_grow(void *p, uint64_t new_npages)
+{
+	if (!__atomic_load_n(&live, __ATOMIC_ACQUIRE))
+		return NULL;
+	_nd_lock(&out_lock);
+	out_entry_t *e = find((uintptr_t)p);
+	if (e && (e->start != (uintptr_t)p || e->head.state != ND_PG_RUN))
+		e = NULL;
+	_nd_unlock(&out_lock);
+	/* the caller's run: its entry and npages stay (only the owner frees,
+	 * shrinks or grows it; others move only the index) */
+	uint64_t n = e ? e->head.npages : 0;
+	if (!e || new_npages <= n)
+		return NULL;
+	int node = e->head.node;
+	_nd_arena_t *a = &g.arenas[node];
+	uint64_t add = new_npages - n;
+	if (!_nd_room_take(a, add, add)) /* every added page fresh */
+		return NULL;
+	size_t len = (size_t)n << ND_PAGE_SHIFT, nlen = (size_t)new_npages << ND_PAGE_SHIFT;
+	/* in place: the VMA of its last page takes the range after it */
+	char *q = p;
+	if (_nd_os_mremap_grow(q + len - ND_PAGE_SIZE, ND_PAGE_SIZE, nlen - len + ND_PAGE_SIZE) != 0 &&
+	    !(q = move_run(e, p, len, nlen))) {
+		_nd_room_give(a, add);
+		return NULL;
+	}
+	/* the added range has the VMA's policy already; bound as a new run's
+	 * (before the first touch) in case it had none */
+	if (g.bind)
+		(void)_nd_room_bind(q + len, nlen - len, node);
+	if (new_npages >= HUGE_PAGES && g.thp_runs)
+		_nd_os_madvise(q, nlen, MADV_HUGEPAGE);
+	_nd_lock(&out_lock);
+	e->head.npages = new_npages;
+	e->head.flags &= (uint8_t)~ND_PGF_FRESH; /* its old pages were handed out */
+	_nd_unlock(&out_lock);
+	_nd_room_committed(a, (int64_t)add);
+	_nd_room_stats(_nd_stats_in_use, node, (int64_t)add);
+	return q;
 }
 
 void _nd_outrun_info(int node, uint64_t *runs, uint64_t *pages)

@@ -6,9 +6,10 @@
  * 1). Node 1's slot is split by one page at the start of each 16 MiB
  * block; then, under the default (local) policy, malloc(40 MiB) lands on
  * node 1 (numa_hit there; before: node 0, a numa_miss) outside the slot,
- * and free, calloc, realloc (in place down, moved up: node kept), usable
+ * and free, calloc, realloc (in place down, grown up: node kept), usable
  * size, free_sized, aligned_alloc, fork and the invalid-pointer reports
- * (interior, a later page, double free) work on it; under bind:1 blocks
+ * (interior, a later page, double free) work on it; realloc growth by
+ * steps, in place or moved with its pages (grow_block); under bind:1 blocks
  * are served until the node's room is spent, then ENOMEM. Last, the
  * bound churn of 512 slots of 1 B - 64 MiB, 20000 steps, the blocks'
  * usable sizes under 850 MiB (docs/arenas.md, "Spans", what was left):
@@ -22,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -152,7 +154,7 @@ static void local_block(void)
 	CHECK(q == p, "realloc down in place");
 	CHECK_EQ(malloc_usable_size(q), 15 * MIB);
 	CHECK_EQ(info(1).out_pages, (15 * MIB) >> ND_PAGE_SHIFT);
-	/* realloc up: moved, on node 1, contents kept */
+	/* realloc up: grown in place or moved (grow_block), on node 1, contents kept */
 	char *r = realloc(q, 50 * MIB);
 	CHECK(r != NULL);
 	if (!r)
@@ -205,6 +207,146 @@ static void local_block(void)
 	      (unsigned long long)after.used_pages, (unsigned long long)before.used_pages);
 	CHECK(after.committed_pages <= before.committed_pages, "committed %llu, %llu before",
 	      (unsigned long long)after.committed_pages, (unsigned long long)before.committed_pages);
+}
+
+/* Address space for a 40 MiB run with 1 GiB free after it: a hole at g
+ * of 64 MiB under a fence of the test's ([g + 64M, g + 1G)), every gap
+ * above it that a 40 MiB run could take filled (32 MiB fillers, until one
+ * lands in the hole: mmap takes the highest gap that fits), so that the
+ * next mapping of 40-64 MiB lands at the top of the hole, right under
+ * the fence. free_after() unmaps the fence and fillers. */
+#define FILLERS 512
+static char *fillers[FILLERS];
+static int nfill;
+static char *hole;
+
+static void *map_none(void *at, size_t len)
+{
+	void *m = mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (at ? MAP_FIXED_NOREPLACE : 0),
+		       -1, 0);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static bool shape_space(void)
+{
+	char *g = map_none(NULL, 1024 * MIB);
+	CHECK(g != NULL);
+	if (!g)
+		return false;
+	munmap(g, 1024 * MIB);
+	CHECK(map_none(g + 64 * MIB, 960 * MIB) == g + 64 * MIB);
+	for (nfill = 0; nfill < FILLERS; nfill++) {
+		char *x = map_none(NULL, 32 * MIB);
+		CHECK(x != NULL);
+		if (!x)
+			return false;
+		if (x >= g && x < g + 64 * MIB) { /* in the hole: none above fits */
+			munmap(x, 32 * MIB);
+			hole = g;
+			return true;
+		}
+		fillers[nfill] = x;
+	}
+	CHECK(false, "%d fillers did not reach the hole", nfill);
+	return false;
+}
+
+static void free_after(void)
+{
+	munmap(hole + 64 * MIB, 960 * MIB);
+	for (int k = 0; k < nfill; k++)
+		munmap(fillers[k], 32 * MIB);
+	nfill = 0;
+}
+
+/* No mapping in [p, p + len). */
+static bool space_free(char *p, size_t len)
+{
+	void *m = map_none(p, len);
+	if (m)
+		munmap(m, len);
+	return m == p;
+}
+
+/* realloc of a block outside the slot that grows (40 MiB by steps of 20
+ * MiB to 200, then 220 and 240): in place while the address space after
+ * it is free (mremap), then, with a page mapped right after it, moved
+ * with its pages (mremap, no copy: no allocation counted, 2 MiB
+ * aligned); its contents, its node, the room's and the statistics'
+ * counts exact at each step, another run outside the slot kept in the
+ * table (its lookups and free). Before, every growth was a new block and
+ * a copy (numa_hit + 1, the address changed). */
+static void grow_block(void)
+{
+	_nd_heap_trim_self(true);
+	_nd_heap_trim_parked();
+	char *other = malloc(40 * MIB); /* before the shaping: it would take the space after the block */
+	CHECK(other && outside(other));
+	if (!other || !shape_space())
+		return;
+	_nd_page_info_t in0 = info(1);
+	nd_node_stats_t s0 = stats(1);
+	char *p = malloc(40 * MIB);
+	CHECK(p && outside(p) && p >= hole && p < hole + 64 * MIB, "40 MiB at %p, the hole at %p", (void *)p,
+	      (void *)hole);
+	free_after();
+	if (!p)
+		return;
+	for (size_t k = 0; k < 40 * MIB; k += ND_PAGE_SIZE)
+		p[k] = (char)(k >> 12);
+	uint64_t base = in0.used_pages, hits = stats(1).numa_hit;
+	int64_t in_use = (int64_t)stats(1).bytes_in_use - (int64_t)s0.bytes_in_use;
+	CHECK_EQ(in_use, (int64_t)(40 * MIB));
+	size_t have = 40 * MIB;
+	int inplace = 0, moved = 0;
+	for (size_t sz = 60 * MIB; sz <= 240 * MIB; sz += 20 * MIB) {
+		if (sz == 220 * MIB) /* a page right after it: it must move */
+			CHECK(map_none(p + have, ND_PAGE_SIZE) == p + have);
+		bool room = space_free(p + have, sz - have);
+		char *q = realloc(p, sz);
+		CHECK(q != NULL, "realloc to %zu MiB", sz / MIB);
+		if (!q)
+			break;
+		if (sz == 220 * MIB)
+			munmap(p + have, ND_PAGE_SIZE);
+		if (room)
+			CHECK(q == p, "%zu MiB: grown in place (%p -> %p)", sz / MIB, (void *)p, (void *)q);
+		else
+			CHECK(q != p && !((uintptr_t)q & (2 * MIB - 1)), "%zu MiB: moved, 2 MiB aligned (%p -> %p)", sz / MIB,
+			      (void *)p, (void *)q);
+		inplace += q == p;
+		moved += q != p;
+		bool same = true;
+		for (size_t k = 0; k < have; k += ND_PAGE_SIZE)
+			same &= q[k] == (char)(k >> 12);
+		CHECK(same, "%zu MiB: contents kept", sz / MIB);
+		for (size_t k = have; k < sz; k += ND_PAGE_SIZE)
+			q[k] = (char)(k >> 12);
+		CHECK(outside(q) && malloc_usable_size(q) == sz, "%zu MiB: usable %zu", sz / MIB, malloc_usable_size(q));
+		CHECK(_nd_page_node_of(q) == 1 && nd_node_of(q + sz - 1) == 1, "%zu MiB: on node 1", sz / MIB);
+		_nd_page_info_t in = info(1);
+		CHECK(in.out_runs == 2 && in.out_pages == ((sz + 40 * MIB) >> ND_PAGE_SHIFT),
+		      "%zu MiB: %llu runs, %llu pages outside", sz / MIB, (unsigned long long)in.out_runs,
+		      (unsigned long long)in.out_pages);
+		CHECK(in.used_pages == base + (sz >> ND_PAGE_SHIFT), "%zu MiB: %llu pages used, %llu + the block's",
+		      sz / MIB, (unsigned long long)in.used_pages, (unsigned long long)base);
+		nd_node_stats_t s = stats(1);
+		CHECK(s.numa_hit == hits, "%zu MiB: no block allocated (numa_hit %llu -> %llu)", sz / MIB,
+		      (unsigned long long)hits, (unsigned long long)s.numa_hit);
+		CHECK_EQ((int64_t)s.bytes_in_use - (int64_t)s0.bytes_in_use, (int64_t)sz);
+		p = q;
+		have = sz;
+	}
+	CHECK(inplace == 8 && moved >= 1, "%d in place, %d moved", inplace, moved);
+	/* the other run: still found, freed */
+	CHECK(outside(other) && _nd_page_node_of(other) == 1 && malloc_usable_size(other) == 40 * MIB);
+	free(other);
+	CHECK(outside(p) && info(1).out_runs == 1);
+	free(p);
+	_nd_page_info_t after = info(1);
+	CHECK(after.out_runs == 0 && after.used_pages == base - ((40 * MIB) >> ND_PAGE_SHIFT), /* other's too */
+	      "all given back: %llu used, %llu before", (unsigned long long)after.used_pages,
+	      (unsigned long long)base);
 }
 
 /* bind:1, node 1's slot split: 40 MiB blocks until the room is spent,
@@ -299,6 +441,7 @@ int main(void)
 	free(malloc(64)); /* the init, the heaps */
 	split_slot();
 	local_block();
+	grow_block();
 	nd_policy_t bind1;
 	CHECK(nd_policy_parse("bind:1", &bind1, err, sizeof err) == 0, "%s", err);
 	CHECK(nd_set_policy(&bind1) == 0);
