@@ -540,7 +540,7 @@ static inline __attribute__((always_inline)) void *heap_refill(heap_t *h, unsign
 {
 	ND_ASSERT(h->owner == _nd_tls, "heap_refill runs on h's owner");
 	unsigned tc = _nd_slab_cls_tc[c]; /* the record's class (a twin: its size's) */
-	_nd_thread_count(&h->owner->cls_refill[tc], &h->owner->cls_remote[tc].refill, 1); /* statistics */
+	_nd_thread_count16(&h->owner->cls_refill[tc], &h->owner->cls_remote[tc].refill); /* statistics */
 	slab_t *s = h->cur[c], *b;
 	if (dry(s)) {
 		if (s->carved < s->cap) {

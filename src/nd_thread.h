@@ -40,14 +40,14 @@ struct nd_heap;
 #define ND_PCACHE 4 /* nd_malloc_policy's cache: policy objects remembered */
 #define ND_NHEAP_IN 32 /* node heaps the record holds itself (nheap[]) */
 /* Size classes (docs/malloc.md): 16..128 by 16, ..512 by 32, ..1024 by 64,
- * then 4 per power of two: ND_SLAB_SIZED of them, sorted by size (the
+ * then 4 per power of two and 1152 and 4608: ND_SLAB_SIZED of them, sorted by size (the
  * class table's), then the uncoloured twins of 8192 and 16384 that only
  * the aligned calls take (slab.c, cls_al). A twin is a class of the
  * heaps (lists, kept slabs, statistics) but not of the thread record:
  * its slabs use their size's class's entries here (rf[], cls_refill[],
  * cls_remote[], bwl[], cdir[]; the slab's bwo, _nd_slab_tcls), whose
  * objects they may serve (8192 and 16384 B, aligned to their size). */
-#define ND_SLAB_SIZED 48
+#define ND_SLAB_SIZED 50
 #define ND_SLAB_CLASSES (ND_SLAB_SIZED + 2)
 _Static_assert(ND_SLAB_CLASSES <= 64, "class masks (rf_mask, a heap's notify) are 64-bit words");
 
@@ -211,10 +211,12 @@ typedef struct _nd_thread {
 	uint64_t rf_sent;       /* remote-free splices sent (tests) */
 	/* per class, for _nd_slab_class_stats (written by this thread with
 	 * relaxed stores, read by a snapshot with relaxed loads; folded into
-	 * slab.c's totals when the thread exits). 32 bits each, so that both
-	 * fit this page: from 2^31 on a count moves to its 64-bit word on
-	 * page 2 (_nd_thread_count). */
-	uint32_t cls_refill[ND_SLAB_SIZED]; /* malloc slow paths (free list empty, or a new heap) */
+	 * slab.c's totals when the thread exits). Short, so that both fit
+	 * this page: from 2^31 (sent) or 2^15 (refill: 16 bits, room for
+	 * the classes 1152 and 4608) on, a count moves to its 64-bit word
+	 * on page 2 (_nd_thread_count): only a thread that took 32768 slow
+	 * paths of one class writes page 2 for it. */
+	uint16_t cls_refill[ND_SLAB_SIZED]; /* malloc slow paths (free list empty, or a new heap) */
 	/* frees into other threads' slabs sent home (rf[], or one by one):
 	 * a thread that only frees others' objects (a consumer) counts them
 	 * here, not on page 2 (issue 11: one page less a thread; the
@@ -332,6 +334,17 @@ static inline void _nd_thread_count(uint32_t *lo, uint64_t *hi, uint32_t k)
 		v = 0;
 	}
 	__atomic_store_n(lo, v, __ATOMIC_RELAXED);
+}
+
+/* The same for a 16-bit counter (cls_refill), moved from 2^15 on. */
+static inline void _nd_thread_count16(uint16_t *lo, uint64_t *hi)
+{
+	uint32_t v = (uint32_t)*lo + 1;
+	if (nd_unlikely(v >> 15)) {
+		__atomic_store_n(hi, *hi + v, __ATOMIC_RELAXED);
+		v = 0;
+	}
+	__atomic_store_n(lo, (uint16_t)v, __ATOMIC_RELAXED);
 }
 
 static inline _nd_slab_hot_t *_nd_thread_bw(_nd_thread_t *t, unsigned c)

@@ -88,17 +88,20 @@ static void ob_put(outbuf_t *o, const char *fmt, ...)
 
 /* The counts are page-run allocations, not pages (numastat counts pages):
  * the table names them so; JSON keeps nd_node_stats_t's field names and
- * says the unit. */
-static const char *const count_names[C__N] = {
+ * says the unit. Arrays of chars, not of pointers: no relocations, so
+ * the printers' names sit in the cold read-only data, not in
+ * .data.rel.ro, which every process writes (its 8 KiB, two pages, were
+ * full: the size classes 1152 and 4608 grew the boot thread record). */
+static const char count_names[C__N][16] = {
 	"numa_hit", "numa_miss", "numa_foreign", "interleave_hit", "local_node", "other_node",
 };
-static const char *const count_rows[C__N] = {
+static const char count_rows[C__N][16] = {
 	"hit_runs", "miss_runs", "foreign_runs", "interleave_runs", "local_runs", "other_runs",
 };
 /* B__N byte counters, then the derived committed - in use */
 #define R_FRAG B__N
-static const char *const byte_names[B__N + 1] = { "in_use_MiB", "committed_MiB", "reserved_MiB", "fragmented_MiB" };
-static const char *const byte_json[B__N + 1] = { "bytes_in_use", "bytes_committed", "bytes_reserved",
+static const char byte_names[B__N + 1][16] = { "in_use_MiB", "committed_MiB", "reserved_MiB", "fragmented_MiB" };
+static const char byte_json[B__N + 1][17] = { "bytes_in_use", "bytes_committed", "bytes_reserved",
 						 "bytes_fragmented" };
 
 /* ---- size classes (live printers only) ----------------------------------- */

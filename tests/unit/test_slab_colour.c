@@ -313,7 +313,7 @@ static void no_twin_lend(void)
 			listed += s != h->cur[c] && s->carved == s->cap && s->free != NULL;
 		}
 	CHECK(listed >= 2, "%d partial twin slabs with objects listed", listed);
-	for (unsigned c = 44; c < ND_SLAB_SIZED; c++)
+	for (unsigned c = _nd_slab_class_of(20480); c < ND_SLAB_SIZED; c++) /* 20480..32768 B */
 		if (_nd_slab_lend(h, c))
 			CHECK(h->cur[c]->size >= _nd_slab_class_size(c), "class %u lent a slab of %u B", c, h->cur[c]->size);
 	for (int i = 0; i < 64; i++)

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-/* A thread's per-class counts of malloc slow paths (cls_refill) and of
- * frees sent home (cls_sent) are 32-bit words on its record's first page
- * (nd_thread.h: a thread that only frees others' objects leaves the
- * second page alone); from 2^31 on a count moves to its 64-bit word on
- * the second page (_nd_thread_count), so no count wraps at 2^32. The
- * counts are set just below 2^32 here as if that many events had
- * happened; the class statistics must then show them all, the sent ones
- * also after the thread's exit folded them into the totals. */
+/* A thread's per-class counts of malloc slow paths (cls_refill, 16 bits)
+ * and of frees sent home (cls_sent, 32 bits) are on its record's first
+ * page (nd_thread.h: a thread that only frees others' objects leaves the
+ * second page alone); from 2^15 (refill) or 2^31 (sent) on a count moves
+ * to its 64-bit word on the second page (_nd_thread_count16,
+ * _nd_thread_count), so no count wraps. The counts are set just below
+ * the wrap here as if that many events had happened; the class
+ * statistics must then show them all, the sent ones also after the
+ * thread's exit folded them into the totals. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 enum { SZ = 3000, N = 60, FREED = 40 };
 #define NEAR 0xfffffff0u
+#define RNEAR 0xfff0u /* the 16-bit refill count's */
 static void *obj[N];
 static unsigned cls;
 
@@ -47,8 +49,8 @@ int main(void)
 	_nd_thread_t *me = _nd_thread_self();
 	CHECK(me && !_nd_thread_none(me), "main's record");
 	_nd_slab_class_stats_t s0 = get();
-	uint64_t rpreset = NEAR - me->cls_refill[cls];
-	me->cls_refill[cls] = NEAR;
+	uint64_t rpreset = RNEAR - me->cls_refill[cls];
+	me->cls_refill[cls] = RNEAR;
 	for (int i = 0; i < N; i++)
 		obj[i] = malloc(SZ);
 	_nd_slab_class_stats_t s1 = get();
