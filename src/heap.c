@@ -347,8 +347,11 @@ size_t _nd_heap_trim_parked(void)
 	size_t got = 0;
 	_nd_lock_t *lk;
 	heap_t **pool;
-	/* no peek without the lock: heap_abandon writes the pool under it */
-	for (int n = 0; n < _nd_topo()->node_limit; n++) {
+	/* no peek without the lock: heap_abandon writes the pool under it;
+	 * a node not counted by meta.c has no parked heap, and its lock is
+	 * not fork's (nd_lock.h, "Counted arrays") */
+	int nn = _nd_meta_nodes_used();
+	for (int n = 0; n < _nd_topo()->node_limit && n < nn; n++) {
 		pool = pool_of(NULL, n, &lk);
 		got += trim_pool(pool, lk);
 	}

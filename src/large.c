@@ -167,9 +167,11 @@ static int slot_node(const void *p)
 	return n >= 0 && n < ND_MAX_NODES ? n : -1;
 }
 
+/* Before node's cache lock is first taken; raised under lnodes[0]'s lock
+ * (lock.c, ordered with fork's prepare): called with no cache lock held. */
 static void note_node(int node)
 {
-	_nd_atomic_raise(&lnodes_used, node + 1);
+	_nd_lock_count_raise(&lnode_lock_class, node + 1);
 }
 
 static void live_add(int node, int64_t pages)
@@ -226,7 +228,8 @@ void _nd_large_usage(uint64_t *in_use, uint64_t *cached, uint64_t *runs)
 
 size_t _nd_large_cached(int node)
 {
-	if (node < 0 || node >= ND_MAX_NODES)
+	/* a node not counted has nothing cached, and its lock is fork's only once counted */
+	if (node < 0 || node >= __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED))
 		return 0;
 	lnode_t *ln = &lnodes[node];
 	_nd_lock(&ln->lock);
@@ -394,6 +397,7 @@ static bool cache_put(int node, char *p, uint64_t np)
 	cached_t r = { .p = p, .npages = np, .due = _nd_os_now_ns() + cfg(delay_ns) };
 	cached_t nb[2]; /* the neighbours taken out: before, after */
 	int nnb = 0;
+	note_node(node);
 	_nd_lock(&ln->lock);
 	uint64_t joined = np;
 	for (int k = 0; k < ln->n;) {
@@ -428,7 +432,6 @@ static bool cache_put(int node, char *p, uint64_t np)
 	for (int k = 0; k < nback; k++)
 		insert(ln, back[k], lim, out, &nout, NULL);
 	_nd_unlock(&ln->lock);
-	note_node(node);
 	due_min(r.due);
 	_nd_stats_in_use(node, -(int64_t)bytes);
 	/* Over the bound, only the excess goes: the last run moved out is cut

@@ -10,8 +10,11 @@
  * section nd_lock_classes. The fork handlers are built from that section
  * alone: prepare takes every lock in rank order (internal.h, "Lock
  * order"), the parent releases them in reverse, the child (one thread)
- * resets them all. A lock declared any other way is refused by
- * tests/check_locks.sh, so a new lock cannot be forgotten at fork.
+ * resets them all. A counted array's element 0 is taken before its count
+ * is read, and its count raised under element 0 (_nd_lock_count_raise):
+ * a raise is seen by prepare or waits for the fork (nd_lock.h). A lock
+ * declared any other way is refused by tests/check_locks.sh, so a new
+ * lock cannot be forgotten at fork.
  */
 #include "internal.h"
 
@@ -86,11 +89,36 @@ static inline _nd_lock_t *lock_at(const _nd_lock_class_t *c, int i)
 	return base ? (_nd_lock_t *)(base + c->dyn_off + (size_t)i * c->stride) : NULL;
 }
 
+/* A static array's count is raised under element 0's lock, which prepare
+ * takes before it reads the count (nd_lock.h, "Counted arrays"). */
+static inline bool counted_static(const _nd_lock_class_t *c)
+{
+	return c->count && !c->dyn;
+}
+
+/* The locks of c that prepare takes and the child resets: its count, and
+ * element 0 of a static counted array even when the count is 0. */
 static inline int count_of(const _nd_lock_class_t *c)
 {
 	if (c->dyn && !__atomic_load_n(c->dyn, __ATOMIC_ACQUIRE))
 		return 0;
-	return c->count ? __atomic_load_n(c->count, __ATOMIC_ACQUIRE) : c->fixed;
+	if (!c->count)
+		return c->fixed;
+	int n = __atomic_load_n(c->count, __ATOMIC_ACQUIRE);
+	return n < 1 && counted_static(c) ? 1 : n;
+}
+
+void _nd_lock_count_raise(const _nd_lock_class_t *c, int to)
+{
+	ND_ASSERT(counted_static(c), "a count raised by _nd_lock_count_raise is a static array's");
+	if (nd_likely(to <= __atomic_load_n(c->count, __ATOMIC_ACQUIRE)))
+		return;
+	/* a prepare under way holds element 0 (from before its read of the
+	 * count to the parent's handler): this waits for the fork, else
+	 * prepare's read comes after it and sees it */
+	_nd_lock(c->lock);
+	_nd_atomic_raise(c->count, to);
+	_nd_unlock(c->lock);
 }
 
 int _nd_lock_classes(const _nd_lock_class_t **out, int max)
@@ -127,8 +155,11 @@ void _nd_lock_fork_prepare(void)
 	int n = _nd_lock_classes(ord, MAX_CLASSES);
 	int cnt[MAX_CLASSES];
 	for (int k = 0; k < n; k++) {
+		int i = 0;
+		if (counted_static(ord[k]))
+			_nd_lock(lock_at(ord[k], i++)); /* before the count: its raises wait from here */
 		cnt[k] = count_of(ord[k]);
-		for (int i = 0; i < cnt[k]; i++)
+		for (; i < cnt[k]; i++)
 			_nd_lock(lock_at(ord[k], i));
 	}
 	/* every lock is ours now: publish what the parent must release */

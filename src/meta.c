@@ -20,10 +20,13 @@ ND_LOCK_ARRAY(node_lock_class, nodes, lock, 0, &nodes_used, ND_RANK_SLAB_NODE);
 
 #define META_CHUNK_PAGES 16
 
+/* Before a node's lock is first taken (fork takes nodes [0, nodes_used)).
+ * Raised under node 0's lock (lock.c, ordered with fork's prepare): the
+ * caller holds no node lock. */
 void _nd_meta_note_node(int node)
 {
 	ND_ASSERT(node >= 0 && node < ND_MAX_NODES, "metadata node in range");
-	_nd_atomic_raise(&nodes_used, node + 1);
+	_nd_lock_count_raise(&node_lock_class, node + 1);
 }
 
 int _nd_meta_nodes_used(void) { return __atomic_load_n(&nodes_used, __ATOMIC_RELAXED); }

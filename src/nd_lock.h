@@ -51,7 +51,7 @@ typedef struct _nd_lock_class {
 	_nd_lock_t *lock;     /* static: the lock, or the first element's */
 	void *const *dyn;     /* dynamic: where the array's address is (else NULL) */
 	size_t dyn_off;       /* dynamic: offset of the lock in an element */
-	const int *count;     /* elements in use now (NULL: fixed) */
+	int *count;           /* elements in use now (NULL: fixed); see Counted arrays */
 	int fixed;            /* elements when count is NULL */
 	size_t stride;        /* bytes between elements */
 } _nd_lock_class_t;
@@ -75,6 +75,22 @@ typedef struct _nd_lock_class {
 	ND_LOCK_CLASS_(id, .name = #base_ptr "[]." #field, .rank = (rank_),           \
 		       .dyn = (void *const *)(base_ptr), .dyn_off = offsetof(T, field), \
 		       .count = (count_ptr), .stride = sizeof(T))
+
+/* Counted arrays: prepare takes elements [0, *count), and the child
+ * resets them; a lock beyond the count is never taken (no one may lock an
+ * element before it is counted: the child would inherit it held). Each
+ * raise of a count is ordered with prepare, so that a thread that counts
+ * an element while a fork is prepared is either seen by prepare (which
+ * then holds that element too) or waits until the fork is over:
+ * - a static array (ND_LOCK_ARRAY with a count) raises its count with
+ *   _nd_lock_count_raise, under element 0's lock; prepare takes element 0
+ *   first (counted or not), then reads the count. A raise's caller holds
+ *   no lock of the array's rank or above, element 0 included (meta.c's
+ *   and large.c's raises are at a node's first use, outside their locks);
+ * - a dynamic array (ND_LOCK_DYN_ARRAY) sets its base and count under a
+ *   lock of lower rank, which prepare holds when it reads them (page.c:
+ *   g.arenas and g.nslots, set once under g.lock). */
+void _nd_lock_count_raise(const _nd_lock_class_t *c, int to);
 
 /* The registered classes sorted by rank (tests, lock-order listing). */
 int _nd_lock_classes(const _nd_lock_class_t **out, int max);
