@@ -210,11 +210,11 @@ static void churn_shares(const char *spec, size_t gp, int w0, int w1)
 		int k = (int)(rng % LIVE);
 		size_t n = (64 * KiB) << ((rng >> 8) % 4); /* 64 KiB - 512 KiB: above a 64K granule */
 		n += ((rng >> 16) % 4) * gp;
-		uint64_t runs = cached_runs();
 		nd_free(blk[k]);
+		uint64_t runs = cached_runs();
 		blk[k] = nd_malloc_policy(n, &il);
 		CHECK(blk[k] != NULL);
-		reused += cached_runs() <= runs; /* one freed in, one taken out */
+		reused += cached_runs() < runs; /* taken out of the cache */
 		len[k] = nd_usable_size(blk[k]);
 		size_t on[2] = { 0, 0 }, all = 0;
 		for (int j = 0; j < LIVE; j++) {
