@@ -626,14 +626,33 @@ static uint64_t spread_limit(void)
 	return mem && lim > mem / 16 ? mem / 16 : lim;
 }
 
-/* Pages a spread run of np pages takes while the cache is on: np rounded
- * up to 1/8 of its power of two, so that blocks of near sizes share runs
- * (usable size; at most 1/8 more). The cursor moves by these pages. */
-static size_t spread_pages(size_t np)
+/* Pages a spread run of np pages under pol takes while the cache is on:
+ * np rounded up to 1/8 of its power of two, so that blocks of near sizes
+ * share runs (usable size; at most 1/8 more); then to whole rounds of the
+ * policy (a granule per node, or per unit of weight) when that adds at
+ * most 1/8 more again: each such run holds every node's exact share, and
+ * the thread's spread cursor keeps its phase, so any cached run of the
+ * length is laid out as the next one wants (2 emulated nodes, 4 KiB
+ * granules: wl_spread 1000's page faults 42k -> 20k, as on one real
+ * node). The cursor moves by
+ * these pages. */
+static size_t spread_pages(size_t np, const nd_policy_t *pol)
 {
+	if (!cfg(delay_ns))
+		return np;
 	unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)np);
 	size_t step = k > 3 ? (size_t)1 << (k - 3) : 1;
-	return cfg(delay_ns) ? (np + step - 1) & ~(step - 1) : np;
+	np = (np + step - 1) & ~(step - 1);
+	uint64_t w = 0;
+	if (pol->mode == ND_POLICY_INTERLEAVE)
+		w = (uint64_t)nd_nodemask_count(&pol->nodes);
+	else
+		for (int n = _nd_policy_mask_next(&pol->nodes, 0); n >= 0; n = _nd_policy_mask_next(&pol->nodes, n + 1))
+			w += pol->weights[n];
+	uint64_t round = pol->granularity_shift < 32 ? w << pol->granularity_shift : UINT64_MAX;
+	if (w > 1 && (round - 1) * 8 <= np) /* at most 1/8 more */
+		np = (np + round - 1) / round * round;
+	return np;
 }
 
 /* A cached spread run of np pages laid out as a fresh one of pol starting
@@ -877,7 +896,7 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 	void *p;
 	bool reused = false;
 	if (want_node < 0 && ap == 1 && spreads(pol, np)) {
-		p = spread_run(spread_pages(np), pol, &reused);
+		p = spread_run(spread_pages(np, pol), pol, &reused);
 		if (p) /* as its free counts it: a node's if the page level made a plain run */
 			live_add(slot_node(p), (int64_t)_nd_page_desc(p)->npages);
 	} else {
