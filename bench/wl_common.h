@@ -95,6 +95,32 @@ static inline void wl_oom(const char *prog, size_t size)
 }
 
 /* Current resident set size in KiB from /proc/self/statm (0 if unknown). */
+/* Slot churn of wl_large and wl_spread: a new block of sz bytes, written
+ * whole (as C++'s make_unique<char[]>(n)), then the slot's old block
+ * freed, as an assignment of a new buffer would. */
+static inline void wl_slot_replace(char **slot, size_t sz, long i, const char *prog)
+{
+	char *p = malloc(sz);
+	if (!p)
+		wl_oom(prog, sz);
+	memset(p, (int)(i & 0x7f) + 1, sz);
+	free(*slot);
+	*slot = p;
+}
+
+/* Frees the n slots and their array: how many blocks lost their contents. */
+static inline long wl_slots_free(char **buf, long n)
+{
+	long bad = 0;
+	for (long k = 0; k < n; k++) {
+		if (buf[k] && buf[k][0] == 0)
+			bad++;
+		free(buf[k]);
+	}
+	free(buf);
+	return bad;
+}
+
 static inline long wl_rss_kb(void)
 {
 	FILE *f = fopen("/proc/self/statm", "r");

@@ -38,21 +38,10 @@ int main(int argc, char **argv)
 	for (long i = 0; i < iters; i++) {
 		size_t k = (size_t)(wl_rand(&rng) % (uint64_t)nbuf);
 		size_t sz = wl_range(&rng, (size_t)lo << 20, (size_t)hi << 20);
-		char *p = malloc(sz);
-		if (!p)
-			wl_oom(argv[0], sz);
-		memset(p, (int)(i & 0x7f) + 1, sz);
-		free(buf[k]);
-		buf[k] = p;
+		wl_slot_replace(&buf[k], sz, i, argv[0]);
 	}
 	double t = wl_now() - t0;
-	long bad = 0;
-	for (long k = 0; k < nbuf; k++) {
-		if (buf[k] && buf[k][0] == 0)
-			bad++;
-		free(buf[k]);
-	}
-	free(buf);
+	long bad = wl_slots_free(buf, nbuf);
 	end_kb = wl_rss_kb();
 	if (bad) {
 		fprintf(stderr, "%s: %ld buffers lost their contents\n", argv[0], bad);

@@ -14,10 +14,7 @@
  *  - placement: a cached run of node N serves only an allocation whose
  *    policy walk reaches N (the cache is consulted node by node, in the
  *    policy's order); freed memory never changes node. Spread runs (mixed
- *    slot) are never cached: their layout belongs to the allocation; and
- *    a spread allocation flushes every cache first, since the page level
- *    places its granules and would move one off its node for a node that
- *    cached runs made short.
+ *    slot) have a cache of their own, below.
  *  - fit: the smallest cached run that is large enough and aligned. Its
  *    first pages serve the block; the rest, when at least the purge
  *    threshold, is cut off (_nd_page_split: no purge) and stays cached
@@ -82,8 +79,39 @@
  *  - a cached run has use = ND_USE_NONE: freeing it again is reported as a
  *    double free.
  *
+ * The spread cache (task spread64). Under interleave or weighted, a
+ * block above one granule is a spread run; placing one granule by granule
+ * and purging it at its free cost a 64 KiB malloc/free pair under
+ * interleave:0-1 16 page faults and a purge (redis 64 KiB SET: 27,778
+ * req/s, 49,180 local). A freed spread run is kept whole, still placed,
+ * bound and committed (in use counted out, per node), in one of
+ * SPREAD_LISTS lists by its length's power of two:
+ *  - reuse: only by an allocation of the same length whose fresh run would
+ *    put every granule on the node the cached one has it on: the index of
+ *    its first granule (the thread's spread cursor, moved on as for a
+ *    fresh run; the address for the kernel's page interleave) gives the
+ *    wanted layout, compared granule by granule (_nd_page_spread_matches).
+ *    So the memory in use is laid out exactly as without the cache, and
+ *    each node keeps its share (docs/policy.md).
+ *  - lengths: while the cache is on, a spread run is rounded up to 1/8 of
+ *    its power of two and then to whole rounds of its policy (when that
+ *    adds at most 1/8 again), so that blocks of near sizes share runs and
+ *    the cursor keeps its phase (spread_pages).
+ *  - a miss sheds the list's oldest runs, as a node cache's miss does;
+ *    the bound: max(64 MiB, half the spread runs in use), at most 1/16 of
+ *    all nodes' memory, shared by the lists, CACHE_RUNS runs each.
+ *  - no flush before a spread allocation: a fresh run whose granules did
+ *    not all land where the policy wants them (a node short, the page
+ *    level fell back) is given back, every cache flushed, and the run
+ *    placed again; cached runs otherwise leave the placement alone.
+ *  - decay, flush (malloc_trim, a node full: _nd_large_flush of any node
+ *    flushes the spread cache too, its runs hold pages of every node of
+ *    their policy), statistics and calloc as for the node caches.
+ *
  * Locking: one lock per node (lnode_t.lock), held only to edit that
- * node's list; page-level calls are made without it.
+ * node's list, one per spread list (the same); page-level calls are made
+ * without them, but for _nd_page_spread_matches (reads a cached run's
+ * descriptors: no lock).
  */
 #include <errno.h>
 #include <string.h>
@@ -112,6 +140,24 @@ typedef struct lnode {
 } __attribute__((aligned(ND_CACHE_LINE))) lnode_t;
 
 static lnode_t lnodes[ND_MAX_NODES];
+/* Freed spread runs (mixed slot), kept placed and bound: see the header.
+ * SPREAD_LISTS lists, a run's by its length's power of two (mod
+ * SPREAD_LISTS), each with a 1/SPREAD_LISTS share of the bound; their
+ * live is unused (spread_live). A page of their own: .bss is sorted by
+ * alignment (CMakeLists.txt), and more cache-line aligned objects pushed
+ * the small scalars every process touches onto a third page
+ * (test_init_footprint: 24 KiB of .bss resident, at most 20). */
+#define SPREAD_LISTS 4
+static union {
+	lnode_t l[SPREAD_LISTS];
+	char page[ND_PAGE_SIZE];
+} spread_page __attribute__((aligned(ND_PAGE_SIZE)));
+ND_LOCK_ARRAY(spread_lock_class, spread_page.l, lock, SPREAD_LISTS, NULL, ND_RANK_LARGE_SPREAD);
+
+static lnode_t *spread_list(uint64_t np)
+{
+	return &spread_page.l[(63 - __builtin_clzll(np)) % SPREAD_LISTS];
+}
 /* atomic: pages of the large runs in use that are no node slot's (spread
  * runs of the mixed slot): with the nodes' live, every large run in use
  * (_nd_large_usage) */
@@ -221,6 +267,15 @@ void _nd_large_usage(uint64_t *in_use, uint64_t *cached, uint64_t *runs)
 		r += (uint64_t)ln->n;
 		_nd_unlock(&ln->lock);
 	}
+	for (int k = 0; k < SPREAD_LISTS; k++) {
+		lnode_t *ln = &spread_page.l[k];
+		if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+			continue;
+		_nd_lock(&ln->lock);
+		b += ln->bytes;
+		r += (uint64_t)ln->n;
+		_nd_unlock(&ln->lock);
+	}
 	*in_use = live > 0 ? (uint64_t)live << ND_PAGE_SHIFT : 0; /* a snapshot: no wrap-around */
 	*cached = b;
 	*runs = r;
@@ -259,12 +314,39 @@ static uint64_t release(int node, const cached_t *out, int n)
 	for (int i = 0; i < n; i++) {
 
 		uint64_t b = out[i].npages << ND_PAGE_SHIFT;
-		_nd_stats_in_use(node, (int64_t)b);
+		if (node < 0)
+			_nd_page_spread_in_use(out[i].p, out[i].npages, 1, NULL);
+		else
+			_nd_stats_in_use(node, (int64_t)b);
 		if (_nd_page_free(out[i].p) != 0)
 			_nd_msg_fatal("large: cached run %p is no longer a page run", (void *)out[i].p);
 		bytes += b;
 	}
 	return bytes;
+}
+
+/* The runs of ln (node's cache; -1: the spread cache) past their expiry
+ * go back; returns the earliest expiry of those that stay. */
+static uint64_t decay_list(lnode_t *ln, int node, uint64_t now)
+{
+	if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+		return UINT64_MAX;
+	cached_t out[CACHE_RUNS];
+	int nout = 0;
+	uint64_t next = UINT64_MAX;
+	_nd_lock(&ln->lock);
+	for (int k = 0; k < ln->n;) {
+		if (ln->run[k].due <= now) {
+			out[nout++] = take_entry(ln, k);
+		} else {
+			if (ln->run[k].due < next)
+				next = ln->run[k].due;
+			k++;
+		}
+	}
+	_nd_unlock(&ln->lock);
+	release(node, out, nout);
+	return next;
 }
 
 /* Decay: free every run past its expiry. The one thread that claims the
@@ -279,45 +361,35 @@ static void decay(void)
 	if (now < due || !__atomic_compare_exchange_n(&c.due, &due, UINT64_MAX, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		return;
 	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
-	for (int node = 0; node < nn; node++) {
-		lnode_t *ln = &lnodes[node];
-		if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
-			continue;
-		cached_t out[CACHE_RUNS];
-		int nout = 0;
-		uint64_t next = UINT64_MAX;
-		_nd_lock(&ln->lock);
-		for (int k = 0; k < ln->n;) {
-			if (ln->run[k].due <= now) {
-				out[nout++] = take_entry(ln, k);
-			} else {
-				if (ln->run[k].due < next)
-					next = ln->run[k].due;
-				k++;
-			}
-		}
-		_nd_unlock(&ln->lock);
-		due_min(next);
-		release(node, out, nout);
-	}
+	for (int node = 0; node < nn; node++)
+		due_min(decay_list(&lnodes[node], node, now));
+	for (int k = 0; k < SPREAD_LISTS; k++)
+		due_min(decay_list(&spread_page.l[k], -1, now));
+}
+
+/* Every run of ln (node's cache; -1: the spread cache) goes back: bytes. */
+static uint64_t flush_list(lnode_t *ln, int node)
+{
+	if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+		return 0;
+	cached_t out[CACHE_RUNS];
+	int nout = 0;
+	_nd_lock(&ln->lock);
+	while (ln->n)
+		out[nout++] = take_entry(ln, 0);
+	_nd_unlock(&ln->lock);
+	return release(node, out, nout);
 }
 
 size_t _nd_large_flush(int node)
 {
 	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
 	uint64_t bytes = 0;
-	for (int n = node < 0 ? 0 : node; n < nn && (node < 0 || n == node); n++) {
-		lnode_t *ln = &lnodes[n];
-		if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
-			continue;
-		cached_t out[CACHE_RUNS];
-		int nout = 0;
-		_nd_lock(&ln->lock);
-		while (ln->n)
-			out[nout++] = take_entry(ln, 0);
-		_nd_unlock(&ln->lock);
-		bytes += release(n, out, nout);
-	}
+	for (int n = node < 0 ? 0 : node; n < nn && (node < 0 || n == node); n++)
+		bytes += flush_list(&lnodes[n], n);
+	/* cached spread runs hold pages of every node of their policy */
+	for (int k = 0; k < SPREAD_LISTS; k++)
+		bytes += flush_list(&spread_page.l[k], -1);
 	return (size_t)bytes;
 }
 
@@ -368,7 +440,7 @@ static void put_back(int node, cached_t r)
  * expiry when they are at least the purge threshold. */
 static void release_but(int node, cached_t *out, int n, uint64_t keep)
 {
-	if (n && keep >= cfg(purge_pages) && keep < out[n - 1].npages) {
+	if (n && node >= 0 && keep >= cfg(purge_pages) && keep < out[n - 1].npages) {
 		cached_t *e = &out[n - 1];
 		char *t = _nd_page_split(e->p, e->npages - keep);
 		if (t) {
@@ -535,16 +607,15 @@ static void *cache_take(int node, uint64_t np, uint64_t ap, uint64_t *fresh)
 	return r.p;
 }
 
-/* Before np fresh pages are taken on node: the oldest cached runs, np
- * pages of them but no more than take the cache and np over 1/SHED_KEEP
- * of its bound, go back to the page level (the last one cut when the end it
- * keeps is at least the purge threshold). */
-static void shed(int node, uint64_t np)
+/* Before np fresh pages are taken on node (-1: spread runs): the oldest
+ * cached runs of ln, np pages of them but no more than take the cache and
+ * np over 1/SHED_KEEP of its bound lim, go back to the page level (the
+ * last one cut when the end it keeps is at least the purge threshold). */
+static void shed_list(lnode_t *ln, int node, uint64_t lim, uint64_t np)
 {
-	lnode_t *ln = &lnodes[node];
 	if (!np || !__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
 		return;
-	uint64_t keep = (_nd_large_cache_limit(node) / SHED_KEEP) >> ND_PAGE_SHIFT;
+	uint64_t keep = (lim / SHED_KEEP) >> ND_PAGE_SHIFT;
 	cached_t out[CACHE_RUNS];
 	int nout = 0;
 	uint64_t got = 0;
@@ -559,12 +630,129 @@ static void shed(int node, uint64_t np)
 	release_but(node, out, nout, got > np ? got - np : 0);
 }
 
+static void shed(int node, uint64_t np)
+{
+	shed_list(&lnodes[node], node, _nd_large_cache_limit(node), np);
+}
+
 static bool spreads(const nd_policy_t *pol, size_t npages)
 {
 	if (pol->mode != ND_POLICY_INTERLEAVE && pol->mode != ND_POLICY_WEIGHTED)
 		return false;
 	/* one granule or less: the round-robin choice of a whole run */
 	return npages > ((size_t)1 << pol->granularity_shift);
+}
+
+/* The spread cache's bound: max(64 MiB, 1/2 of the spread runs' bytes
+ * in use), at most 1/16 of the memory of all nodes. */
+static uint64_t spread_limit(void)
+{
+	int64_t live = __atomic_load_n(&spread_live, __ATOMIC_RELAXED);
+	uint64_t lim = live > 0 ? ((uint64_t)live << ND_PAGE_SHIFT) / 2 : 0, mem = 0;
+	if (lim < CACHE_MIN)
+		lim = CACHE_MIN;
+	const _nd_topo_t *t = _nd_topo();
+	for (int n = 0; n < t->node_limit && n < ND_MAX_NODES; n++)
+		mem += t->mem_total[n];
+	return mem && lim > mem / 16 ? mem / 16 : lim;
+}
+
+/* Pages a spread run of np pages under pol takes while the cache is on:
+ * np rounded up to 1/8 of its power of two, so that blocks of near sizes
+ * share runs (usable size; at most 1/8 more); then to whole rounds of the
+ * policy (a granule per node, or per unit of weight) when that adds at
+ * most 1/8 more again: each such run holds every node's exact share, and
+ * the thread's spread cursor keeps its phase, so any cached run of the
+ * length is laid out as the next one wants (2 emulated nodes, 4 KiB
+ * granules: wl_spread 1000's page faults 42k -> 20k, as on one real
+ * node). The cursor moves by
+ * these pages. */
+static size_t spread_pages(size_t np, const nd_policy_t *pol)
+{
+	if (!cfg(delay_ns))
+		return np;
+	unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)np);
+	size_t step = k > 3 ? (size_t)1 << (k - 3) : 1;
+	np = (np + step - 1) & ~(step - 1);
+	uint64_t w = 0;
+	if (pol->mode == ND_POLICY_INTERLEAVE)
+		w = (uint64_t)nd_nodemask_count(&pol->nodes);
+	else
+		for (int n = _nd_policy_mask_next(&pol->nodes, 0); n >= 0; n = _nd_policy_mask_next(&pol->nodes, n + 1))
+			w += pol->weights[n];
+	uint64_t round = pol->granularity_shift < 32 ? w << pol->granularity_shift : UINT64_MAX;
+	if (w > 1 && (round - 1) * 8 <= np) /* at most 1/8 more */
+		np = (np + round - 1) / round * round;
+	return np;
+}
+
+/* A cached spread run of np pages laid out as a fresh one of pol starting
+ * at index first would be (newest first), in use again; NULL if none. */
+static void *spread_take(size_t np, const nd_policy_t *pol, uint64_t first)
+{
+	lnode_t *ln = spread_list(np);
+	if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+		return NULL;
+	cached_t r = { 0 };
+	_nd_lock(&ln->lock);
+	for (int k = ln->n - 1; k >= 0; k--) {
+		if (ln->run[k].npages == np && _nd_page_spread_matches(ln->run[k].p, np, pol, first)) {
+			r = take_entry(ln, k);
+			break;
+		}
+	}
+	_nd_unlock(&ln->lock);
+	if (r.p)
+		_nd_page_spread_in_use(r.p, np, 1, pol);
+	return r.p;
+}
+
+/* Keeps freed spread run p (placed, bound, committed); false: larger than
+ * the bound, the caller frees it. */
+static bool spread_put(char *p, uint64_t np)
+{
+	uint64_t lim = spread_limit() / SPREAD_LISTS;
+	if (np << ND_PAGE_SHIFT > lim)
+		return false;
+	lnode_t *ln = spread_list(np);
+	_nd_page_spread_in_use(p, np, -1, NULL);
+	cached_t r = { .p = p, .npages = np, .due = _nd_os_now_ns() + cfg(delay_ns) }, out[CACHE_RUNS];
+	int nout = 0;
+	_nd_lock(&ln->lock);
+	insert(ln, r, lim, out, &nout, NULL);
+	_nd_unlock(&ln->lock);
+	due_min(r.due);
+	release(-1, out, nout);
+	return true;
+}
+
+/* A spread run of np pages under pol: a cached one laid out as the fresh
+ * one would be (the thread's spread cursor moves on alike), else a fresh
+ * one, after the oldest cached ones made room (shed). Cached runs (node
+ * or spread) hold pages a node's share may need: when the fresh run's
+ * granules did not all land where pol wants them (a node short: the page
+ * level fell back), they all go back and the run is placed again. That
+ * check replaces the flush of every cache before each spread allocation.
+ * *reused: from the cache. */
+static void *spread_run(size_t np, const nd_policy_t *pol, bool *reused)
+{
+	uint64_t first = _nd_page_spread_first(np, pol);
+	void *p = cfg(delay_ns) ? spread_take(np, pol, first) : NULL;
+	if (p) {
+		*reused = true;
+		_nd_purge_decay(); /* no page-level call: its clocks checked here (purge.c, burst_cut) */
+		return p;
+	}
+	shed_list(spread_list(np), -1, spread_limit() / SPREAD_LISTS, np);
+	p = _nd_page_alloc_spread_from(np, pol, first);
+	bool cached = __atomic_load_n(&c.due, __ATOMIC_RELAXED) != UINT64_MAX;
+	if (cached && (!p || !_nd_page_spread_matches(p, np, pol, first))) {
+		if (p)
+			_nd_page_free(p);
+		_nd_large_flush(-1);
+		p = _nd_page_alloc_spread_from(np, pol, first);
+	}
+	return p;
 }
 
 /* Index of the oldest cached run of ln holding a whole 2 MiB page
@@ -739,14 +927,7 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 	void *p;
 	bool reused = false;
 	if (want_node < 0 && ap == 1 && spreads(pol, np)) {
-		/* The page level places each granule itself, falling back per
-		 * granule when a node is short (its watermark check counts the
-		 * whole run): cached runs must not push a granule off its node,
-		 * so they go first. Spread allocations are rare next to the churn
-		 * the cache is for. */
-		if (__atomic_load_n(&c.due, __ATOMIC_RELAXED) != UINT64_MAX)
-			_nd_large_flush(-1);
-		p = _nd_page_alloc_spread(np, pol);
+		p = spread_run(spread_pages(np, pol), pol, &reused);
 		if (p) /* as its free counts it: a node's if the page level made a plain run */
 			live_add(slot_node(p), (int64_t)_nd_page_desc(p)->npages);
 	} else {
@@ -787,8 +968,11 @@ void _nd_large_free(void *p, _nd_pagedesc_t *d)
 	live_add(node, -(int64_t)np);
 	/* a run outside the slot is unmapped (outrun.c), never cached: the
 	 * cache's splits and joins are slot runs' */
+	bool mixed = (uintptr_t)p - cfg(mixed_lo) < cfg(mixed_hi) - cfg(mixed_lo);
 	if (node >= 0 && !(d->flags & ND_PGF_OUT) && cfg(delay_ns) && np >= cfg(purge_pages) && cache_put(node, p, np))
 		_nd_purge_decay(); /* no page-level call: its clocks checked here (purge.c, burst_cut) */
+	else if (mixed && cfg(delay_ns) && spread_put(p, np))
+		_nd_purge_decay();
 	else if (_nd_page_free(p) != 0)
 		_nd_msg_fatal("free(): invalid pointer %p (not the start of a page run)", p);
 	decay();

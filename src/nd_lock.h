@@ -22,7 +22,7 @@ bool _nd_trylock(_nd_lock_t *l);
  * lock of the library is declared with ND_LOCK_DEFINE / ND_LOCK_ARRAY /
  * ND_LOCK_DYN_ARRAY / ND_LOCK_FIELD below (tests/check_locks.sh refuses
  * any other, and checks that each rank here names exactly one registered
- * lock class and each class a rank here). The 16 locks, by rank:
+ * lock class and each class a rank here). The 17 locks, by rank:
  * file: variable (what it protects; what it may take while held). */
 typedef enum _nd_lock_rank {
 	ND_RANK_TABLE_FMT = 10,   /* table.c: fmt_lock (nd_table_format's per-node buffer) */
@@ -36,6 +36,7 @@ typedef enum _nd_lock_rank {
 	ND_RANK_SLAB_THREADS = 60,/* heap.c: pheap_lock (the parked policy heaps' pool) */
 	ND_RANK_SLAB_NODE = 61,   /* meta.c: nodes[].lock (per node: parked heaps, metadata, slab map creation; then page) */
 	ND_RANK_LARGE_CACHE = 65, /* large.c: lnodes[].lock (one per node, its cached runs; takes nothing) */
+	ND_RANK_LARGE_SPREAD = 66,/* large.c: spread_cache.lock (the cached spread runs; takes nothing) */
 	ND_RANK_PAGE_SETUP = 70,  /* page.c: g.lock (reservation setup; takes topology swap for the freeze) */
 	ND_RANK_PAGE_ARENA = 71,  /* page.c: g.arenas[].lock (one per slot: buddy lists, descriptors) */
 	ND_RANK_PAGE_WMARK = 72,  /* room.c: wm.lock (reading the kernel's watermarks; takes no other lock) */

@@ -385,7 +385,12 @@ void _nd_outrun_info(int node, uint64_t *runs, uint64_t *pages);
 
 /* ---- spread.c: runs whose granules are spread over nodes (the mixed
  * slot). The caller (page.c) has checked the arguments and set up. ---- */
-void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64_t first);
+/* first: index of the first granule, or ND_SPREAD_BY_ADDRESS. */
+void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, uint64_t first);
+/* See _nd_page_spread_first, _matches, _in_use (page.c checks p). */
+uint64_t _nd_spread_first(size_t npages, const nd_policy_t *pol);
+bool _nd_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first);
+void _nd_spread_in_use(const void *p, size_t npages, int sign, const nd_policy_t *pol);
 /* Free of a mixed-slot run already claimed (head made a TAIL). */
 void _nd_spread_free(_nd_arena_t *m, uint32_t i, uint64_t n, bool kil);
 
@@ -420,8 +425,24 @@ void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, 
  * rotates from run to run. */
 void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol);
 /* The same with granule i on the node of index first + i, the spread
- * cursor untouched (tables: a fixed, reported layout). */
+ * cursor untouched (tables: a fixed, reported layout; large.c: the index
+ * _nd_page_spread_first gave, ND_SPREAD_BY_ADDRESS included). */
 void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t first);
+/* The first granule's index _nd_page_alloc_spread would give a run of
+ * npages under pol now, the thread's spread cursor moved on as it moves
+ * it; ND_SPREAD_BY_ADDRESS when the kernel interleaves such a run by
+ * address (page granules on real nodes: the cursor stays). */
+#define ND_SPREAD_BY_ADDRESS UINT64_MAX
+uint64_t _nd_page_spread_first(size_t npages, const nd_policy_t *pol);
+/* Spread run p of npages has each granule on the node a fresh run of pol
+ * starting at index first would put it on (no fallback): large.c reuses
+ * it as is, its pages already placed and bound (docs/arenas.md). */
+bool _nd_page_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first);
+/* Adds sign * its pages per node to spread run p's nodes' in-use
+ * statistics (large.c's cache: a cached run is committed, not in use);
+ * with pol, also counts a reuse's placement (numa_hit etc.) per granule
+ * as _nd_page_alloc_spread does. */
+void _nd_page_spread_in_use(const void *p, size_t npages, int sign, const nd_policy_t *pol);
 /* Free a run (p must be a run head from this file). Returns 0, or -1 if p
  * is not a run head (the caller reports the invalid free). */
 int _nd_page_free(void *p);

@@ -458,8 +458,9 @@ void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, 
 
 /* ---- spread runs (the mixed slot) -------------------------------------- */
 
-/* fixed: the run's first granule has index first; else the index comes
- * from the thread's spread cursor (which then moves on). */
+/* fixed: the run's first granule has index first (or
+ * ND_SPREAD_BY_ADDRESS); else the index comes from the thread's spread
+ * cursor (which then moves on). */
 static void *alloc_spread(size_t npages, const nd_policy_t *pol, bool fixed, uint64_t first)
 {
 	size_t one = 1;
@@ -469,13 +470,39 @@ static void *alloc_spread(size_t npages, const nd_policy_t *pol, bool fixed, uin
 		pol = _nd_policy_current();
 	if (_nd_policy_node_for_granule(pol, 0) < 0) /* not interleave: a plain run */
 		return _nd_page_alloc(npages, 1, pol, -1, NULL);
-	void *p = _nd_spread_alloc(npages, pol, fixed, first);
+	void *p = _nd_spread_alloc(npages, pol, fixed ? first : _nd_spread_first(npages, pol));
 	return p || errno != EFBIG ? p : too_big(npages, 1);
 }
 
 void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol)
 {
 	return alloc_spread(npages, pol, false, 0);
+}
+
+uint64_t _nd_page_spread_first(size_t npages, const nd_policy_t *pol)
+{
+	return ensure_setup() && _nd_policy_node_for_granule(pol, 0) >= 0 ? _nd_spread_first(npages, pol)
+									   : ND_SPREAD_BY_ADDRESS;
+}
+
+/* Mixed-slot run head p of npages pages? */
+static bool spread_run(const void *p, size_t npages)
+{
+	_nd_pagedesc_t *d = _nd_page_desc(p);
+	uintptr_t off = (uintptr_t)p - g.base;
+	return d && off < g.total && (int)(off >> g.slot_shift) == g.node_limit && d->state == ND_PG_RUN &&
+	       d->npages == npages;
+}
+
+bool _nd_page_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first)
+{
+	return spread_run(p, npages) && _nd_spread_matches(p, npages, pol, first);
+}
+
+void _nd_page_spread_in_use(const void *p, size_t npages, int sign, const nd_policy_t *pol)
+{
+	ND_ASSERT(spread_run(p, npages), "a spread run's use is counted on a spread run");
+	_nd_spread_in_use(p, npages, sign, pol);
 }
 
 void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t first)

@@ -151,14 +151,71 @@ static bool spread_take(int n, uint64_t c, uint64_t plan, const uint64_t *placed
 	return true;
 }
 
-/* fixed: the run's first granule has index first; else the index comes
- * from the thread's spread cursor (which then moves on). */
-void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64_t first)
+/* The granule of pol in pages' log2, as spread runs use it. */
+static unsigned granule_shift(const nd_policy_t *pol)
+{
+	return pol->granularity_shift > g.order_max ? g.order_max : pol->granularity_shift;
+}
+
+uint64_t _nd_spread_first(size_t npages, const nd_policy_t *pol)
+{
+	unsigned gs = granule_shift(pol);
+	if (gs == 0 && kernel_interleave_ok(pol))
+		return ND_SPREAD_BY_ADDRESS;
+	return _nd_policy_spread_start(pol, (uint64_t)npages >> gs, (npages & ((1ull << gs) - 1)) != 0);
+}
+
+/* Mixed-slot page index of run head p. */
+static uint64_t mixed_index(const _nd_arena_t *m, const void *p)
+{
+	return (uint64_t)((const char *)p - m->base) >> ND_PAGE_SHIFT;
+}
+
+bool _nd_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first)
 {
 	_nd_arena_t *m = &g.arenas[g.node_limit];
-	unsigned gs = pol->granularity_shift;
-	if (gs > g.order_max)
-		gs = g.order_max;
+	uint64_t i = mixed_index(m, p);
+	unsigned gs = granule_shift(pol);
+	uint64_t g0 = first == ND_SPREAD_BY_ADDRESS ? (uintptr_t)p >> ND_PAGE_SHIFT : first;
+	if (first == ND_SPREAD_BY_ADDRESS && gs) /* the kernel's pages are single granules */
+		return false;
+	for (uint64_t s = 0, gi = 0; s < npages; s += 1ull << gs, gi++)
+		if (m->bd.desc[i + s].node != _nd_policy_node_for_granule(pol, g0 + gi))
+			return false;
+	return true;
+}
+
+void _nd_spread_in_use(const void *p, size_t npages, int sign, const nd_policy_t *pol)
+{
+	_nd_arena_t *m = &g.arenas[g.node_limit];
+	uint64_t i = mixed_index(m, p);
+	for (uint64_t j = 0; j < npages;) {
+		int node = m->bd.desc[i + j].node;
+		uint64_t k = j;
+		while (k < npages && m->bd.desc[i + k].node == node)
+			k++;
+		if (node >= 0 && node < g.node_limit)
+			_nd_room_stats(_nd_stats_in_use, node, sign * (int64_t)(k - j));
+		j = k;
+	}
+	if (!pol)
+		return;
+	/* numa_hit and the rest as the run's placement counted them: each
+	 * granule where its policy wanted it (_nd_spread_matches) */
+	unsigned gs = granule_shift(pol);
+	int cn = cpu_node();
+	for (uint64_t s = 0; s < npages; s += 1ull << gs) {
+		int n = m->bd.desc[i + s].node;
+		_nd_stats_count(n, n, cn, true);
+	}
+}
+
+/* first: the index of the run's first granule, or ND_SPREAD_BY_ADDRESS
+ * (_nd_spread_first). */
+void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, uint64_t first)
+{
+	_nd_arena_t *m = &g.arenas[g.node_limit];
+	unsigned gs = granule_shift(pol);
 	uint64_t gp = 1ull << gs;
 	/* Granules aligned to their size (up to 2 MiB): huge pages stay possible. */
 	uint64_t align = gp < (ND_HUGE_SIZE >> ND_PAGE_SHIFT) ? gp : (ND_HUGE_SIZE >> ND_PAGE_SHIFT);
@@ -200,9 +257,8 @@ void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, bool fixed, uint64
 	 * (p's address >> 12) mod |set|, so granule indexes follow the
 	 * address. Otherwise the cursor moves by the whole granules only: the
 	 * node left with a partial one starts the next run (docs/policy.md). */
-	bool kil = !fixed && gs == 0 && kernel_interleave_ok(pol);
-	uint64_t g0 = kil ? (uintptr_t)page_addr(m->base, i) >> ND_PAGE_SHIFT
-		: fixed ? first : _nd_policy_spread_start(pol, (uint64_t)npages >> gs, (npages & (gp - 1)) != 0);
+	bool kil = first == ND_SPREAD_BY_ADDRESS;
+	uint64_t g0 = kil ? (uintptr_t)page_addr(m->base, i) >> ND_PAGE_SHIFT : first;
 	bool huge = g.huge_spread && gs >= ND_HUGE_SHIFT - ND_PAGE_SHIFT;
 	if (npages >= HUGE_PAGES && !kil && !g.lazy)
 		spread_fresh(page_addr(m->base, i), npages, huge);

@@ -13,8 +13,9 @@
  * largest one that can grow in place, either way, serves; fresh pages
  * taken shed as many cached ones (half a growth's) over a quarter of
  * the bound; calloc clears a reused run;
- * freeing a cached run again is a double free; spread runs are never
- * cached; NODALLOC_LARGE_DECAY_MS=0 turns the cache off.
+ * freeing a cached run again is a double free; spread runs are cached
+ * apart (test_large_spread_cache), a spread allocation leaves the node
+ * caches alone; NODALLOC_LARGE_DECAY_MS=0 turns the cache off.
  *
  * Emulated machine: node 0 has the CPUs (malloc's own memory), node 1 is
  * CPU-less with 256 MiB, so nothing but this test's explicit allocations
@@ -508,9 +509,10 @@ static void pressure(void)
 	}
 }
 
-/* Spread runs keep their layout to themselves: never cached; and a spread
- * allocation flushes the caches first (the page level places its granules
- * and must not find a node short because of cached runs). */
+/* A spread allocation leaves the node caches alone while its granules
+ * land where the policy wants them (the caches are flushed only when one
+ * fell back: test_large_spread_cache); its freed run is cached whole in
+ * the spread cache (test_large_spread_cache), not in a node's. */
 static void spread_not_cached(void)
 {
 	_nd_large_flush(-1);
@@ -520,8 +522,10 @@ static void spread_not_cached(void)
 	nd_policy_t il = policy("interleave:0,1@64K");
 	void *p = nd_malloc_policy(8 * MiB, &il);
 	CHECK(p != NULL);
+	CHECK_EQ(_nd_large_cached(TN), 4 * MiB);
 	nd_free(p);
-	CHECK_EQ(_nd_large_cached(0) + _nd_large_cached(TN), 0);
+	CHECK_EQ(_nd_large_cached(0) + _nd_large_cached(TN), 4 * MiB);
+	_nd_large_flush(-1);
 }
 
 /* Threads churning blocks of 1-6 MiB on nodes 0 and 1 through the caches:

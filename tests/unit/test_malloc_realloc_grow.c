@@ -58,11 +58,14 @@ static bool pages_on(const char *p, size_t n, int node, size_t g)
 }
 
 /* Grow p from size to top, in steps of step bytes then doubling; returns
- * p, counts the steps that kept the address. Contents checked each step. */
+ * p, counts the steps past the usable size that kept the address (a spread
+ * block's usable size is rounded up while the large-block cache is on).
+ * Contents checked each step. */
 static unsigned char *grow(unsigned char *p, size_t *size, size_t top, int node, int *kept, int *steps)
 {
 	while (*size < top) {
 		size_t n = *size < 4 * MiB ? *size + 64 * 1024 : *size * 2;
+		size_t had = nd_usable_size(p);
 		unsigned char *q = nd_realloc(p, n);
 		CHECK(q != NULL, "realloc to %zu: errno %d", n, errno);
 		if (!q)
@@ -70,7 +73,7 @@ static unsigned char *grow(unsigned char *p, size_t *size, size_t top, int node,
 		CHECK(intact(q, *size), "contents after realloc %zu -> %zu", *size, n);
 		fill(q, *size, n);
 		CHECK(pages_on((char *)q, n, node, 64 * 1024), "%zu bytes: a page off node %d", n, node);
-		*kept += q == p;
+		*kept += q == p && n > had;
 		(*steps)++;
 		p = q;
 		*size = n;

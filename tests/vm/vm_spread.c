@@ -17,6 +17,10 @@
  *    that half; only the rest falls back.
  *  - tables (16 nodes): nd_table_alloc of 128 MiB, 256 MiB and 1 GiB get
  *    their full size, and per-node bytes (move_pages) have max/min <= 1.05.
+ *  - churn (every topology): spread blocks freed and allocated again
+ *    through the large-block cache (task spread64) at 4 KiB, 64 KiB and
+ *    weighted keep every node within one granule per live block of its
+ *    share (move_pages), and some are reused (their bytes kept).
  * Rows: VMTAB spread ...
  */
 #include "vm_common.h"
@@ -313,6 +317,84 @@ static int part_tables(void)
 	return CHECK_DONE();
 }
 
+/* A churn of spread blocks through the large-block cache (task spread64):
+ * 6 live blocks of 64-512 KiB plus 0-3 granules, 300 rounds, under spec
+ * (granule gp bytes, weight w[i] of memory node M[i], 1 for all under
+ * interleave). Every 50 rounds the live blocks' pages (move_pages after
+ * touching) put each node within one granule per live block of its
+ * share, and blocks taken from the cache (their old bytes still there: no
+ * purge) are counted: at least a tenth of them. */
+static int churn_one(const char *spec, uint64_t gp, const int *M, const int *w, int nm)
+{
+	nd_policy_t p;
+	if (vm_policy(spec, &p) != 0)
+		return 1;
+	enum { LIVE = 6, ROUNDS = 300 };
+	char *blk[LIVE] = { 0 };
+	size_t len[LIVE] = { 0 };
+	uint64_t rng = 0x9E3779B97F4A7C15ULL;
+	long reused = 0, worst = 0, wsum = 0;
+	for (int i = 0; i < nm; i++)
+		wsum += w[i];
+	int *st = vm_buf((size_t)(4 << 20) / VM_PAGE * sizeof(int));
+	for (int r = 0; r < ROUNDS; r++) {
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		int k = (int)(rng % LIVE);
+		size_t n = ((size_t)64 << 10 << ((rng >> 8) % 4)) + ((rng >> 16) % 4) * gp;
+		char *old = blk[k];
+		if (old) {
+			memset(old, 0x77, len[k]);
+			__asm__ volatile("" : : "r"(old) : "memory"); /* not a dead store before free */
+		}
+		free(old);
+		blk[k] = nd_malloc_policy(n, &p);
+		CHECK(blk[k] != NULL, "%s: %zu bytes", spec, n);
+		if (!blk[k])
+			return 1;
+		reused += (unsigned char)blk[k][0] == 0x77;
+		len[k] = n;
+		vm_touch(blk[k], n);
+		if (r % 50 != 49)
+			continue;
+		vm_hist_t all = VM_HIST_INIT;
+		for (int j = 0; j < LIVE; j++)
+			if (blk[j])
+				vm_hist_range(&all, blk[j], len[j], st);
+		CHECK(all.other == 0, "%s: %ld pages not found", spec, all.other);
+		for (int i = 0; i < nm; i++) {
+			long d = all.node[M[i]] - all.total * w[i] / wsum;
+			d = d < 0 ? -d : d;
+			worst = d > worst ? d : worst;
+		}
+	}
+	long bound = LIVE * (long)(gp / VM_PAGE) * 3; /* a granule per live block, times the largest weight */
+	printf("VMTAB spread part=churn policy=%s rounds=%d reused=%ld worst_pages_off_share=%ld bound=%ld\n", spec,
+	       ROUNDS, reused, worst, bound);
+	CHECK(worst <= bound, "%s: a node %ld pages off its share (at most %ld)", spec, worst, bound);
+	CHECK(reused >= ROUNDS / 10, "%s: only %ld of %d blocks from the cache", spec, reused, ROUNDS);
+	for (int j = 0; j < LIVE; j++)
+		free(blk[j]);
+	return 0;
+}
+
+static int part_churn(void)
+{
+	int M[VM_MAX_NODES], nm = vm_mem_nodes(T, M), one[VM_MAX_NODES], w[VM_MAX_NODES];
+	char list[256], spec[600];
+	node_list(list, sizeof list, M, nm);
+	for (int i = 0; i < nm; i++)
+		one[i] = 1, w[i] = i == 0 ? 3 : 1;
+	snprintf(spec, sizeof spec, "interleave:%s", list);
+	churn_one(spec, VM_PAGE, M, one, nm);
+	snprintf(spec, sizeof spec, "interleave:%s@64K", list);
+	churn_one(spec, 64 << 10, M, one, nm);
+	size_t o = (size_t)snprintf(spec, sizeof spec, "weighted:");
+	for (int i = 0; i < nm; i++)
+		o += (size_t)snprintf(spec + o, sizeof spec - o, "%s%d=%d", i ? "," : "", M[i], w[i]);
+	churn_one(spec, VM_PAGE, M, w, nm);
+	return CHECK_DONE();
+}
+
 static void run_part(const char *part)
 {
 	fflush(stdout);
@@ -342,6 +424,8 @@ int main(int argc, char **argv)
 			return part_short();
 		if (strcmp(argv[2], "tables") == 0)
 			return part_tables();
+		if (strcmp(argv[2], "churn") == 0)
+			return part_churn();
 		return 2;
 	}
 	int M[VM_MAX_NODES], nm = vm_mem_nodes(T, M);
@@ -353,6 +437,7 @@ int main(int argc, char **argv)
 	CHECK(write_long("/proc/sys/vm/max_map_count", 4096) == 0, "cannot lower vm.max_map_count");
 	run_part("il4k");
 	write_long("/proc/sys/vm/max_map_count", old);
+	run_part("churn");
 	if (strcmp(T->name, "two") == 0 || strcmp(T->name, "sixteen") == 0) {
 		run_part("big");
 		run_part("short");

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The cache of freed spread runs (src/large.c, task spread64): a block
+ * above one interleave granule is a spread run of the mixed slot; freed,
+ * it stays placed, bound and committed, and the next spread allocation
+ * whose granules a fresh run would put on the same nodes (same length,
+ * same layout from the thread's spread cursor) takes it as it is: no
+ * placement, no purge, no page fault. A run laid out otherwise is not
+ * taken. The cache gives its memory back after NODALLOC_LARGE_DECAY_MS,
+ * on malloc_trim, and when a node it holds pages of is full. A churn of
+ * spread blocks through the cache keeps every node within its share.
+ *
+ * Emulated machine (the placement by the cursor, not the kernel's by
+ * address): node 0 has the CPUs, node 1 is CPU-less with 256 MiB.
+ */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <time.h>
+
+#include "check.h"
+#include "internal.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+#define DELAY_MS 300
+
+static nd_stats_t st; /* large: static */
+
+static const nd_node_stats_t *node_stats(int node)
+{
+	memset(&st, 0, sizeof st);
+	st.version = ND_STATS_VERSION;
+	nd_stats_get(&st);
+	return &st.nodes[node];
+}
+
+static nd_policy_t policy(const char *s)
+{
+	nd_policy_t p;
+	char err[256] = "";
+	CHECK(nd_policy_parse(s, &p, err, sizeof err) == 0, "%s: %s", s, err);
+	return p;
+}
+
+static uint64_t cached_runs(void)
+{
+	uint64_t in_use, cached, runs;
+	_nd_large_usage(&in_use, &cached, &runs);
+	return runs;
+}
+
+static uint64_t cached_bytes(void)
+{
+	uint64_t in_use, cached, runs;
+	_nd_large_usage(&in_use, &cached, &runs);
+	return cached;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* The pages of [p, p + n) on node (per the page level), by 4 KiB page. */
+static size_t pages_on(const char *p, size_t n, int node)
+{
+	size_t c = 0;
+	for (size_t o = 0; o < n; o += ND_PAGE_SIZE)
+		c += nd_node_of(p + o) == node;
+	return c;
+}
+
+/* A freed 64 KiB interleaved block is reused by the next one as it is:
+ * its data still there (no purge), the nodes' committed bytes unchanged
+ * (no new placement), in use counted out and in again, the reuse counted
+ * as interleave hits. Fails without the cache: the freed run is purged
+ * and its charges go back (committed drops by 64 KiB). */
+static void reused_as_is(void)
+{
+	_nd_large_flush(-1);
+	nd_policy_t il = policy("interleave:0,1");
+	char *p = nd_malloc_policy(64 * KiB, &il);
+	CHECK(p != NULL);
+	memset(p, 0x5a, 64 * KiB);
+	CHECK_EQ(pages_on(p, 64 * KiB, 0), 8);
+	CHECK_EQ(pages_on(p, 64 * KiB, 1), 8);
+	uint64_t c1 = node_stats(1)->bytes_committed, u1 = node_stats(1)->bytes_in_use;
+	nd_free(p);
+	CHECK_EQ(cached_runs(), 1);
+	CHECK_EQ(node_stats(1)->bytes_committed, c1);
+	CHECK_EQ(node_stats(1)->bytes_in_use, u1 - 32 * KiB);
+	uint64_t hits = node_stats(1)->interleave_hit;
+	/* 16 whole granules: the cursor comes back to the same phase */
+	char *q = nd_malloc_policy(64 * KiB, &il);
+	CHECK(q == p, "reused: %p, freed %p", (void *)q, (void *)p);
+	CHECK(q && q[0] == 0x5a && q[64 * KiB - 1] == 0x5a, "the reused run kept its pages (no purge)");
+	CHECK_EQ(cached_runs(), 0);
+	CHECK_EQ(node_stats(1)->bytes_committed, c1);
+	CHECK_EQ(node_stats(1)->bytes_in_use, u1);
+	CHECK_EQ(node_stats(1)->interleave_hit - hits, 8);
+	/* calloc of a reused run clears it */
+	nd_free(q);
+	il = policy("interleave:0,1");
+	nd_set_policy(&il);
+	unsigned char *z = calloc(1, 64 * KiB);
+	CHECK(z == (unsigned char *)p, "calloc reused the run");
+	long bad = 0;
+	for (size_t i = 0; z && i < 64 * KiB; i++)
+		bad += z[i] != 0;
+	CHECK_EQ(bad, 0);
+	free(z);
+	nd_policy_t def = { .mode = ND_POLICY_DEFAULT };
+	nd_set_policy(&def);
+	_nd_large_flush(-1);
+}
+
+/* A cached run is taken only where its layout is the one a fresh run
+ * would get: 100 KiB at @64K is 16 + 9 pages, the cursor moves by one
+ * granule, so consecutive blocks start on alternate nodes. */
+static void layout_kept(void)
+{
+	_nd_large_flush(-1);
+	nd_policy_t il = policy("interleave:0,1@64K");
+	char *a = nd_malloc_policy(100 * KiB, &il);
+	CHECK(a != NULL);
+	int na = nd_node_of(a);
+	nd_free(a);
+	char *b = nd_malloc_policy(100 * KiB, &il); /* the other phase: fresh */
+	CHECK(b != NULL && b != a && nd_node_of(b) == 1 - na, "b %p on %d, a %p on %d", (void *)b, b ? nd_node_of(b) : -1,
+	      (void *)a, na);
+	char *c = nd_malloc_policy(100 * KiB, &il); /* a's phase: a's run */
+	CHECK(c == a && nd_node_of(c) == na, "c %p, a %p", (void *)c, (void *)a);
+	nd_free(b);
+	nd_free(c);
+	_nd_large_flush(-1);
+	CHECK_EQ(cached_runs(), 0);
+}
+
+/* The cache gives its memory back: after the decay delay (at the next
+ * large call), at malloc_trim, and when a node it holds pages of is
+ * full. */
+static void gives_back(void)
+{
+	_nd_large_flush(-1);
+	nd_policy_t il = policy("interleave:0,1");
+	uint64_t c1 = node_stats(1)->bytes_committed;
+	void *p = nd_malloc_policy(256 * KiB, &il);
+	memset(p, 1, 256 * KiB);
+	nd_free(p);
+	CHECK_EQ(node_stats(1)->bytes_committed, c1 + 128 * KiB);
+	sleep_ms(DELAY_MS + 100);
+	free(malloc(2 * MiB)); /* any large call checks the expiry */
+	CHECK_EQ(cached_bytes() - _nd_large_cached(0), 0);
+	CHECK_EQ(node_stats(1)->bytes_committed, c1);
+	_nd_large_flush(-1); /* the 2 MiB block's run, cached on node 0 */
+
+	p = nd_malloc_policy(256 * KiB, &il);
+	memset(p, 1, 256 * KiB);
+	nd_free(p);
+	CHECK_EQ(cached_runs(), 1);
+	malloc_trim(0);
+	CHECK_EQ(cached_runs(), 0);
+	CHECK_EQ(node_stats(1)->bytes_committed, c1);
+
+	/* node 1 full: 32 spread runs of 1 MiB cached hold 16 MiB of it; the
+	 * largest block node 1 takes before and after must be the same */
+	size_t most = 0;
+	for (size_t sz = 256 * MiB; sz >= 16 * MiB && !most; sz -= 4 * MiB) {
+		void *q = nd_malloc_onnode(sz, 1);
+		if (q && nd_node_of(q) == 1)
+			most = sz;
+		nd_free(q);
+	}
+	_nd_large_flush(-1);
+	CHECK(most >= 200 * MiB, "node 1 took %zu MiB", most / MiB);
+	void *blk[32];
+	for (int i = 0; i < 32; i++) {
+		blk[i] = nd_malloc_policy(MiB, &il);
+		CHECK(blk[i] != NULL);
+		memset(blk[i], 1, MiB);
+	}
+	for (int i = 0; i < 32; i++)
+		nd_free(blk[i]);
+	CHECK(cached_bytes() >= 16 * MiB, "cached %llu", (unsigned long long)cached_bytes());
+	nd_policy_t bind1 = policy("bind:1");
+	void *q = nd_malloc_policy(most, &bind1);
+	CHECK(q != NULL && nd_node_of(q) == 1, "%zu MiB on node 1 with spread runs cached", most / MiB);
+	CHECK(cached_bytes() - _nd_large_cached(0) - _nd_large_cached(1) == 0, "the spread cache gave way");
+	nd_free(q);
+	_nd_large_flush(-1);
+}
+
+/* A churn of spread blocks of many sizes, through the cache: at every
+ * step the live blocks hold each node's share (by weight) to within one
+ * granule per live block, and at least some blocks are reused (the
+ * cache's point); the page level's invariants hold after. */
+static void churn_shares(const char *spec, size_t gp, int w0, int w1)
+{
+	_nd_large_flush(-1);
+	nd_policy_t il = policy(spec);
+	enum { LIVE = 6, ROUNDS = 400 };
+	char *blk[LIVE] = { 0 };
+	size_t len[LIVE] = { 0 };
+	uint64_t rng = 0x9E3779B97F4A7C15ULL;
+	long reused = 0, worst = 0;
+	for (int i = 0; i < ROUNDS; i++) {
+		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+		int k = (int)(rng % LIVE);
+		size_t n = (64 * KiB) << ((rng >> 8) % 4); /* 64 KiB - 512 KiB: above a 64K granule */
+		n += ((rng >> 16) % 4) * gp;
+		nd_free(blk[k]);
+		uint64_t runs = cached_runs();
+		blk[k] = nd_malloc_policy(n, &il);
+		CHECK(blk[k] != NULL);
+		reused += cached_runs() < runs; /* taken out of the cache */
+		len[k] = nd_usable_size(blk[k]);
+		size_t on[2] = { 0, 0 }, all = 0;
+		for (int j = 0; j < LIVE; j++) {
+			if (!blk[j])
+				continue;
+			on[0] += pages_on(blk[j], len[j], 0);
+			on[1] += pages_on(blk[j], len[j], 1);
+			all += len[j] / ND_PAGE_SIZE;
+		}
+		CHECK_EQ(on[0] + on[1], all);
+		long d = (long)on[0] - (long)(all * (size_t)w0 / (size_t)(w0 + w1));
+		d = d < 0 ? -d : d;
+		worst = d > worst ? d : worst;
+	}
+	long bound = LIVE * (long)(gp / ND_PAGE_SIZE) * (w0 > w1 ? w0 : w1);
+	CHECK(worst <= bound, "%s: node 0 %ld pages off its share (at most %ld)", spec, worst, bound);
+	CHECK(reused >= ROUNDS / 10, "%s: %ld of %d blocks reused", spec, reused, ROUNDS);
+	printf("%s: %ld of %d blocks from the cache, node 0 at most %ld pages off its share\n", spec, reused, ROUNDS,
+	       worst);
+	for (int j = 0; j < LIVE; j++)
+		nd_free(blk[j]);
+	_nd_large_flush(-1);
+	char err[256] = "";
+	CHECK(_nd_page_check(-1, err, sizeof err) == 0, "%s", err);
+}
+
+int main(void)
+{
+	char err[256] = "";
+	CHECK(nd_topology_emulate("0: cpus=0-1 mem=2G; 1: mem=256M", err, sizeof err) == 0, "emulate: %s", err);
+	char ms[16];
+	snprintf(ms, sizeof ms, "%d", DELAY_MS);
+	_nd_opt_set("large_decay_ms", ms);
+	reused_as_is();
+	layout_kept();
+	gives_back();
+	churn_shares("interleave:0,1", ND_PAGE_SIZE, 1, 1);
+	churn_shares("interleave:0,1@64K", 64 * KiB, 1, 1);
+	churn_shares("weighted:0=3,1=1", ND_PAGE_SIZE, 3, 1);
+	return CHECK_DONE();
+}
