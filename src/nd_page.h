@@ -295,8 +295,9 @@ void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n);
  * fresh (its pages never touched): the last 2 MiB is faulted at once and
  * its CPU time read; slower than g.thp_slow_ns, the rest goes back to
  * MADV_NOHUGEPAGE and the next big runs are not advised (1, then 4x as
- * many after each slow probe up to 64, half after a fast one). Not fresh
- * (a run grown in place): advised unless backing off. true: advised whole. */
+ * many after each slow probe up to 64, half after a fast one; without a
+ * back-off 1 fresh run in 4 is probed). Not fresh (a run grown in place):
+ * advised unless backing off. true: advised whole. */
 bool _nd_room_huge(char *p, size_t len, bool fresh);
 /* Probes so far, how many were slow, big runs left unadvised (tests). */
 void _nd_room_huge_counts(uint64_t *probes, uint64_t *slow, uint64_t *skipped);
