@@ -30,6 +30,7 @@ typedef enum _nd_opt {
 	ND_OPT_ABORT_ON_CONFIG_ERROR, /* bool: a bad option name or value is fatal */
 	ND_OPT_PURGE_DECAY_MS, /* int: ms dirty free pages wait before they are purged (0: off) */
 	ND_OPT_THP,            /* string: never, madvise or always (huge pages for node memory) */
+	ND_OPT_THP_SLOW_US,    /* int: a fresh huge page faulting slower than this (CPU us) drops the advice for a while (0: never) */
 	ND_OPT__COUNT
 } _nd_opt_t;
 

@@ -125,6 +125,9 @@ int _nd_os_close(int fd);
 int _nd_os_list_dir(const char *path, void (*fn)(const char *name, void *arg), void *arg);
 /* Monotonic nanoseconds (vDSO clock_gettime; not a syscall on x86-64). */
 uint64_t _nd_os_now_ns(void);
+/* CPU nanoseconds of the calling thread so far (a system call), 0 if
+ * unavailable. */
+uint64_t _nd_os_thread_cpu_ns(void);
 /* rseq area registered by glibc for the calling thread, or NULL. */
 struct _nd_rseq_abi {
 	uint32_t cpu_id_start;

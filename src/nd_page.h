@@ -235,6 +235,7 @@ typedef struct _nd_page_global {
 	bool huge_spread;     /* MADV_HUGEPAGE on spreads with granules >= 2 MiB */
 	int thp;              /* ND_THP_*: NODALLOC_THP */
 	bool thp_runs;        /* MADV_HUGEPAGE on the 2 MiB pages of big node runs */
+	uint64_t thp_slow_ns; /* a big run's probed huge page slower than this (CPU): back off (0: no probe) */
 	int advice;           /* MADV_DONTNEED or MADV_FREE */
 	uint64_t purge_pages; /* runs of at least this many pages are purged on free */
 	unsigned purge_order; /* free blocks above this order are clean (invariant I) */
@@ -290,6 +291,16 @@ uint64_t _nd_room_wm_reads(void);
 /* A newly mapped range [i, i+n) of slot a's pages: bound to its node,
  * huge page advice (NODALLOC_THP=always/never). */
 void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n);
+/* MADV_HUGEPAGE on [p, p+len), whole 2 MiB pages of a big run (g.thp_runs).
+ * fresh (its pages never touched): the last 2 MiB is faulted at once and
+ * its CPU time read; slower than g.thp_slow_ns, the rest goes back to
+ * MADV_NOHUGEPAGE and the next big runs are not advised (1, then 4x as
+ * many after each slow probe up to 64, half after a fast one; without a
+ * back-off 1 fresh run in 4 is probed). Not fresh (a run grown in place):
+ * advised unless backing off. true: advised whole. */
+bool _nd_room_huge(char *p, size_t len, bool fresh);
+/* Probes so far, how many were slow, big runs left unadvised (tests). */
+void _nd_room_huge_counts(uint64_t *probes, uint64_t *slow, uint64_t *skipped);
 /* Grow slot a's part given to the buddy allocator into its hole so that
  * a free block of order k exists / so that it reaches page end; false if
  * the slot is full. Maps nothing. Lock held. */

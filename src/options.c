@@ -43,6 +43,7 @@ static const opt_row_t rows[ND_OPT__COUNT] = {
 	[ND_OPT_LARGE_DECAY_MS] = { "large_decay_ms", K_INT, 1000, NULL, "keep freed large runs (>= purge_threshold) this many ms for reuse; 0: return them at once" },
 	[ND_OPT_PURGE_DECAY_MS] = { "purge_decay_ms", K_INT, 1000, NULL, "return free pages of small runs to the OS once free this many ms; 0: only past the dirty limit or on malloc_trim" },
 	[ND_OPT_THP] = { "thp", K_STR, 0, "madvise", "transparent huge pages for node memory: never, madvise (big runs, when the system's mode is madvise) or always" },
+	[ND_OPT_THP_SLOW_US] = { "thp_slow_us", K_INT, 1500, NULL, "a big run's huge page slower to fault (CPU us): no huge pages for a while; 0: no probe" },
 };
 
 /* Longest string value + 1: a 16-node distance matrix spec is ~830
@@ -50,7 +51,9 @@ static const opt_row_t rows[ND_OPT__COUNT] = {
 #define STR_MAX 4096
 
 enum { SRC_DEFAULT, SRC_ENV, SRC_PROGRAM };
-static const char *const src_names[] = { "default", "environment", "set by the program" };
+/* Arrays, not pointers: no relocation, so not in the relro pages (a row
+ * more in rows took them over a page boundary: test_init_footprint). */
+static const char src_names[][20] = { "default", "environment", "set by the program" };
 
 /* The values: a compact record per option; a string points at its
  * default (the table's) or at its own buffer in sbuf, which only a set

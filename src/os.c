@@ -403,6 +403,18 @@ uint64_t _nd_os_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID: time spent
+ * waiting for a CPU is left out, a page fault's kernel time, the host's
+ * share of it on a VM included), 0 if unavailable. A system call: the
+ * vDSO does not serve CPU clocks. */
+uint64_t _nd_os_thread_cpu_ns(void)
+{
+	struct timespec ts;
+	if (cgt_syscall(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* The definition of sym that follows this library's in the lookup order
  * (dlsym RTLD_NEXT: the C++ runtime's operator new), NULL if none. Not a
  * system call, but the one use of the dynamic linker: kept here with the

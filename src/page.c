@@ -141,14 +141,20 @@ int _nd_page_init(void)
 
 /* THP for big runs (NODALLOC_THP=madvise where the system's mode is
  * madvise: "always" needs no advice, "never" allows none): the run's
- * whole 2 MiB pages are advised MADV_HUGEPAGE, and given back to the
- * default (MADV_NOHUGEPAGE, the same under madvise) when the pages are
- * freed, so that small runs placed there later fault 4 KiB pages. */
-static void huge_run(_nd_arena_t *a, uint64_t i, uint64_t n, bool on)
+ * whole 2 MiB pages are advised MADV_HUGEPAGE (room.c: unless huge pages
+ * have been slow to fault; a new run's first one is probed), and given
+ * back to the default (MADV_NOHUGEPAGE, the same under madvise) when the
+ * pages are freed, so that small runs placed there later fault 4 KiB
+ * pages. on: 1 a new run (its pages clean), 2 a run grown in place. */
+static void huge_run(_nd_arena_t *a, uint64_t i, uint64_t n, int on)
 {
 	uint64_t s = ND_ALIGN_UP(i, (uint64_t)HUGE_PAGES), e = (i + n) & ~(uint64_t)(HUGE_PAGES - 1);
-	if (e > s)
-		_nd_os_madvise(page_addr(a, s), (size_t)(e - s) << ND_PAGE_SHIFT, on ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	if (e <= s)
+		return;
+	if (on)
+		_nd_room_huge(page_addr(a, s), (size_t)(e - s) << ND_PAGE_SHIFT, on == 1);
+	else
+		_nd_os_madvise(page_addr(a, s), (size_t)(e - s) << ND_PAGE_SHIFT, MADV_NOHUGEPAGE);
 }
 
 /* A burst's next count from d (its pages so far): n pages freed or taken. */
@@ -339,7 +345,7 @@ retry:;
 	_nd_room_stats(_nd_stats_in_use, node, (int64_t)n);
 	drop_note(_nd_tls, n, false, node);
 	if (n >= HUGE_PAGES && g.thp_runs)
-		huge_run(a, i, n, true);
+		huge_run(a, i, n, rd ? 2 : 1); /* clean pages: probed */
 	return page_addr(a, i);
 }
 
@@ -524,7 +530,7 @@ static void give_back(_nd_arena_t *a, uint64_t i, uint64_t n, bool big)
 	if (big) {
 		_nd_purge_range(a, page_addr(a, i), (size_t)n << ND_PAGE_SHIFT, g.advice);
 		if (n >= HUGE_PAGES && g.thp_runs)
-			huge_run(a, i, n, false);
+			huge_run(a, i, n, 0);
 		_nd_room_committed(a, -(int64_t)n);
 		_nd_lock(&a->lock);
 	}
@@ -666,7 +672,7 @@ int _nd_page_grow(void *run, size_t new_npages)
 	_nd_room_committed(a, (int64_t)(add - rd));
 	_nd_room_stats(_nd_stats_in_use, a->node, (int64_t)add);
 	if (new_npages >= HUGE_PAGES && g.thp_runs)
-		huge_run(a, i, new_npages, true);
+		huge_run(a, i, new_npages, 2);
 	return 0;
 }
 
@@ -743,7 +749,7 @@ void *_nd_page_grow_down(void *run, size_t new_npages)
 	_nd_room_committed(a, (int64_t)(add - rd));
 	_nd_room_stats(_nd_stats_in_use, a->node, (int64_t)add);
 	if (new_npages >= HUGE_PAGES && g.thp_runs)
-		huge_run(a, s, new_npages, true);
+		huge_run(a, s, new_npages, 2);
 	return page_addr(a, s);
 }
 

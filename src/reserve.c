@@ -116,6 +116,10 @@ void _nd_reserve_read_options(void)
 	g.thp_runs = g.thp == ND_THP_MADVISE &&
 		     _nd_os_read_file("/sys/kernel/mm/transparent_hugepage/enabled", mode, sizeof mode) > 0 &&
 		     has_word(mode, "[madvise]");
+	int64_t us = _nd_opt_int(ND_OPT_THP_SLOW_US);
+	if (us < 0)
+		_nd_opt_config_error("NODALLOC_THP_SLOW_US: negative value %lld: no probe (as 0)", (long long)us);
+	g.thp_slow_ns = us > 0 ? (uint64_t)(us > INT64_MAX / 1000 ? INT64_MAX / 1000 : us) * 1000u : 0;
 }
 
 /* Lazy layout (an address space limit): a range of total bytes aligned

@@ -10,6 +10,13 @@
  *    2 MiB or more is "hg", a small run "nh", and the big run's range is
  *    "nh" again once freed (small runs placed there later get 4 KiB pages);
  *    a run grown in place to 2 MiB or more, either way, is "hg".
+ * NODALLOC_THP_SLOW_US (madvise, where the system's mode is madvise): a
+ * fresh big run's last 2 MiB is faulted at once and timed (test seam: the
+ * threshold). At 1 us every probe is slow: the run's other pages go back
+ * to "nh" (the probed 2 MiB stays "hg") and the next big runs are left
+ * "nh" unprobed: 1, then 4 (a back-off of 4x per slow probe); at 10^9 us
+ * none is: every run "hg" whole, 1 in 4 probed. 0: no probe (the madvise
+ * case above, so that its steps do not depend on the machine's timing).
  * Each case runs in a child (this binary re-executed with the variable
  * set). Skipped, with the reason, on a kernel without THP.
  * AnonHugePages of a touched 4 MiB run is printed, not asserted (huge
@@ -113,15 +120,65 @@ static int child(const char *mode, bool sys_madvise)
 	return has_flag(vma_flags(down, &ahp, f, sizeof f), "hg") ? 0 : 20;
 }
 
+/* Child of the probe's cases: 8 fresh 4 MiB runs; slow: every probe
+ * slow (NODALLOC_THP_SLOW_US=1), else none (10^9). */
+static int child_probe(bool slow)
+{
+	char f[512];
+	long ahp = -1;
+	int got;
+	char *r[8];
+	for (int k = 0; k < 8; k++)
+		if (!(r[k] = _nd_page_alloc(1024, 512, NULL, -1, &got)))
+			return 30;
+	uint64_t probes, nslow, skipped;
+	_nd_room_huge_counts(&probes, &nslow, &skipped);
+	printf("  THP_SLOW_US=%s: probes %llu, slow %llu, skipped %llu\n", slow ? "1" : "10^9", (unsigned long long)probes,
+	       (unsigned long long)nslow, (unsigned long long)skipped);
+	if (probes == 0 && nslow == 0 && skipped == 0) {
+		printf("  no probe: MADV_POPULATE_WRITE refused (Linux < 5.14): skipped\n");
+		return 0;
+	}
+	for (int k = 0; k < 8; k++) {
+		/* probed: runs 0, 2 and 7 (skips 1, then 4) when slow, all when not */
+		bool probed = !slow || k == 0 || k == 2 || k == 7;
+		bool head_hg = has_flag(vma_flags(r[k], &ahp, f, sizeof f), "hg");
+		bool head_nh = has_flag(f, "nh");
+		bool last_hg = has_flag(vma_flags(r[k] + (2 << 20), &ahp, f, sizeof f), "hg");
+		printf("  run %d: first 2 MiB %s, last %s\n", k, head_hg ? "hg" : head_nh ? "nh" : "-", last_hg ? "hg" : "-");
+		if (!slow && !(head_hg && last_hg))
+			return 31 + k;
+		if (slow && !(head_nh && last_hg == probed))
+			return 41 + k;
+	}
+	if (slow)
+		return probes == 3 && nslow == 3 && skipped == 5 ? 0 : 50;
+	return probes == 2 && nslow == 0 && skipped == 0 ? 0 : 51; /* runs 0 and 4 */
+}
+
+static void no_probe(void *arg)
+{
+	setenv("NODALLOC_THP_SLOW_US", (const char *)arg, 1);
+}
+
 static int run(const char *mode, bool sys_madvise, char *out, size_t len)
 {
 	char *argv[] = { "test_page_thp", (char *)mode, sys_madvise ? "1" : "0", NULL };
-	int st = run_child("/proc/self/exe", argv, "NODALLOC_THP", mode, true, out, len);
+	int st = run_child_then("/proc/self/exe", argv, "NODALLOC_THP", mode, true, out, len, no_probe, "0");
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run_probe(const char *us, char *out, size_t len)
+{
+	char *argv[] = { "test_page_thp", "probe", (char *)us, NULL };
+	int st = run_child("/proc/self/exe", argv, "NODALLOC_THP_SLOW_US", us, true, out, len);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 int main(int argc, char **argv)
 {
+	if (argc > 2 && strcmp(argv[1], "probe") == 0)
+		return child_probe(strcmp(argv[2], "1") == 0);
 	if (argc > 2)
 		return child(argv[1], argv[2][0] == '1');
 	char sys[128] = "";
@@ -142,6 +199,13 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 3; i++) {
 		int rc = run(modes[i], sys_madvise, out, sizeof out);
 		CHECK(rc == 0, "NODALLOC_THP=%s: step %d failed\n%s", modes[i], rc, out);
+	}
+	/* The probe of a fresh big run's huge page, slow every time or never. */
+	for (int i = 0; sys_madvise && i < 2; i++) {
+		const char *us = i ? "1000000000" : "1";
+		int rc = run_probe(us, out, sizeof out);
+		printf("%s", out);
+		CHECK(rc == 0, "NODALLOC_THP_SLOW_US=%s: step %d failed\n%s", us, rc, out);
 	}
 	/* A bad value is named, madvise stays. */
 	int rc = run("sometimes", sys_madvise, out, sizeof out);
