@@ -360,8 +360,10 @@ static void *too_big(size_t npages, size_t align, unsigned order)
 {
 	static int warned;
 	bool by_align = align > npages;
-	if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
-	} else if (order < g.run_order_max) { /* a node's block this large goes outside the slot */
+	errno = ENOMEM;
+	if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		return NULL;
+	if (order < g.run_order_max) { /* a node's block this large goes outside the slot */
 		_nd_msg_warn("an %s of %zu MiB is larger than an arena slot (%zu MiB, from the address space limit or "
 			     "the reservation's caps); it and any like it fail with ENOMEM unless a malloc block "
 			     "of one node (interleave, weighted, nd_heap and nd_table blocks cannot leave the slots)",
@@ -373,7 +375,7 @@ static void *too_big(size_t npages, size_t align, unsigned order)
 			     by_align ? "alignment" : "allocation", (by_align ? align : npages) >> (20 - ND_PAGE_SHIFT),
 			     ((size_t)1 << (order + ND_PAGE_SHIFT)) >> 20);
 	}
-	errno = ENOMEM;
+	errno = ENOMEM; /* the message path's write may not keep it */
 	return NULL;
 }
 
