@@ -858,14 +858,16 @@ static __attribute__((noinline, cold)) bool trim_heaps(bool *trimmed)
 
 /* Node's slot refused np pages (aligned to ap) even with its cache
  * flushed, while its capacity would take them: the blocks held split the
- * slot. The heaps are trimmed first (trim_heaps) and the slot tried
- * again; then a run outside the slot, bound to the node (outrun.c),
- * rather than another node or ENOMEM (docs/arenas.md "Runs outside the
- * slot"). Cold: a slot miss only. */
+ * slot, or the run is larger than a slot. The heaps are trimmed first
+ * (trim_heaps) and the slot tried again; then a run outside the slot,
+ * bound to the node (outrun.c), rather than another node or ENOMEM
+ * (docs/arenas.md "Runs outside the slot"). Cold: a slot miss only. */
 static __attribute__((noinline, cold)) void *node_out(int node, size_t np, size_t ap, bool *trimmed)
 {
-	if (!_nd_page_run_fits(np, ap) || !_nd_page_room_for(node, np))
-		return NULL; /* no slot could hold it, or the node is full: as before */
+	if (!_nd_page_room_for(node, np))
+		return NULL; /* the node is full: as before */
+	if (!_nd_page_run_fits(np, ap)) /* no slot holds it: outside, up to NODALLOC_ARENA_RESERVE's bound */
+		return _nd_page_alloc_out(node, np, ap);
 	if (trim_heaps(trimmed)) {
 		void *p = _nd_page_alloc_exact(node, np, ap);
 		if (p)

@@ -222,6 +222,7 @@ typedef struct _nd_page_global {
 	unsigned slot_shift;
 	uintptr_t slot_mask;
 	unsigned order_max;   /* slot_shift - ND_PAGE_SHIFT */
+	unsigned run_order_max; /* no run above 2^this pages (NODALLOC_ARENA_RESERVE; else 2^51: none); above order_max: outside the slot (outrun.c) */
 	int node_limit;       /* node slots; the mixed slot has index node_limit */
 	int nslots;
 	_nd_pagedesc_t *desc;
@@ -407,10 +408,12 @@ void _nd_spread_free(_nd_arena_t *m, uint32_t i, uint64_t n, bool kil);
 
 int _nd_page_init(void);
 /* A run of npages on exactly node (no fallback, no statistics); aligned to
- * align_pages pages (a power of two). NULL when the node is full. */
+ * align_pages pages (a power of two). NULL when the node is full, or
+ * (quietly) when the run is larger than a slot: see _alloc_out. */
 void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages);
 /* Can a slot hold a run of npages aligned to align_pages pages? Else every
- * node refuses it (ENOMEM, prepare's too_big) whatever is freed first. */
+ * slot refuses it whatever is freed first (outside the slot, _alloc_out,
+ * it may still be served). */
 bool _nd_page_run_fits(size_t npages, size_t align_pages);
 /* The same, unaligned, at the lowest npages free pages in a row of the
  * slot's grown part (else as _exact): the library's runs that are never
@@ -420,8 +423,10 @@ bool _nd_page_run_fits(size_t npages, size_t align_pages);
  * an empty 1 GiB node). A walk of the slot's heads: for rare runs only. */
 void *_nd_page_alloc_low(int node, size_t npages);
 /* The same as _exact, but a mapping of its own outside the slots, bound to
- * node (outrun.c): for a large run node's slot cannot hold while its room
- * allows. NULL + ENOMEM when the room (or the table) does not. */
+ * node (outrun.c): for a large run node's slot cannot hold (split, or
+ * smaller than the run) while its room allows. NULL + ENOMEM when the
+ * room, the address space (or the table) does not, or the run is larger
+ * than NODALLOC_ARENA_RESERVE set by the user (g.run_order_max). */
 void *_nd_page_alloc_out(int node, size_t npages, size_t align_pages);
 /* Would node's capacity take npages more now (a hint, no charge; set up)? */
 bool _nd_page_room_for(int node, size_t npages);

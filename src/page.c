@@ -360,29 +360,49 @@ static bool check_args(size_t npages, size_t *align)
 	return true;
 }
 
-/* A run no slot can hold (its size or its alignment, in pages): ENOMEM,
- * and once a warning naming the cause. */
-static void *too_big(size_t npages, size_t align)
+/* A run refused for its size or its alignment (in pages) above 2^order
+ * pages: ENOMEM, and once a warning naming the cause. */
+static void *too_big(size_t npages, size_t align, unsigned order)
 {
 	static int warned;
 	bool by_align = align > npages;
-	if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+	errno = ENOMEM;
+	if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		return NULL;
+	if (order < g.run_order_max) { /* a node's block this large goes outside the slot */
+		_nd_msg_warn("an %s of %zu MiB is larger than an arena slot (%zu MiB, from the address space limit or "
+			     "the reservation's caps); it and any like it fail with ENOMEM unless a malloc block "
+			     "of one node (interleave, weighted, nd_heap and nd_table blocks cannot leave the slots)",
+			     by_align ? "alignment" : "allocation", (by_align ? align : npages) >> (20 - ND_PAGE_SHIFT),
+			     ((size_t)1 << (order + ND_PAGE_SHIFT)) >> 20);
+	} else {
 		_nd_msg_warn("an %s of %zu MiB is larger than an arena slot (%zu MiB, from NODALLOC_ARENA_RESERVE "
 			     "or the address space limit); it and any like it fail with ENOMEM",
 			     by_align ? "alignment" : "allocation", (by_align ? align : npages) >> (20 - ND_PAGE_SHIFT),
-			     ((size_t)1 << g.slot_shift) >> 20);
-	errno = ENOMEM;
+			     ((size_t)1 << (order + ND_PAGE_SHIFT)) >> 20);
+	}
+	errno = ENOMEM; /* the message path's write may not keep it */
 	return NULL;
 }
 
-/* Common entry of the run allocators: arguments, setup, size, decay. */
+static unsigned run_order(size_t npages, size_t align)
+{
+	return _nd_page_ceil_log2(npages > align ? npages : align);
+}
+
 /* Could a slot hold a run of npages aligned to align pages (set up)? */
 static bool run_fits(size_t npages, size_t align)
 {
-	return _nd_page_ceil_log2(npages > align ? npages : align) <= g.order_max;
+	return run_order(npages, align) <= g.order_max;
 }
 
-static bool prepare(size_t npages, size_t *align)
+/* What prepare() lets through: a run a slot can hold (SLOT), that or
+ * one larger up to the bound, refused quietly when larger (NODE: the
+ * caller goes outside the slot next), one up to the bound (OUT). */
+enum { PREP_SLOT, PREP_NODE, PREP_OUT };
+
+/* Common entry of the run allocators: arguments, setup, size, decay. */
+static bool prepare(size_t npages, size_t *align, int kind)
 {
 	if (!check_args(npages, align))
 		return false;
@@ -390,8 +410,15 @@ static bool prepare(size_t npages, size_t *align)
 		errno = ENOMEM;
 		return false;
 	}
-	if (!run_fits(npages, *align)) {
-		too_big(npages, *align);
+	unsigned o = run_order(npages, *align);
+	if (kind != PREP_SLOT && o > g.run_order_max) {
+		too_big(npages, *align, g.run_order_max);
+		return false;
+	}
+	if (kind != PREP_OUT && o > g.order_max) {
+		if (kind == PREP_SLOT)
+			too_big(npages, *align, g.order_max);
+		errno = ENOMEM;
 		return false;
 	}
 	_nd_purge_decay();
@@ -400,7 +427,7 @@ static bool prepare(size_t npages, size_t *align)
 
 void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
 {
-	if (!prepare(npages, &align_pages))
+	if (!prepare(npages, &align_pages, PREP_NODE))
 		return NULL;
 	void *p = node_alloc(node, npages, align_pages, false);
 	if (!p)
@@ -410,7 +437,7 @@ void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
 
 void *_nd_page_alloc_out(int node, size_t npages, size_t align_pages)
 {
-	if (!prepare(npages, &align_pages))
+	if (!prepare(npages, &align_pages, PREP_OUT))
 		return NULL;
 	void *p = _nd_outrun_alloc(node, npages, align_pages);
 	if (!p)
@@ -434,7 +461,7 @@ bool _nd_page_run_fits(size_t npages, size_t align_pages)
 void *_nd_page_alloc_low(int node, size_t npages)
 {
 	size_t align = 1;
-	if (!prepare(npages, &align))
+	if (!prepare(npages, &align, PREP_SLOT))
 		return NULL;
 	void *p = node_alloc(node, npages, 1, true);
 	if (!p)
@@ -446,7 +473,7 @@ void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, 
 {
 	if (got_node)
 		*got_node = -1;
-	if (!prepare(npages, &align_pages))
+	if (!prepare(npages, &align_pages, PREP_SLOT))
 		return NULL;
 	_nd_policy_iter_t it;
 	for (int n = _nd_policy_first_n(&it, pol, want_node, npages); n >= 0; n = _nd_policy_next(&it)) {
@@ -470,14 +497,14 @@ void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, 
 static void *alloc_spread(size_t npages, const nd_policy_t *pol, bool fixed, uint64_t first)
 {
 	size_t one = 1;
-	if (!prepare(npages, &one))
+	if (!prepare(npages, &one, PREP_SLOT))
 		return NULL;
 	if (!pol)
 		pol = _nd_policy_current();
 	if (_nd_policy_node_for_granule(pol, 0) < 0) /* not interleave: a plain run */
 		return _nd_page_alloc(npages, 1, pol, -1, NULL);
 	void *p = _nd_spread_alloc(npages, pol, fixed ? first : _nd_spread_first(npages, pol));
-	return p || errno != EFBIG ? p : too_big(npages, 1);
+	return p || errno != EFBIG ? p : too_big(npages, 1, g.order_max);
 }
 
 void *_nd_page_alloc_spread(size_t npages, const nd_policy_t *pol)

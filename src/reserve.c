@@ -21,10 +21,15 @@
 
 static int warned_mbind;
 
+/* The slot size's shift; sets g.run_order_max, the largest run of all
+ * (docs/arenas.md "Runs larger than a slot"): the option's size when the
+ * user set it ("no allocation can be larger"), else unbounded (a run
+ * larger than the derived slot goes outside it, outrun.c). */
 static unsigned slot_shift_wanted(const _nd_topo_t *t)
 {
 	int64_t opt = _nd_opt_int(ND_OPT_ARENA_RESERVE);
 	unsigned shift;
+	g.run_order_max = 63 - ND_PAGE_SHIFT;
 	if (opt > 0) {
 		shift = _nd_page_ceil_log2((uint64_t)opt);
 		if (shift < SLOT_SHIFT_MIN) {
@@ -33,6 +38,7 @@ static unsigned slot_shift_wanted(const _nd_topo_t *t)
 				     (long long)opt, 1 << (SLOT_SHIFT_MIN - 20), 1 << (SLOT_SHIFT_MIN - 20));
 			shift = SLOT_SHIFT_MIN;
 		}
+		g.run_order_max = shift - ND_PAGE_SHIFT;
 	} else {
 		/* 2x the largest node, and the mixed slot must hold one spread
 		 * run over all of them (16 x 256 MiB: a 512 MiB slot refused
