@@ -928,6 +928,7 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 	decay();
 	void *p;
 	bool reused = false;
+	int err = errno; /* a refusal on the way (a slot, a node) is not the caller's error */
 	if (want_node < 0 && ap == 1 && spreads(pol, np)) {
 		p = spread_run(spread_pages(np, pol), pol, &reused);
 		if (p) /* as its free counts it: a node's if the page level made a plain run */
@@ -949,6 +950,7 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 		errno = ENOMEM;
 		return NULL;
 	}
+	errno = err;
 	_nd_pagedesc_t *d = _nd_page_desc(p);
 	if (d) {
 		d->use = ND_USE_LARGE;

@@ -71,6 +71,8 @@ static void big_on(const char *spec, int node)
 	CHECK(p, "%s: malloc(2500 MiB) with 2 GiB slots: errno %d", spec, errno);
 	if (!p)
 		return;
+	/* the slot's refusal before the run outside it leaves errno alone */
+	CHECK(errno == 0, "%s: errno %d after a successful malloc", spec, errno);
 	CHECK(nd_node_of(p) == node, "%s: node %d, want %d", spec, nd_node_of(p), node);
 	const _nd_pagedesc_t *d = _nd_page_desc(p);
 	CHECK(d && (d->flags & ND_PGF_OUT), "%s: not a run outside the slot", spec);
