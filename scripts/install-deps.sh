@@ -11,6 +11,9 @@ pkgs=(
   qemu-system-x86 busybox-static cpio  # the NUMA VM test bed
   libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 valgrind gnuplot-nox  # benchmarks
 )
+# python3's own regression tests (run_pysuite.sh): the package names the version
+py=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) &&
+  pkgs+=("libpython$py-testsuite")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -5,12 +5,13 @@
 # exit (or nd_node_of) must show that nodalloc served it (common.sh).
 # Included by the top CMakeLists.txt. Exit 77 = the program is not
 # installed (scripts/install-deps.sh installs them): the test is reported
-# skipped. threads: xz, zstd, pigz, sort, perl threads; fork: bash
+# skipped. pysuite: python3's own regression tests (PYTHONMALLOC=malloc,
+# audit25). threads: xz, zstd, pigz, sort, perl threads; fork: bash
 # subshells, python3 forking threads and a pool; compilers: g++, clang++,
 # cmake (C++ new/delete throughout); redis: redis-server (linked with
 # jemalloc, its malloc calls preloaded) and postgres: postmaster and
 # forked backends, each with its own statistics (apps24).
-foreach(prog python sqlite memcached redis postgres threads fork compilers)
+foreach(prog python pysuite sqlite memcached redis postgres threads fork compilers)
   add_test(NAME integration.${prog}
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/integration/run_${prog}.sh $<TARGET_FILE:nodalloc>)
   set_tests_properties(integration.${prog} PROPERTIES LABELS integration TIMEOUT 600
