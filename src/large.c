@@ -98,7 +98,7 @@
  *    adds at most 1/8 again), so that blocks of near sizes share runs and
  *    the cursor keeps its phase (spread_pages).
  *  - a miss sheds the list's oldest runs, as a node cache's miss does;
- *    the bound: max(64 MiB, half the spread runs in use), at most 1/16 of
+ *    the bound: max(16 MiB, half the spread runs in use), at most 1/16 of
  *    all nodes' memory, shared by the lists, CACHE_RUNS runs each.
  *  - no flush before a spread allocation: a fresh run whose granules did
  *    not all land where the policy wants them (a node short, the page
@@ -120,6 +120,10 @@
 
 #define CACHE_RUNS 16                  /* runs per node cache */
 #define CACHE_MIN ((uint64_t)64 << 20) /* bytes a node may always cache */
+/* bytes the spread cache may always keep: with prefixes reused, 16 MiB
+ * gave wl_spread fewer faults than 64 MiB did before, at 2/3 of its peak
+ * (docs/arenas.md) */
+#define SPREAD_MIN ((uint64_t)16 << 20)
 #define SHED_KEEP 4                    /* shedding keeps 1/SHED_KEEP of the bound cached */
 #define USER_REUSED ((uintptr_t)1 << 63)
 #define MOVE_PAGES ((uint64_t)ND_HUGE_SIZE >> ND_PAGE_SHIFT) /* the unit cache_move moves: 2 MiB */
@@ -643,14 +647,14 @@ static bool spreads(const nd_policy_t *pol, size_t npages)
 	return npages > ((size_t)1 << pol->granularity_shift);
 }
 
-/* The spread cache's bound: max(64 MiB, 1/2 of the spread runs' bytes
+/* The spread cache's bound: max(SPREAD_MIN, 1/2 of the spread runs' bytes
  * in use), at most 1/16 of the memory of all nodes. */
 static uint64_t spread_limit(void)
 {
 	int64_t live = __atomic_load_n(&spread_live, __ATOMIC_RELAXED);
 	uint64_t lim = live > 0 ? ((uint64_t)live << ND_PAGE_SHIFT) / 2 : 0, mem = 0;
-	if (lim < CACHE_MIN)
-		lim = CACHE_MIN;
+	if (lim < SPREAD_MIN)
+		lim = SPREAD_MIN;
 	const _nd_topo_t *t = _nd_topo();
 	for (int n = 0; n < t->node_limit && n < ND_MAX_NODES; n++)
 		mem += t->mem_total[n];
@@ -686,24 +690,67 @@ static size_t spread_pages(size_t np, const nd_policy_t *pol)
 	return np;
 }
 
-/* A cached spread run of np pages laid out as a fresh one of pol starting
- * at index first would be (newest first), in use again; NULL if none. */
+/* Tails of cached spread runs shorter than this go back to the page
+ * level when a prefix is taken (pages; no spread block is smaller than
+ * two granules, and short tails would crowd the lists' CACHE_RUNS) */
+#define SPREAD_TAIL_MIN 16
+
+/* A cached spread run whose first np pages are laid out as a fresh run of
+ * np pages under pol starting at index first would be, in use again; NULL
+ * if none. The best fit over every list: one of exactly np pages (newest
+ * first), else the shortest longer one, cut after np pages (only at a
+ * granule's end: the tail's granules then stay whole) with its tail
+ * cached again (its own run, laid out from first + np pages on: a later
+ * request checks it as any) or given back when short. Every list is
+ * scanned under its own lock, one at a time; the run chosen is taken out
+ * of its list afterwards, if still there. */
 static void *spread_take(size_t np, const nd_policy_t *pol, uint64_t first)
 {
-	lnode_t *ln = spread_list(np);
-	if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+	bool cut = pol->granularity_shift < 32 && !(np & (((size_t)1 << pol->granularity_shift) - 1));
+	lnode_t *bl = NULL;
+	cached_t best = { 0 };
+	for (int q = 0; q < SPREAD_LISTS && best.npages != np; q++) {
+		lnode_t *ln = &spread_page.l[((63 - __builtin_clzll(np)) + q) % SPREAD_LISTS];
+		if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+			continue;
+		_nd_lock(&ln->lock);
+		for (int k = ln->n - 1; k >= 0 && best.npages != np; k--) {
+			cached_t *e = &ln->run[k];
+			if ((e->npages == np || (cut && e->npages > np && (!best.p || e->npages < best.npages))) &&
+			    _nd_page_spread_matches(e->p, np, pol, first))
+				best = *e, bl = ln;
+		}
+		_nd_unlock(&ln->lock);
+	}
+	if (!best.p)
 		return NULL;
 	cached_t r = { 0 };
-	_nd_lock(&ln->lock);
-	for (int k = ln->n - 1; k >= 0; k--) {
-		if (ln->run[k].npages == np && _nd_page_spread_matches(ln->run[k].p, np, pol, first)) {
-			r = take_entry(ln, k);
+	_nd_lock(&bl->lock);
+	for (int k = bl->n - 1; k >= 0; k--)
+		if (bl->run[k].p == best.p && bl->run[k].npages == best.npages) {
+			r = take_entry(bl, k);
 			break;
 		}
+	_nd_unlock(&bl->lock);
+	if (!r.p)
+		return NULL; /* taken meanwhile */
+	char *tail = r.npages > np ? _nd_page_spread_split(r.p, np) : NULL;
+	if (tail) {
+		cached_t t = { .p = tail, .npages = r.npages - np, .due = r.due };
+		if (t.npages < SPREAD_TAIL_MIN) {
+			release(-1, &t, 1);
+		} else {
+			lnode_t *tl = spread_list(t.npages);
+			cached_t out[CACHE_RUNS];
+			int nout = 0;
+			_nd_lock(&tl->lock);
+			insert(tl, t, spread_limit() / SPREAD_LISTS, out, &nout, NULL);
+			_nd_unlock(&tl->lock);
+			due_min(t.due); /* a decay pass may have run while it was out */
+			release(-1, out, nout);
+		}
 	}
-	_nd_unlock(&ln->lock);
-	if (r.p)
-		_nd_page_spread_in_use(r.p, np, 1, pol);
+	_nd_page_spread_in_use(r.p, np, 1, pol);
 	return r.p;
 }
 

@@ -502,7 +502,32 @@ static bool spread_run(const void *p, size_t npages)
 
 bool _nd_page_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first)
 {
-	return spread_run(p, npages) && _nd_spread_matches(p, npages, pol, first);
+	_nd_pagedesc_t *d = _nd_page_desc(p);
+	return d && npages && npages <= d->npages && spread_run(p, d->npages) && _nd_spread_matches(p, npages, pol, first);
+}
+
+/* The caller's spread run (cached: no one else edits it) cut in two runs:
+ * only the new head's descriptor is written (its pages keep their nodes,
+ * placed, bound and committed). The kernel's interleave flag goes with it
+ * (its free keeps the VMA's policy). */
+void *_nd_page_spread_split(void *run, size_t npages)
+{
+	_nd_pagedesc_t *h = _nd_page_desc(run);
+	if (!h || !npages || npages >= h->npages || !spread_run(run, h->npages))
+		return NULL;
+	_nd_arena_t *m = &g.arenas[g.node_limit];
+	_nd_pagedesc_t *t = h + npages;
+	_nd_lock(&m->lock);
+	ND_ASSERT(t->state == ND_PG_TAIL && (t->flags & ND_PGF_PLACED), "a spread run's pages are placed tails");
+	t->state = ND_PG_RUN;
+	t->order = 0;
+	t->flags = (uint8_t)((t->flags & ~(ND_PGF_FRESH | ND_PGF_KIL)) | (h->flags & ND_PGF_KIL));
+	t->npages = h->npages - npages;
+	t->use = ND_USE_NONE;
+	t->user = 0;
+	h->npages = npages;
+	_nd_unlock(&m->lock);
+	return (char *)run + (npages << ND_PAGE_SHIFT);
 }
 
 void _nd_page_spread_in_use(const void *p, size_t npages, int sign, const nd_policy_t *pol)
