@@ -86,8 +86,9 @@
  * req/s, 49,180 local). A freed spread run is kept whole, still placed,
  * bound and committed (in use counted out, per node), in one of
  * SPREAD_LISTS lists by its length's power of two:
- *  - reuse: only by an allocation of the same length whose fresh run would
- *    put every granule on the node the cached one has it on: the index of
+ *  - reuse: by an allocation whose fresh run would put every granule on
+ *    the node the cached one (or its first pages: the tail is cut off and
+ *    cached again, task spread65) has it on: the index of
  *    its first granule (the thread's spread cursor, moved on as for a
  *    fresh run; the address for the kernel's page interleave) gives the
  *    wanted layout, compared granule by granule (_nd_page_spread_matches).
