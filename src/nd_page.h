@@ -458,6 +458,10 @@ bool _nd_page_spread_matches(const void *p, size_t npages, const nd_policy_t *po
  * The rest's layout starts npages pages on (a valid spread run when
  * npages is whole granules). */
 void *_nd_page_spread_split(void *run, size_t npages);
+/* The reverse: spread run next (right after run, both the caller's, not
+ * in use, both or neither interleaved by the kernel) becomes part of run.
+ * 0, or -1 with nothing changed. */
+int _nd_page_spread_join(void *run, void *next);
 /* Adds sign * its pages per node to spread run p's nodes' in-use
  * statistics (large.c's cache: a cached run is committed, not in use);
  * with pol, also counts a reuse's placement (numa_hit etc.) per granule
