@@ -457,6 +457,27 @@ static void release_but(int node, cached_t *out, int n, uint64_t keep)
 	release(node, out, n);
 }
 
+/* Takes the runs of ln right before and after *r out (at most 2, into
+ * nb) while *r and they fit lim bytes together: their count. */
+static int take_neighbours(lnode_t *ln, const cached_t *r, uint64_t lim, cached_t *nb)
+{
+	int nnb = 0;
+	uint64_t joined = r->npages;
+	_nd_lock(&ln->lock);
+	for (int k = 0; k < ln->n && nnb < 2;) {
+		const cached_t *e = &ln->run[k];
+		bool before = e->p + (e->npages << ND_PAGE_SHIFT) == r->p, after = e->p == r->p + (r->npages << ND_PAGE_SHIFT);
+		if ((before || after) && (joined + e->npages) << ND_PAGE_SHIFT <= lim) {
+			joined += e->npages;
+			nb[nnb++] = take_entry(ln, k);
+		} else {
+			k++;
+		}
+	}
+	_nd_unlock(&ln->lock);
+	return nnb;
+}
+
 /* Joins the runs nb[0..n) (right before or after *r, taken out of a
  * cache: the caller's) with *r by join; those it refuses go to back[]:
  * their count. */
@@ -493,21 +514,8 @@ static bool cache_put(int node, char *p, uint64_t np)
 	lnode_t *ln = &lnodes[node];
 	cached_t r = { .p = p, .npages = np, .due = _nd_os_now_ns() + cfg(delay_ns) };
 	cached_t nb[2]; /* the neighbours taken out: before, after */
-	int nnb = 0;
 	note_node(node);
-	_nd_lock(&ln->lock);
-	uint64_t joined = np;
-	for (int k = 0; k < ln->n;) {
-		const cached_t *e = &ln->run[k];
-		bool before = e->p + (e->npages << ND_PAGE_SHIFT) == p, after = e->p == p + bytes;
-		if ((before || after) && (joined + e->npages) << ND_PAGE_SHIFT <= lim) {
-			joined += e->npages;
-			nb[nnb++] = take_entry(ln, k);
-		} else {
-			k++;
-		}
-	}
-	_nd_unlock(&ln->lock);
+	int nnb = take_neighbours(ln, &r, lim, nb);
 	/* The neighbours are ours while out of the list: join unlocked. */
 	cached_t back[2];
 	int nback = join_runs(&r, nb, nnb, back, _nd_page_join); /* none back: both are big runs */
@@ -784,22 +792,8 @@ static bool spread_put(char *p, uint64_t np)
 		lnode_t *ln = &spread_page.l[q];
 		if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
 			continue;
-		cached_t nb[2];
-		int nnb = 0;
-		uint64_t joined = r.npages;
-		_nd_lock(&ln->lock);
-		for (int k = 0; k < ln->n && nnb < 2;) {
-			const cached_t *e = &ln->run[k];
-			bool before = e->p + (e->npages << ND_PAGE_SHIFT) == r.p, after = e->p == r.p + (r.npages << ND_PAGE_SHIFT);
-			if ((before || after) && (joined + e->npages) << ND_PAGE_SHIFT <= lim) {
-				joined += e->npages;
-				nb[nnb++] = take_entry(ln, k);
-			} else {
-				k++;
-			}
-		}
-		_nd_unlock(&ln->lock);
-		cached_t back[2];
+		cached_t nb[2], back[2];
+		int nnb = take_neighbours(ln, &r, lim, nb);
 		release(-1, back, join_runs(&r, nb, nnb, back, _nd_page_spread_join)); /* kernel's interleave and not */
 	}
 	lnode_t *ln = spread_list(r.npages);
