@@ -86,11 +86,12 @@
  * req/s, 49,180 local). A freed spread run is kept whole, still placed,
  * bound and committed (in use counted out, per node), in one of
  * SPREAD_LISTS lists by its length's power of two:
- *  - reuse: only by an allocation of the same length whose fresh run would
- *    put every granule on the node the cached one has it on: the index of
+ *  - reuse: by an allocation whose fresh run would put every granule on
+ *    the node the cached one (or its first pages: the tail is cut off and
+ *    cached again, task spread65) has it on: the index of
  *    its first granule (the thread's spread cursor, moved on as for a
  *    fresh run; the address for the kernel's page interleave) gives the
- *    wanted layout, compared granule by granule (_nd_page_spread_matches).
+ *    wanted layout, compared page by page (_nd_page_spread_matches).
  *    So the memory in use is laid out exactly as without the cache, and
  *    each node keeps its share (docs/policy.md).
  *  - lengths: while the cache is on, a spread run is rounded up to 1/8 of
@@ -98,8 +99,9 @@
  *    adds at most 1/8 again), so that blocks of near sizes share runs and
  *    the cursor keeps its phase (spread_pages).
  *  - a miss sheds the list's oldest runs, as a node cache's miss does;
- *    the bound: max(64 MiB, half the spread runs in use), at most 1/16 of
- *    all nodes' memory, shared by the lists, CACHE_RUNS runs each.
+ *    the bound: max(16 MiB, half the spread runs in use), at most 1/16 of
+ *    all nodes' memory, shared by the lists, CACHE_RUNS runs each; a
+ *    freed run is joined with its cached neighbours (spread_put).
  *  - no flush before a spread allocation: a fresh run whose granules did
  *    not all land where the policy wants them (a node short, the page
  *    level fell back) is given back, every cache flushed, and the run
@@ -120,6 +122,10 @@
 
 #define CACHE_RUNS 16                  /* runs per node cache */
 #define CACHE_MIN ((uint64_t)64 << 20) /* bytes a node may always cache */
+/* bytes the spread cache may always keep: with prefixes reused and runs
+ * joined, 16 MiB gave wl_spread 1/3 of the faults 64 MiB did before, at
+ * half its peak (docs/arenas.md) */
+#define SPREAD_MIN ((uint64_t)16 << 20)
 #define SHED_KEEP 4                    /* shedding keeps 1/SHED_KEEP of the bound cached */
 #define USER_REUSED ((uintptr_t)1 << 63)
 #define MOVE_PAGES ((uint64_t)ND_HUGE_SIZE >> ND_PAGE_SHIFT) /* the unit cache_move moves: 2 MiB */
@@ -451,6 +457,46 @@ static void release_but(int node, cached_t *out, int n, uint64_t keep)
 	release(node, out, n);
 }
 
+/* Takes the runs of ln right before and after *r out (at most 2, into
+ * nb) while *r and they fit lim bytes together: their count. */
+static int take_neighbours(lnode_t *ln, const cached_t *r, uint64_t lim, cached_t *nb)
+{
+	int nnb = 0;
+	uint64_t joined = r->npages;
+	_nd_lock(&ln->lock);
+	for (int k = 0; k < ln->n && nnb < 2;) {
+		const cached_t *e = &ln->run[k];
+		bool before = e->p + (e->npages << ND_PAGE_SHIFT) == r->p, after = e->p == r->p + (r->npages << ND_PAGE_SHIFT);
+		if ((before || after) && (joined + e->npages) << ND_PAGE_SHIFT <= lim) {
+			joined += e->npages;
+			nb[nnb++] = take_entry(ln, k);
+		} else {
+			k++;
+		}
+	}
+	_nd_unlock(&ln->lock);
+	return nnb;
+}
+
+/* Joins the runs nb[0..n) (right before or after *r, taken out of a
+ * cache: the caller's) with *r by join; those it refuses go to back[]:
+ * their count. */
+static int join_runs(cached_t *r, const cached_t *nb, int n, cached_t *back, int (*join)(void *, void *))
+{
+	int nback = 0;
+	for (int k = 0; k < n; k++) {
+		bool before = nb[k].p < r->p;
+		if ((before ? join(nb[k].p, r->p) : join(r->p, nb[k].p)) == 0) {
+			if (before)
+				r->p = nb[k].p;
+			r->npages += nb[k].npages;
+		} else {
+			back[nback++] = nb[k];
+		}
+	}
+	return nback;
+}
+
 /* Keeps a freed run of node (at least the purge threshold), joined with
  * the cached runs right before and after it when the whole fits the
  * bound: the churn of blocks of many sizes then finds one run to cut a
@@ -468,34 +514,11 @@ static bool cache_put(int node, char *p, uint64_t np)
 	lnode_t *ln = &lnodes[node];
 	cached_t r = { .p = p, .npages = np, .due = _nd_os_now_ns() + cfg(delay_ns) };
 	cached_t nb[2]; /* the neighbours taken out: before, after */
-	int nnb = 0;
 	note_node(node);
-	_nd_lock(&ln->lock);
-	uint64_t joined = np;
-	for (int k = 0; k < ln->n;) {
-		const cached_t *e = &ln->run[k];
-		bool before = e->p + (e->npages << ND_PAGE_SHIFT) == p, after = e->p == p + bytes;
-		if ((before || after) && (joined + e->npages) << ND_PAGE_SHIFT <= lim) {
-			joined += e->npages;
-			nb[nnb++] = take_entry(ln, k);
-		} else {
-			k++;
-		}
-	}
-	_nd_unlock(&ln->lock);
+	int nnb = take_neighbours(ln, &r, lim, nb);
 	/* The neighbours are ours while out of the list: join unlocked. */
 	cached_t back[2];
-	int nback = 0;
-	for (int k = 0; k < nnb; k++) {
-		bool before = nb[k].p < r.p;
-		if (before ? _nd_page_join(nb[k].p, r.p) == 0 : _nd_page_join(r.p, nb[k].p) == 0) {
-			if (before)
-				r.p = nb[k].p;
-			r.npages += nb[k].npages;
-		} else {
-			back[nback++] = nb[k]; /* not reached: both are big runs */
-		}
-	}
+	int nback = join_runs(&r, nb, nnb, back, _nd_page_join); /* none back: both are big runs */
 	cached_t out[CACHE_RUNS + 2];
 	int nout = 0;
 	uint64_t spare = 0;
@@ -643,14 +666,14 @@ static bool spreads(const nd_policy_t *pol, size_t npages)
 	return npages > ((size_t)1 << pol->granularity_shift);
 }
 
-/* The spread cache's bound: max(64 MiB, 1/2 of the spread runs' bytes
+/* The spread cache's bound: max(SPREAD_MIN, 1/2 of the spread runs' bytes
  * in use), at most 1/16 of the memory of all nodes. */
 static uint64_t spread_limit(void)
 {
 	int64_t live = __atomic_load_n(&spread_live, __ATOMIC_RELAXED);
 	uint64_t lim = live > 0 ? ((uint64_t)live << ND_PAGE_SHIFT) / 2 : 0, mem = 0;
-	if (lim < CACHE_MIN)
-		lim = CACHE_MIN;
+	if (lim < SPREAD_MIN)
+		lim = SPREAD_MIN;
 	const _nd_topo_t *t = _nd_topo();
 	for (int n = 0; n < t->node_limit && n < ND_MAX_NODES; n++)
 		mem += t->mem_total[n];
@@ -686,24 +709,67 @@ static size_t spread_pages(size_t np, const nd_policy_t *pol)
 	return np;
 }
 
-/* A cached spread run of np pages laid out as a fresh one of pol starting
- * at index first would be (newest first), in use again; NULL if none. */
+/* Tails of cached spread runs shorter than this go back to the page
+ * level when a prefix is taken (pages; no spread block is smaller than
+ * two granules, and short tails would crowd the lists' CACHE_RUNS) */
+#define SPREAD_TAIL_MIN 16
+
+/* A cached spread run whose first np pages are laid out as a fresh run of
+ * np pages under pol starting at index first would be, in use again; NULL
+ * if none. The best fit over every list: one of exactly np pages (newest
+ * first), else the shortest longer one, cut after np pages (only at a
+ * granule's end: the tail's granules then stay whole) with its tail
+ * cached again (its own run, laid out from first + np pages on: a later
+ * request checks it as any) or given back when short. Every list is
+ * scanned under its own lock, one at a time; the run chosen is taken out
+ * of its list afterwards, if still there. */
 static void *spread_take(size_t np, const nd_policy_t *pol, uint64_t first)
 {
-	lnode_t *ln = spread_list(np);
-	if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+	bool cut = pol->granularity_shift < 32 && !(np & (((size_t)1 << pol->granularity_shift) - 1));
+	lnode_t *bl = NULL;
+	cached_t best = { 0 };
+	for (int q = 0; q < SPREAD_LISTS && best.npages != np; q++) {
+		lnode_t *ln = &spread_page.l[((63 - __builtin_clzll(np)) + q) % SPREAD_LISTS];
+		if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+			continue;
+		_nd_lock(&ln->lock);
+		for (int k = ln->n - 1; k >= 0 && best.npages != np; k--) {
+			cached_t *e = &ln->run[k];
+			if ((e->npages == np || (cut && e->npages > np && (!best.p || e->npages < best.npages))) &&
+			    _nd_page_spread_matches(e->p, np, pol, first))
+				best = *e, bl = ln;
+		}
+		_nd_unlock(&ln->lock);
+	}
+	if (!best.p)
 		return NULL;
 	cached_t r = { 0 };
-	_nd_lock(&ln->lock);
-	for (int k = ln->n - 1; k >= 0; k--) {
-		if (ln->run[k].npages == np && _nd_page_spread_matches(ln->run[k].p, np, pol, first)) {
-			r = take_entry(ln, k);
+	_nd_lock(&bl->lock);
+	for (int k = bl->n - 1; k >= 0; k--)
+		if (bl->run[k].p == best.p && bl->run[k].npages == best.npages) {
+			r = take_entry(bl, k);
 			break;
 		}
+	_nd_unlock(&bl->lock);
+	if (!r.p)
+		return NULL; /* taken meanwhile */
+	char *tail = r.npages > np ? _nd_page_spread_split(r.p, np) : NULL;
+	if (tail) {
+		cached_t t = { .p = tail, .npages = r.npages - np, .due = r.due };
+		if (t.npages < SPREAD_TAIL_MIN) {
+			release(-1, &t, 1);
+		} else {
+			lnode_t *tl = spread_list(t.npages);
+			cached_t out[CACHE_RUNS];
+			int nout = 0;
+			_nd_lock(&tl->lock);
+			insert(tl, t, spread_limit() / SPREAD_LISTS, out, &nout, NULL);
+			_nd_unlock(&tl->lock);
+			due_min(t.due); /* a decay pass may have run while it was out */
+			release(-1, out, nout);
+		}
 	}
-	_nd_unlock(&ln->lock);
-	if (r.p)
-		_nd_page_spread_in_use(r.p, np, 1, pol);
+	_nd_page_spread_in_use(r.p, np, 1, pol);
 	return r.p;
 }
 
@@ -714,9 +780,23 @@ static bool spread_put(char *p, uint64_t np)
 	uint64_t lim = spread_limit() / SPREAD_LISTS;
 	if (np << ND_PAGE_SHIFT > lim)
 		return false;
-	lnode_t *ln = spread_list(np);
 	_nd_page_spread_in_use(p, np, -1, NULL);
 	cached_t r = { .p = p, .npages = np, .due = _nd_os_now_ns() + cfg(delay_ns) }, out[CACHE_RUNS];
+	/* Joined with the cached runs right before and after it while the
+	 * whole fits a list's share: a miss then finds one run long enough
+	 * where the cut pieces were each too short. Whether a joined run's
+	 * layout is the one a request wants is checked at its take, page by
+	 * page (_nd_page_spread_matches). The runs are ours once out of
+	 * their lists: joined unlocked, one list locked at a time. */
+	for (int q = 0; q < SPREAD_LISTS; q++) {
+		lnode_t *ln = &spread_page.l[q];
+		if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
+			continue;
+		cached_t nb[2], back[2];
+		int nnb = take_neighbours(ln, &r, lim, nb);
+		release(-1, back, join_runs(&r, nb, nnb, back, _nd_page_spread_join)); /* kernel's interleave and not */
+	}
+	lnode_t *ln = spread_list(r.npages);
 	int nout = 0;
 	_nd_lock(&ln->lock);
 	insert(ln, r, lim, out, &nout, NULL);

@@ -450,10 +450,23 @@ void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t
  * address (page granules on real nodes: the cursor stays). */
 #define ND_SPREAD_BY_ADDRESS UINT64_MAX
 uint64_t _nd_page_spread_first(size_t npages, const nd_policy_t *pol);
-/* Spread run p of npages has each granule on the node a fresh run of pol
- * starting at index first would put it on (no fallback): large.c reuses
- * it as is, its pages already placed and bound (docs/arenas.md). */
+/* Spread run p of at least npages has each granule of its first npages
+ * pages on the node a fresh run of npages under pol starting at index
+ * first would put it on (no fallback): large.c reuses it (or that prefix,
+ * _nd_page_spread_split) as is, its pages already placed and bound
+ * (docs/arenas.md). */
 bool _nd_page_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first);
+/* Spread run `run` (the caller's, not in use) becomes two runs: its first
+ * npages pages, and the rest (returned; NULL with nothing changed when
+ * run is no spread run longer than npages). No page is touched: both keep
+ * their nodes, binding and commit charge; in-use counts are the caller's.
+ * The rest's layout starts npages pages on (a valid spread run when
+ * npages is whole granules). */
+void *_nd_page_spread_split(void *run, size_t npages);
+/* The reverse: spread run next (right after run, both the caller's, not
+ * in use, both or neither interleaved by the kernel) becomes part of run.
+ * 0, or -1 with nothing changed. */
+int _nd_page_spread_join(void *run, void *next);
 /* Adds sign * its pages per node to spread run p's nodes' in-use
  * statistics (large.c's cache: a cached run is committed, not in use);
  * with pol, also counts a reuse's placement (numa_hit etc.) per granule

@@ -489,6 +489,19 @@ void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, 
 	return NULL;
 }
 
+/* Run head t (right after run h's end, in slot a) becomes part of h. */
+static void join_heads(_nd_arena_t *a, _nd_pagedesc_t *h, _nd_pagedesc_t *t)
+{
+	_nd_lock(&a->lock);
+	h->npages += t->npages;
+	t->state = ND_PG_TAIL;
+	t->npages = 0;
+	t->use = ND_USE_NONE;
+	t->user = 0;
+	t->flags &= (uint8_t)~ND_PGF_KIL;
+	_nd_unlock(&a->lock);
+}
+
 /* ---- spread runs (the mixed slot) -------------------------------------- */
 
 /* fixed: the run's first granule has index first (or
@@ -529,7 +542,32 @@ static bool spread_run(const void *p, size_t npages)
 
 bool _nd_page_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first)
 {
-	return spread_run(p, npages) && _nd_spread_matches(p, npages, pol, first);
+	_nd_pagedesc_t *d = _nd_page_desc(p);
+	return d && npages && npages <= d->npages && spread_run(p, d->npages) && _nd_spread_matches(p, npages, pol, first);
+}
+
+/* The caller's spread run (cached: no one else edits it) cut in two runs:
+ * only the new head's descriptor is written (its pages keep their nodes,
+ * placed, bound and committed). The kernel's interleave flag goes with it
+ * (its free keeps the VMA's policy). */
+void *_nd_page_spread_split(void *run, size_t npages)
+{
+	_nd_pagedesc_t *h = _nd_page_desc(run);
+	if (!h || !npages || npages >= h->npages || !spread_run(run, h->npages))
+		return NULL;
+	_nd_arena_t *m = &g.arenas[g.node_limit];
+	_nd_pagedesc_t *t = h + npages;
+	_nd_lock(&m->lock);
+	ND_ASSERT(t->state == ND_PG_TAIL && (t->flags & ND_PGF_PLACED), "a spread run's pages are placed tails");
+	t->state = ND_PG_RUN;
+	t->order = 0;
+	t->flags = (uint8_t)((t->flags & ~(ND_PGF_FRESH | ND_PGF_KIL)) | (h->flags & ND_PGF_KIL));
+	t->npages = h->npages - npages;
+	t->use = ND_USE_NONE;
+	t->user = 0;
+	h->npages = npages;
+	_nd_unlock(&m->lock);
+	return (char *)run + (npages << ND_PAGE_SHIFT);
 }
 
 void _nd_page_spread_in_use(const void *p, size_t npages, int sign, const nd_policy_t *pol)
@@ -541,6 +579,19 @@ void _nd_page_spread_in_use(const void *p, size_t npages, int sign, const nd_pol
 void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t first)
 {
 	return alloc_spread(npages, pol, true, first);
+}
+
+/* Spread runs run and next (adjacent, both the caller's, not in use, both
+ * or neither interleaved by the kernel) become one. 0, or -1 with nothing
+ * changed. */
+int _nd_page_spread_join(void *run, void *next)
+{
+	_nd_pagedesc_t *h = _nd_page_desc(run), *t = _nd_page_desc(next);
+	if (!h || !t || !spread_run(run, h->npages) || !spread_run(next, t->npages) ||
+	    (char *)run + (h->npages << ND_PAGE_SHIFT) != (char *)next || ((h->flags ^ t->flags) & ND_PGF_KIL))
+		return -1;
+	join_heads(&g.arenas[g.node_limit], h, t);
+	return 0;
 }
 
 /* ---- free and lookups -------------------------------------------------- */
@@ -890,13 +941,7 @@ int _nd_page_join(void *run, void *next)
 	if (h->state != ND_PG_RUN || t->state != ND_PG_RUN || i + h->npages != j || h->npages < g.purge_pages ||
 	    t->npages < g.purge_pages)
 		return -1;
-	_nd_lock(&a->lock);
-	h->npages += t->npages;
-	t->state = ND_PG_TAIL;
-	t->npages = 0;
-	t->use = ND_USE_NONE;
-	t->user = 0;
-	_nd_unlock(&a->lock);
+	join_heads(a, h, t);
 	return 0;
 }
 

@@ -179,9 +179,13 @@ bool _nd_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, ui
 	uint64_t g0 = first == ND_SPREAD_BY_ADDRESS ? (uintptr_t)p >> ND_PAGE_SHIFT : first;
 	if (first == ND_SPREAD_BY_ADDRESS && gs) /* the kernel's pages are single granules */
 		return false;
-	for (uint64_t s = 0, gi = 0; s < npages; s += 1ull << gs, gi++)
-		if (m->bd.desc[i + s].node != _nd_policy_node_for_granule(pol, g0 + gi))
-			return false;
+	/* every page: a run large.c joined may hold a partial granule inside */
+	for (uint64_t s = 0, gi = 0; s < npages; gi++) {
+		int want = _nd_policy_node_for_granule(pol, g0 + gi);
+		for (uint64_t e = s + (1ull << gs) < npages ? s + (1ull << gs) : npages; s < e; s++)
+			if (m->bd.desc[i + s].node != want)
+				return false;
+	}
 	return true;
 }
 
