@@ -33,20 +33,12 @@
 
 #include "check.h"
 #include "internal.h"
+#include "stats_fixture.h"
 
 #define MiB ((size_t)1 << 20)
 #define TN 1          /* node under test: memory, no CPUs */
 #define DELAY_MS 300  /* NODALLOC_LARGE_DECAY_MS of this test */
 
-static nd_stats_t st; /* large: static */
-
-static const nd_node_stats_t *node_stats(int node)
-{
-	memset(&st, 0, sizeof st);
-	st.version = ND_STATS_VERSION;
-	nd_stats_get(&st);
-	return &st.nodes[node];
-}
 #define COMMITTED(n) (node_stats(n)->bytes_committed)
 #define IN_USE(n) (node_stats(n)->bytes_in_use)
 #define HITS(n) (node_stats(n)->numa_hit)

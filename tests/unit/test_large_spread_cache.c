@@ -19,20 +19,12 @@
 
 #include "check.h"
 #include "internal.h"
+#include "stats_fixture.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 #define DELAY_MS 300
 
-static nd_stats_t st; /* large: static */
-
-static const nd_node_stats_t *node_stats(int node)
-{
-	memset(&st, 0, sizeof st);
-	st.version = ND_STATS_VERSION;
-	nd_stats_get(&st);
-	return &st.nodes[node];
-}
 
 static nd_policy_t policy(const char *s)
 {
