@@ -933,7 +933,7 @@ void *_nd_page_split(void *run, size_t npages)
  * becomes part of run, still committed. 0, or -1 with nothing changed. */
 int _nd_page_join(void *run, void *next)
 {
-	uint32_t i, j;
+	uint32_t i = 0, j = 0; /* set by node_run_slot when it finds a slot (gcc -O2 cannot see it) */
 	_nd_arena_t *a = node_run_slot(run, &i), *b = node_run_slot(next, &j);
 	if (!a || a != b)
 		return -1;
