@@ -130,6 +130,30 @@ static void layout_kept(void)
 	CHECK_EQ(cached_runs(), 0);
 }
 
+/* A cached run of smaller granules is not taken for larger ones whose
+ * granule starts it has on the right nodes: weighted 1:2 at 16 KiB puts
+ * page 16k on the node 64 KiB granule k wants (4 = 1 mod 3). Before
+ * spread65 only granule starts were compared: vm_policy's 3-node @2M
+ * case at 38735f3 got a @32K run (64 = 1 mod 3), 8 pages per node. */
+static void granule_kept(void)
+{
+	_nd_large_flush(-1);
+	nd_policy_t small = policy("weighted:0=1,1=2@16K"), big = policy("weighted:0=1,1=2@64K");
+	size_t n = 768 * KiB; /* whole rounds of both */
+	char *a = nd_malloc_policy(n, &small);
+	CHECK(a != NULL);
+	nd_free(a);
+	CHECK_EQ(cached_runs(), 1);
+	char *b = nd_malloc_policy(n, &big);
+	CHECK(b != NULL);
+	size_t bad = 0;
+	for (size_t o = 0; b && o < n; o += ND_PAGE_SIZE)
+		bad += nd_node_of(b + o) != nd_node_of(b + (o & ~(64 * KiB - 1)));
+	CHECK_EQ(bad, 0);
+	nd_free(b);
+	_nd_large_flush(-1);
+}
+
 /* The cache gives its memory back: after the decay delay (at the next
  * large call), at malloc_trim, and when a node it holds pages of is
  * full. */
@@ -312,6 +336,7 @@ int main(void)
 	_nd_opt_set("large_decay_ms", ms);
 	reused_as_is();
 	layout_kept();
+	granule_kept();
 	prefix_reused();
 	neighbours_joined();
 	gives_back();
