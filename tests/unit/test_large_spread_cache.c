@@ -154,6 +154,31 @@ static void granule_kept(void)
 	_nd_large_flush(-1);
 }
 
+/* Nor one of the same nodes page by page but not advised huge: weighted
+ * 2:2 at 1 MiB is interleave at 2 MiB's layout, and a fresh @2M run asks
+ * for huge pages (huge_spread). A @2M run is reused by @2M. */
+static void huge_kept(void)
+{
+	_nd_large_flush(-1);
+	nd_policy_t w = policy("weighted:0=2,1=2@1M"), il = policy("interleave:0,1@2M");
+	size_t n = 4 * MiB; /* a list's share of the bound */
+	_nd_policy_reset_spread_cursor(); /* a: granules 0,0,1,1 from index 0 */
+	char *a = nd_malloc_policy(n, &w);
+	CHECK(a != NULL);
+	memset(a, 0x5a, n);
+	nd_free(a);
+	CHECK_EQ(cached_runs(), 1);
+	char *b = nd_malloc_policy(n, &il); /* fresh: a purged (or not there) */
+	CHECK(b && b[0] == 0 && b[n - 1] == 0, "a's run taken");
+	_nd_large_flush(-1);
+	memset(b, 0x5b, n);
+	nd_free(b);
+	char *c = nd_malloc_policy(n, &il);
+	CHECK(c == b && c[0] == 0x5b, "c %p, b %p", (void *)c, (void *)b);
+	nd_free(c);
+	_nd_large_flush(-1);
+}
+
 /* The cache gives its memory back: after the decay delay (at the next
  * large call), at malloc_trim, and when a node it holds pages of is
  * full. */
@@ -337,6 +362,7 @@ int main(void)
 	reused_as_is();
 	layout_kept();
 	granule_kept();
+	huge_kept();
 	prefix_reused();
 	neighbours_joined();
 	gives_back();
