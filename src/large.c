@@ -91,7 +91,9 @@
  *    cached again, task spread65) has it on: the index of
  *    its first granule (the thread's spread cursor, moved on as for a
  *    fresh run; the address for the kernel's page interleave) gives the
- *    wanted layout, compared page by page (_nd_page_spread_matches).
+ *    wanted layout, compared page by page (_nd_page_spread_matches);
+ *    where the fresh run would be advised huge (huge_spread), the cached
+ *    one must have been (ND_PGF_HUGE: not a smaller granule's run).
  *    So the memory in use is laid out exactly as without the cache, and
  *    each node keeps its share (docs/policy.md).
  *  - lengths: while the cache is on, a spread run is rounded up to 1/8 of

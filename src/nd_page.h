@@ -54,6 +54,8 @@ typedef struct _nd_pagedesc {
 /* outrun.c: head of a run outside the slots (its descriptor is the
  * table's, not the slot array's: no neighbour, no tail descriptors) */
 #define ND_PGF_OUT 0x20
+/* page.c/spread.c: mixed-slot run head advised MADV_HUGEPAGE (huge_spread) */
+#define ND_PGF_HUGE 0x40
 
 /* ---- buddy.c: the buddy allocator of one slot over its descriptors.
  * Pure (no system call, no lock, no global): the caller holds the slot's

@@ -498,7 +498,8 @@ static void join_heads(_nd_arena_t *a, _nd_pagedesc_t *h, _nd_pagedesc_t *t)
 	t->npages = 0;
 	t->use = ND_USE_NONE;
 	t->user = 0;
-	t->flags &= (uint8_t)~ND_PGF_KIL;
+	h->flags &= (uint8_t)~(~t->flags & ND_PGF_HUGE); /* huge if both were */
+	t->flags &= (uint8_t)~(ND_PGF_KIL | ND_PGF_HUGE);
 	_nd_unlock(&a->lock);
 }
 
@@ -561,7 +562,7 @@ void *_nd_page_spread_split(void *run, size_t npages)
 	ND_ASSERT(t->state == ND_PG_TAIL && (t->flags & ND_PGF_PLACED), "a spread run's pages are placed tails");
 	t->state = ND_PG_RUN;
 	t->order = 0;
-	t->flags = (uint8_t)((t->flags & ~(ND_PGF_FRESH | ND_PGF_KIL)) | (h->flags & ND_PGF_KIL));
+	t->flags = (uint8_t)((t->flags & ~(ND_PGF_FRESH | ND_PGF_KIL | ND_PGF_HUGE)) | (h->flags & (ND_PGF_KIL | ND_PGF_HUGE)));
 	t->npages = h->npages - npages;
 	t->use = ND_USE_NONE;
 	t->user = 0;
@@ -654,7 +655,7 @@ int _nd_page_free(void *p)
 		_nd_unlock(&a->lock);
 		if (a->mixed) {
 			bool kil = h->flags & ND_PGF_KIL;
-			h->flags &= (uint8_t)~ND_PGF_KIL;
+			h->flags &= (uint8_t)~(ND_PGF_KIL | ND_PGF_HUGE);
 			_nd_spread_free(a, i, n, kil);
 			return 0;
 		}

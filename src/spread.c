@@ -179,6 +179,11 @@ bool _nd_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, ui
 	uint64_t g0 = first == ND_SPREAD_BY_ADDRESS ? (uintptr_t)p >> ND_PAGE_SHIFT : first;
 	if (first == ND_SPREAD_BY_ADDRESS && gs) /* the kernel's pages are single granules */
 		return false;
+	/* a fresh run would be advised huge: so must the cached one be (not
+	 * one of smaller granules with the same nodes) */
+	if (g.huge_spread && gs >= ND_HUGE_SHIFT - ND_PAGE_SHIFT && npages >= HUGE_PAGES &&
+	    !(m->bd.desc[i].flags & ND_PGF_HUGE))
+		return false;
 	/* every page: a run large.c joined may hold a partial granule inside */
 	for (uint64_t s = 0, gi = 0; s < npages; gi++) {
 		int want = _nd_policy_node_for_granule(pol, g0 + gi);
@@ -264,10 +269,13 @@ void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, uint64_t first)
 	bool kil = first == ND_SPREAD_BY_ADDRESS;
 	uint64_t g0 = kil ? (uintptr_t)page_addr(m->base, i) >> ND_PAGE_SHIFT : first;
 	bool huge = g.huge_spread && gs >= ND_HUGE_SHIFT - ND_PAGE_SHIFT;
+	int hr = -1; /* 0: advised huge */
 	if (npages >= HUGE_PAGES && !kil && !g.lazy)
-		spread_fresh(page_addr(m->base, i), npages, huge);
+		hr = spread_fresh(page_addr(m->base, i), npages, huge);
 	else if (npages >= HUGE_PAGES && !kil && huge) /* lazy: mapped fresh above */
-		_nd_os_madvise(page_addr(m->base, i), (size_t)npages << ND_PAGE_SHIFT, MADV_HUGEPAGE);
+		hr = _nd_os_madvise(page_addr(m->base, i), (size_t)npages << ND_PAGE_SHIFT, MADV_HUGEPAGE);
+	/* the spread cache reuses it for huge requests only if advised */
+	m->bd.desc[i].flags = (uint8_t)((m->bd.desc[i].flags & ~ND_PGF_HUGE) | (huge && hr == 0 ? ND_PGF_HUGE : 0));
 	/* Place every granule: its node by offset, else that node's fallback
 	 * under the policy. The pages are ours (limbo): no lock. Headroom:
 	 * each node is checked for its own share of the run (a node that has

@@ -130,6 +130,55 @@ static void layout_kept(void)
 	CHECK_EQ(cached_runs(), 0);
 }
 
+/* A cached run of smaller granules is not taken for larger ones whose
+ * granule starts it has on the right nodes: weighted 1:2 at 16 KiB puts
+ * page 16k on the node 64 KiB granule k wants (4 = 1 mod 3). Before
+ * spread65 only granule starts were compared: vm_policy's 3-node @2M
+ * case at 38735f3 got a @32K run (64 = 1 mod 3), 8 pages per node. */
+static void granule_kept(void)
+{
+	_nd_large_flush(-1);
+	nd_policy_t small = policy("weighted:0=1,1=2@16K"), big = policy("weighted:0=1,1=2@64K");
+	size_t n = 768 * KiB; /* whole rounds of both */
+	char *a = nd_malloc_policy(n, &small);
+	CHECK(a != NULL);
+	nd_free(a);
+	CHECK_EQ(cached_runs(), 1);
+	char *b = nd_malloc_policy(n, &big);
+	CHECK(b != NULL);
+	size_t bad = 0;
+	for (size_t o = 0; b && o < n; o += ND_PAGE_SIZE)
+		bad += nd_node_of(b + o) != nd_node_of(b + (o & ~(64 * KiB - 1)));
+	CHECK_EQ(bad, 0);
+	nd_free(b);
+	_nd_large_flush(-1);
+}
+
+/* Nor one of the same nodes page by page but not advised huge: weighted
+ * 2:2 at 1 MiB is interleave at 2 MiB's layout, and a fresh @2M run asks
+ * for huge pages (huge_spread). A @2M run is reused by @2M. */
+static void huge_kept(void)
+{
+	_nd_large_flush(-1);
+	nd_policy_t w = policy("weighted:0=2,1=2@1M"), il = policy("interleave:0,1@2M");
+	size_t n = 4 * MiB; /* a list's share of the bound */
+	_nd_policy_reset_spread_cursor(); /* a: granules 0,0,1,1 from index 0 */
+	char *a = nd_malloc_policy(n, &w);
+	CHECK(a != NULL);
+	memset(a, 0x5a, n);
+	nd_free(a);
+	CHECK_EQ(cached_runs(), 1);
+	char *b = nd_malloc_policy(n, &il); /* fresh: a purged (or not there) */
+	CHECK(b && b[0] == 0 && b[n - 1] == 0, "a's run taken");
+	_nd_large_flush(-1);
+	memset(b, 0x5b, n);
+	nd_free(b);
+	char *c = nd_malloc_policy(n, &il);
+	CHECK(c == b && c[0] == 0x5b, "c %p, b %p", (void *)c, (void *)b);
+	nd_free(c);
+	_nd_large_flush(-1);
+}
+
 /* The cache gives its memory back: after the decay delay (at the next
  * large call), at malloc_trim, and when a node it holds pages of is
  * full. */
@@ -312,6 +361,8 @@ int main(void)
 	_nd_opt_set("large_decay_ms", ms);
 	reused_as_is();
 	layout_kept();
+	granule_kept();
+	huge_kept();
 	prefix_reused();
 	neighbours_joined();
 	gives_back();
