@@ -178,7 +178,7 @@ static struct {
 	volatile int ready;     /* 0 not yet, 1 done */
 	uint64_t delay_ns;      /* 0: cache off */
 	uint64_t purge_pages;   /* runs this large are cached (the page level purges them) */
-	uintptr_t mixed_lo, mixed_hi; /* the mixed slot: never cached */
+	uintptr_t mixed_lo, mixed_hi; /* the mixed slot: its runs go to the spread cache */
 	uint64_t due;           /* atomic: earliest expiry of any cached run, UINT64_MAX if none */
 	int no_move;            /* atomic: the kernel cannot move pages (_nd_os_remap_pages) */
 } c = { .due = UINT64_MAX };
@@ -211,11 +211,17 @@ static void setup(void)
 	__atomic_store_n(&c.ready, 1, __ATOMIC_RELEASE);
 }
 
+/* p is in the mixed slot (spread runs) */
+static bool in_mixed(const void *p)
+{
+	return (uintptr_t)p - cfg(mixed_lo) < cfg(mixed_hi) - cfg(mixed_lo);
+}
+
 /* Node of a node-slot run, or of a run outside the slots (outrun.c), at
  * p; else -1 (mixed slot, foreign). */
 static int slot_node(const void *p)
 {
-	if ((uintptr_t)p - cfg(mixed_lo) < cfg(mixed_hi) - cfg(mixed_lo))
+	if (in_mixed(p))
 		return -1;
 	int n = _nd_page_node_of(p);
 	return n >= 0 && n < ND_MAX_NODES ? n : -1;
@@ -1054,10 +1060,9 @@ void _nd_large_free(void *p, _nd_pagedesc_t *d)
 	live_add(node, -(int64_t)np);
 	/* a run outside the slot is unmapped (outrun.c), never cached: the
 	 * cache's splits and joins are slot runs' */
-	bool mixed = (uintptr_t)p - cfg(mixed_lo) < cfg(mixed_hi) - cfg(mixed_lo);
 	if (node >= 0 && !(d->flags & ND_PGF_OUT) && cfg(delay_ns) && np >= cfg(purge_pages) && cache_put(node, p, np))
 		_nd_purge_decay(); /* no page-level call: its clocks checked here (purge.c, burst_cut) */
-	else if (mixed && cfg(delay_ns) && spread_put(p, np))
+	else if (in_mixed(p) && cfg(delay_ns) && spread_put(p, np))
 		_nd_purge_decay();
 	else if (_nd_page_free(p) != 0)
 		_nd_msg_fatal("free(): invalid pointer %p (not the start of a page run)", p);
