@@ -79,8 +79,11 @@ extern const _nd_lock_class_t __stop_nd_lock_classes[] __attribute__((visibility
  * locks of each were taken (an array may grow during the fork). Only the
  * forking thread touches them between prepare and parent (a second fork
  * waits in prepare on the first lock). */
-static const _nd_lock_class_t *order[MAX_CLASSES];
-static int taken[MAX_CLASSES];
+static struct {
+	const _nd_lock_class_t *order[MAX_CLASSES];
+	int taken[MAX_CLASSES];
+} fk __attribute__((aligned(4096))); /* a page of its own: only a fork touches it, so it
+				      * does not widen the init's small scalars (.bss) */
 static int norder;
 
 static inline _nd_lock_t *lock_at(const _nd_lock_class_t *c, int i)
@@ -143,8 +146,8 @@ int _nd_lock_classes(const _nd_lock_class_t **out, int max)
 static bool fork_taken(const _nd_lock_t *l)
 {
 	for (int k = 0; k < norder; k++)
-		for (int i = 0; i < taken[k]; i++)
-			if (lock_at(order[k], i) == l)
+		for (int i = 0; i < fk.taken[k]; i++)
+			if (lock_at(fk.order[k], i) == l)
 				return true;
 	return false;
 }
@@ -164,8 +167,8 @@ void _nd_lock_fork_prepare(void)
 	}
 	/* every lock is ours now: publish what the parent must release */
 	for (int k = 0; k < n; k++) {
-		order[k] = ord[k];
-		taken[k] = cnt[k];
+		fk.order[k] = ord[k];
+		fk.taken[k] = cnt[k];
 	}
 	norder = n;
 	__atomic_store_n(&fork_holder, (uintptr_t)__builtin_thread_pointer(), __ATOMIC_RELAXED);
@@ -175,8 +178,8 @@ void _nd_lock_fork_parent(void)
 {
 	__atomic_store_n(&fork_holder, NO_HOLDER, __ATOMIC_RELAXED);
 	for (int k = norder - 1; k >= 0; k--)
-		for (int i = taken[k] - 1; i >= 0; i--)
-			_nd_unlock(lock_at(order[k], i));
+		for (int i = fk.taken[k] - 1; i >= 0; i--)
+			_nd_unlock(lock_at(fk.order[k], i));
 }
 
 void _nd_lock_fork_child(void)
@@ -184,6 +187,6 @@ void _nd_lock_fork_child(void)
 	/* one thread left, the one that held every lock */
 	fork_holder = NO_HOLDER;
 	for (int k = norder - 1; k >= 0; k--)
-		for (int i = count_of(order[k]) - 1; i >= 0; i--)
-			lock_at(order[k], i)->v = 0;
+		for (int i = count_of(fk.order[k]) - 1; i >= 0; i--)
+			lock_at(fk.order[k], i)->v = 0;
 }

@@ -388,15 +388,7 @@ int main(void)
 		kb = kb < 0 || (b >= 0 && b < kb) ? b : kb;
 	}
 	printf("libnodalloc.so .bss: %ld KiB resident\n", kb);
-	/* clang's small scalars after the page-aligned tables: 8 KiB and 13
-	 * bytes since the huge-page probe's state (thpstall), one page more
-	 * than gcc's; this bound is gcc's layout + one page there */
-#if defined(__clang__)
-	const int so_bss_kb = SO_BSS_KB + 4;
-#else
-	const int so_bss_kb = SO_BSS_KB;
-#endif
-	CHECK(kb >= 0 && kb <= so_bss_kb, "%ld KiB of the shared library's .bss resident (at most %d)", kb, so_bss_kb);
+	CHECK(kb >= 0 && kb <= SO_BSS_KB, "%ld KiB of the shared library's .bss resident (at most %d)", kb, SO_BSS_KB);
 	kb = so_rss(run_out, SO_TEXT);
 	printf("libnodalloc.so code: %ld KiB resident\n", kb);
 /* src/hot_text.ld lists the functions of gcc's release build (valgrind
