@@ -577,6 +577,12 @@ void _nd_page_spread_in_use(const void *p, size_t npages, int sign, const nd_pol
 	_nd_spread_in_use(p, npages, sign, pol);
 }
 
+void _nd_page_spread_uncount(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first)
+{
+	if (spread_run(p, npages))
+		_nd_spread_uncount(p, npages, pol, first);
+}
+
 void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t first)
 {
 	return alloc_spread(npages, pol, true, first);
