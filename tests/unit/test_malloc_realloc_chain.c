@@ -8,7 +8,7 @@
  * under the default policy; sizes near SIZE_MAX refused with ENOMEM and
  * the block left alone. At each step: the contents kept (a byte in 512), the usable size
  * at least the request, every page of a page run on a node of the
- * policy's set. After: no large run in use, the caches flushed to none,
+ * policy's set, errno left alone by a success (and by free). After: no large run in use, the caches flushed to none,
  * the nodes' in-use bytes back where they were, the page level's
  * invariants.
  *
@@ -69,10 +69,12 @@ static bool nodes_in(const char *p, size_t n, const nd_policy_t *pol)
 /* One step: p (n bytes, stamped up to n) to m bytes. */
 static unsigned char *step(unsigned char *p, size_t n, size_t m, unsigned seed, const char *spec)
 {
+	errno = EBADMSG; /* a success leaves errno alone */
 	unsigned char *q = realloc(p, m);
 	CHECK(q != NULL, "%s: realloc %zu -> %zu", spec, n, m);
 	if (!q)
 		return p;
+	CHECK(errno == EBADMSG, "%s: realloc %zu -> %zu set errno %d", spec, n, m, errno);
 	size_t at = 0, keep = n < m ? n : m;
 	CHECK(kept(q, keep, seed, &at), "%s: %zu -> %zu: byte %zu changed", spec, n, m, at);
 	CHECK(malloc_usable_size(q) >= m, "%s: %zu -> %zu: usable %zu", spec, n, m, malloc_usable_size(q));
@@ -115,7 +117,9 @@ static void chain(const char *spec)
 		CHECK(side != NULL);
 		p = step(p, n, sizes[i], seed, name);
 		n = sizes[i];
+		errno = EBADMSG;
 		free(side);
+		CHECK(errno == EBADMSG, "%s: free of %zu set errno %d", name, sizes[i], errno);
 	}
 	/* near SIZE_MAX: ENOMEM, the block left alone */
 	static const size_t off[] = { 0, 1, 4095, 4096, 4097, 8192, 1 << 20 };
