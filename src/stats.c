@@ -629,9 +629,11 @@ static inline void inc(int node, int c, uint64_t delta)
  * intended node, and local/other by the allocating CPU's node
  * (numa_node_id(), not numa_mem_id(): a CPU of a memoryless node always
  * counts other_node). interleave_hit as in the interleave allocation path:
- * the interleave target served.
+ * the interleave target served. Inlined: _nd_stats_count stays one
+ * function of hot_text.ld (every process runs it; test_init_footprint).
  */
-static void count_by(int want, int got, int cpu_node, bool interleave, uint64_t delta)
+static inline __attribute__((always_inline)) void count_by(int want, int got, int cpu_node, bool interleave,
+							  uint64_t delta)
 {
 	if (got < 0 || got >= ND_MAX_NODES)
 		return; /* nothing was allocated (or a bad node): no half counts */
