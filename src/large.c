@@ -835,8 +835,10 @@ static void *spread_run(size_t np, const nd_policy_t *pol, bool *reused)
 	p = _nd_page_alloc_spread_from(np, pol, first);
 	bool cached = __atomic_load_n(&c.due, __ATOMIC_RELAXED) != UINT64_MAX;
 	if (cached && (!p || !_nd_page_spread_matches(p, np, pol, first))) {
-		if (p)
+		if (p) { /* counted once: as the run placed again */
+			_nd_page_spread_uncount(p, np, pol, first);
 			_nd_page_free(p);
+		}
 		_nd_large_flush(-1);
 		p = _nd_page_alloc_spread_from(np, pol, first);
 	}

@@ -405,6 +405,7 @@ void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, uint64_t first);
 uint64_t _nd_spread_first(size_t npages, const nd_policy_t *pol);
 bool _nd_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first);
 void _nd_spread_in_use(const void *p, size_t npages, int sign, const nd_policy_t *pol);
+void _nd_spread_uncount(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first);
 /* Free of a mixed-slot run already claimed (head made a TAIL). */
 void _nd_spread_free(_nd_arena_t *m, uint32_t i, uint64_t n, bool kil);
 
@@ -474,6 +475,11 @@ int _nd_page_spread_join(void *run, void *next);
  * with pol, also counts a reuse's placement (numa_hit etc.) per granule
  * as _nd_page_alloc_spread does. */
 void _nd_page_spread_in_use(const void *p, size_t npages, int sign, const nd_policy_t *pol);
+/* Takes back the placement statistics (numa_hit etc.) that the fresh
+ * spread run p of npages, placed under pol from index first (the same
+ * arguments), counted: large.c gives such a run back and places it
+ * again, and the block is counted once. */
+void _nd_page_spread_uncount(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first);
 /* Free a run (p must be a run head from this file). Returns 0, or -1 if p
  * is not a run head (the caller reports the invalid free). */
 int _nd_page_free(void *p);

@@ -23,6 +23,9 @@ typedef struct _nd_stats_all {
  * the node of the allocating CPU (not its memory node); interleave: the
  * policy was an interleave one. */
 void _nd_stats_count(int want, int got, int cpu_node, bool interleave);
+/* Takes back what _nd_stats_count(same arguments) counted (a placement
+ * undone: large.c's spread runs placed again). */
+void _nd_stats_uncount(int want, int got, int cpu_node, bool interleave);
 /* Byte accounting per node; delta may be negative. */
 void _nd_stats_in_use(int node, int64_t delta);
 void _nd_stats_committed(int node, int64_t delta);

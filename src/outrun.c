@@ -298,7 +298,9 @@ void *_nd_outrun_grow(void *p, uint64_t new_npages)
 	/* the caller's run: its entry and npages stay (only the owner frees,
 	 * shrinks or grows it; others move only the index) */
 	uint64_t n = e ? e->head.npages : 0;
-	if (!e || new_npages <= n)
+	/* NODALLOC_ARENA_RESERVE set by the user bounds a grown block too
+	 * (page.c prepare: g.run_order_max) */
+	if (!e || new_npages <= n || _nd_page_ceil_log2(new_npages) > g.run_order_max)
 		return NULL;
 	int node = e->head.node;
 	_nd_arena_t *a = &g.arenas[node];

@@ -369,7 +369,11 @@ static void *too_big(size_t npages, size_t align, unsigned order)
 	errno = ENOMEM;
 	if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		return NULL;
-	if (order < g.run_order_max) { /* a node's block this large goes outside the slot */
+	size_t want = by_align ? align : npages;
+	if (want > (size_t)1 << (63 - ND_PAGE_SHIFT)) { /* no bound set: no slot or option is the cause */
+		_nd_msg_warn("an %s of %zu MiB is larger than any address space; it and any like it fail with ENOMEM",
+			     by_align ? "alignment" : "allocation", want >> (20 - ND_PAGE_SHIFT));
+	} else if (order < g.run_order_max) { /* a node's block this large goes outside the slot */
 		_nd_msg_warn("an %s of %zu MiB is larger than an arena slot (%zu MiB, from the address space limit or "
 			     "the reservation's caps); it and any like it fail with ENOMEM unless a malloc block "
 			     "of one node (interleave, weighted, nd_heap and nd_table blocks cannot leave the slots)",
@@ -575,6 +579,12 @@ void _nd_page_spread_in_use(const void *p, size_t npages, int sign, const nd_pol
 {
 	ND_ASSERT(spread_run(p, npages), "a spread run's use is counted on a spread run");
 	_nd_spread_in_use(p, npages, sign, pol);
+}
+
+void _nd_page_spread_uncount(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first)
+{
+	if (spread_run(p, npages))
+		_nd_spread_uncount(p, npages, pol, first);
 }
 
 void *_nd_page_alloc_spread_from(size_t npages, const nd_policy_t *pol, uint64_t first)

@@ -219,6 +219,18 @@ void _nd_spread_in_use(const void *p, size_t npages, int sign, const nd_policy_t
 	}
 }
 
+void _nd_spread_uncount(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first)
+{
+	_nd_arena_t *m = &g.arenas[g.node_limit];
+	uint64_t i = mixed_index(m, p);
+	unsigned gs = granule_shift(pol);
+	uint64_t g0 = first == ND_SPREAD_BY_ADDRESS ? (uintptr_t)p >> ND_PAGE_SHIFT : first;
+	bool il = _nd_policy_spreads(pol);
+	int cn = cpu_node(); /* the placement's unless the thread moved since */
+	for (uint64_t gi = 0; gi << gs < npages; gi++)
+		_nd_stats_uncount(_nd_policy_node_for_granule(pol, g0 + gi), m->bd.desc[i + (gi << gs)].node, cn, il);
+}
+
 /* first: the index of the run's first granule, or ND_SPREAD_BY_ADDRESS
  * (_nd_spread_first). */
 void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, uint64_t first)

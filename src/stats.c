@@ -616,11 +616,12 @@ static inline stat_slot_t *slot(int node)
 	return &s[node];
 }
 
-static inline void inc(int node, int c)
+/* delta: 1, or -1 (as a uint64_t) to take a count back */
+static inline void inc(int node, int c, uint64_t delta)
 {
 	stat_slot_t *s = slot(node);
 	if (s)
-		__atomic_fetch_add(&s->c[c], 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&s->c[c], delta, __ATOMIC_RELAXED);
 }
 
 /*
@@ -628,21 +629,33 @@ static inline void inc(int node, int c)
  * intended node, and local/other by the allocating CPU's node
  * (numa_node_id(), not numa_mem_id(): a CPU of a memoryless node always
  * counts other_node). interleave_hit as in the interleave allocation path:
- * the interleave target served.
+ * the interleave target served. Inlined: _nd_stats_count stays one
+ * function of hot_text.ld (every process runs it; test_init_footprint).
  */
-void _nd_stats_count(int want, int got, int cpu_node, bool interleave)
+static inline __attribute__((always_inline)) void count_by(int want, int got, int cpu_node, bool interleave,
+							  uint64_t delta)
 {
 	if (got < 0 || got >= ND_MAX_NODES)
 		return; /* nothing was allocated (or a bad node): no half counts */
 	if (want < 0 || want >= ND_MAX_NODES || want == got) {
-		inc(got, C_HIT);
+		inc(got, C_HIT, delta);
 		if (interleave)
-			inc(got, C_IL_HIT);
+			inc(got, C_IL_HIT, delta);
 	} else {
-		inc(got, C_MISS);
-		inc(want, C_FOREIGN);
+		inc(got, C_MISS, delta);
+		inc(want, C_FOREIGN, delta);
 	}
-	inc(got, got == cpu_node ? C_LOCAL : C_OTHER);
+	inc(got, got == cpu_node ? C_LOCAL : C_OTHER, delta);
+}
+
+void _nd_stats_count(int want, int got, int cpu_node, bool interleave)
+{
+	count_by(want, got, cpu_node, interleave, 1);
+}
+
+void _nd_stats_uncount(int want, int got, int cpu_node, bool interleave)
+{
+	count_by(want, got, cpu_node, interleave, (uint64_t)-1);
 }
 
 static inline void add_bytes(int node, int b, int64_t delta)

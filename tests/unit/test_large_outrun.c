@@ -34,6 +34,7 @@
 #include "check.h"
 #include "churn_fixture.h"
 #include "internal.h"
+#include "outrun_fixture.h"
 
 #define MIB (1ull << 20)
 #define NSLOT 512
@@ -41,26 +42,6 @@
 #define LIVE_MAX (850ull << 20)
 
 static char err[256];
-static _nd_page_info_t info(int node)
-{
-	_nd_page_info_t in;
-	CHECK(_nd_page_info(node, &in) == 0);
-	return in;
-}
-
-static nd_node_stats_t stats(int node)
-{
-	nd_stats_t s = { .version = ND_STATS_VERSION };
-	CHECK(nd_stats_get(&s) == 0);
-	return s.nodes[node];
-}
-
-static bool outside(const void *p)
-{
-	const _nd_pagedesc_t *d = _nd_page_desc(p);
-	return d && (d->flags & ND_PGF_OUT) && d->state == ND_PG_RUN;
-}
-
 /* Runs bad(p) in a child: it must abort with "invalid pointer". */
 static void expect_fatal(const char *what, void (*bad)(char *), char *p)
 {

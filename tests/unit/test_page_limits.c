@@ -8,13 +8,16 @@
  *    line for every malloc);
  *  - NODALLOC_ARENA_RESERVE=4M is raised to the 16 MiB minimum with a
  *    warning naming the option, and a 32 MiB malloc then fails with ENOMEM
- *    and a warning saying why (both were silent).
+ *    and a warning saying why (both were silent);
+ *  - malloc(SIZE_MAX - 4096) with no option set: ENOMEM, and a warning
+ *    that blames the size, not the option or a slot (audit26).
  * Each case runs in a child (this binary re-executed) whose stderr goes
  * to a file the parent reads.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -85,6 +88,18 @@ static int child_reserve(void)
 
 /* An alignment above the slot: the warning names the alignment (it said
  * "an allocation of 0 MiB" for a small block). */
+/* More than any address space (malloc(SIZE_MAX - 4096)), no option set:
+ * the warning does not blame NODALLOC_ARENA_RESERVE or a slot (it did:
+ * "larger than an arena slot (8796093022208 MiB, from
+ * NODALLOC_ARENA_RESERVE or the address space limit)", audit26). */
+static int child_huge(void)
+{
+	volatile size_t n = SIZE_MAX - 4096; /* no compile-time size warning */
+	errno = 0;
+	void *p = malloc(n);
+	return p == NULL && errno == ENOMEM ? 0 : 8;
+}
+
 static int child_align(void)
 {
 	errno = 0;
@@ -100,6 +115,8 @@ int main(int argc, char **argv)
 		return child_reserve();
 	if (argc > 1 && strcmp(argv[1], "align") == 0)
 		return child_align();
+	if (argc > 1 && strcmp(argv[1], "huge") == 0)
+		return child_huge();
 	static char out[1 << 16];
 
 	int rc = run("aslimit", NULL, out, sizeof out);
@@ -117,5 +134,11 @@ int main(int argc, char **argv)
 	rc = run("align", "NODALLOC_ARENA_RESERVE=4M", out, sizeof out);
 	CHECK(rc == 0, "aligned_alloc(32 MiB, 100) under 16 MiB slots: exit %d (7: not NULL with ENOMEM)", rc);
 	CHECK(strstr(out, "an alignment of 32 MiB is larger than an arena slot (16 MiB"), "the warning:\n%.600s", out);
+
+	rc = run("huge", NULL, out, sizeof out);
+	CHECK(rc == 0, "malloc(SIZE_MAX - 4096): exit %d (8: not NULL with ENOMEM)", rc);
+	CHECK(strstr(out, "larger than any address space") && !strstr(out, "NODALLOC_ARENA_RESERVE") &&
+		      !strstr(out, "arena slot"),
+	      "the warning:\n%.600s", out);
 	return CHECK_DONE();
 }
