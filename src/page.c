@@ -427,24 +427,24 @@ static bool prepare(size_t npages, size_t *align, int kind)
 	return true;
 }
 
-void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
+static void *alloc_exact(int node, size_t npages, size_t align_pages, bool advise)
 {
 	if (!prepare(npages, &align_pages, PREP_NODE))
 		return NULL;
-	void *p = node_alloc(node, npages, align_pages, false, true);
+	void *p = node_alloc(node, npages, align_pages, false, advise);
 	if (!p)
 		errno = ENOMEM;
 	return p;
 }
 
+void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
+{
+	return alloc_exact(node, npages, align_pages, true);
+}
+
 void *_nd_page_alloc_fill(int node, size_t npages, size_t align_pages)
 {
-	if (!prepare(npages, &align_pages, PREP_NODE))
-		return NULL;
-	void *p = node_alloc(node, npages, align_pages, false, false);
-	if (!p)
-		errno = ENOMEM;
-	return p;
+	return alloc_exact(node, npages, align_pages, false);
 }
 
 void _nd_page_huge_fresh(void *p, size_t npages)
