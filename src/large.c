@@ -881,7 +881,9 @@ static void *cache_move(int node, uint64_t np, uint64_t ap, uint64_t *fresh)
 	_nd_unlock(&ln->lock);
 	if (!any)
 		return NULL;
-	char *dst = _nd_page_alloc_exact(node, np, ap > MOVE_PAGES ? ap : MOVE_PAGES);
+	/* its huge page advice after the moves: a probe (room.c) of a 2 MiB
+	 * page the moves then replace would be wasted */
+	char *dst = _nd_page_alloc_fill(node, np, ap > MOVE_PAGES ? ap : MOVE_PAGES);
 	if (!dst)
 		return NULL;
 	uint64_t done = 0;
@@ -923,6 +925,7 @@ static void *cache_move(int node, uint64_t np, uint64_t ap, uint64_t *fresh)
 			put_back(node, r);
 	}
 	*fresh = np - done * MOVE_PAGES;
+	_nd_page_huge_fresh(dst + done * ND_HUGE_SIZE, *fresh); /* its first fresh 2 MiB probed */
 	return dst;
 }
 

@@ -295,11 +295,11 @@ uint64_t _nd_room_wm_reads(void);
  * huge page advice (NODALLOC_THP=always/never). */
 void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n);
 /* MADV_HUGEPAGE on [p, p+len), whole 2 MiB pages of a big run (g.thp_runs).
- * fresh (its pages never touched): the last 2 MiB is faulted at once and
+ * fresh (its pages never touched): the first 2 MiB is faulted at once and
  * its CPU time read; slower than g.thp_slow_ns, the rest goes back to
  * MADV_NOHUGEPAGE and the next big runs are not advised (1, then 4x as
- * many after each slow probe up to 64, half after a fast one; without a
- * back-off 1 fresh run in 4 is probed). Not fresh (a run grown in place):
+ * many after each slow probe up to 64, half after a fast one; every
+ * other fresh run is probed). Not fresh (a run grown in place):
  * advised unless backing off. true: advised whole. */
 bool _nd_room_huge(char *p, size_t len, bool fresh);
 /* Probes so far, how many were slow, big runs left unadvised (tests). */
@@ -414,6 +414,13 @@ int _nd_page_init(void);
  * align_pages pages (a power of two). NULL when the node is full, or
  * (quietly) when the run is larger than a slot: see _alloc_out. */
 void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages);
+/* The same, but a big run's huge page advice (and its probe, room.c) is
+ * left to the caller (_nd_page_huge_fresh): the large cache fills the
+ * run with moved pages first and probes only what it leaves fresh. */
+void *_nd_page_alloc_fill(int node, size_t npages, size_t align_pages);
+/* [p, p + npages pages) of a node-slot run, clean and never touched:
+ * its whole 2 MiB pages advised as a new big run's are (probed first). */
+void _nd_page_huge_fresh(void *p, size_t npages);
 /* Can a slot hold a run of npages aligned to align_pages pages? Else every
  * slot refuses it whatever is freed first (outside the slot, _alloc_out,
  * it may still be served). */

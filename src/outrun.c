@@ -170,9 +170,12 @@ void *_nd_outrun_alloc(int node, uint64_t n, uint64_t align)
 	if (g.bind)
 		(void)_nd_room_bind(p, len, node);
 	/* the whole mapping, past its last whole huge page too (no huge page
-	 * there, the VMA too short): one VMA, which a realloc's mremap moves */
-	if (n >= HUGE_PAGES && g.thp_runs)
-		_nd_os_madvise(p, len, MADV_HUGEPAGE);
+	 * there, the VMA too short): one VMA, which a realloc's mremap moves.
+	 * Probed and backed off as a slot's new big run (room.c); not advised
+	 * (a slow probe, a back-off in force): NOHUGEPAGE whole, which joins
+	 * the probed 2 MiB's VMA back to the rest (its huge page stays). */
+	if (n >= HUGE_PAGES && g.thp_runs && !_nd_room_huge(p, len, true))
+		_nd_os_madvise(p, len, MADV_NOHUGEPAGE);
 	if (!record((uintptr_t)p, n, node)) {
 		_nd_os_munmap(p, len);
 		_nd_room_give(a, n);
@@ -319,8 +322,8 @@ void *_nd_outrun_grow(void *p, uint64_t new_npages)
 	 * (before the first touch) in case it had none */
 	if (g.bind)
 		(void)_nd_room_bind(q + len, nlen - len, node);
-	if (new_npages >= HUGE_PAGES && g.thp_runs)
-		_nd_os_madvise(q, nlen, MADV_HUGEPAGE);
+	if (new_npages >= HUGE_PAGES && g.thp_runs) /* unless backing off (room.c): then as it was */
+		_nd_room_huge(q, nlen, false);
 	_nd_lock(&out_lock);
 	e->head.npages = new_npages;
 	e->head.flags &= (uint8_t)~ND_PGF_FRESH; /* its old pages were handed out */

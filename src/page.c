@@ -254,8 +254,10 @@ static void unmap_undo(_nd_arena_t *a, uint32_t i, uint64_t n, uint64_t rd)
  * has none. Lazy reservation: when the address space limit refuses the
  * run's mapping, the address space of every slot's free pages goes back
  * (_nd_purge_release) and the run is tried once more. low: the lowest n
- * free pages in a row of the grown part first (_nd_page_alloc_low). */
-static void *node_alloc(int node, uint64_t n, uint64_t align, bool low)
+ * free pages in a row of the grown part first (_nd_page_alloc_low).
+ * advise: a big run's huge page advice (and probe) given here; false: the
+ * caller's (_nd_page_alloc_fill). */
+static void *node_alloc(int node, uint64_t n, uint64_t align, bool low, bool advise)
 {
 	if (node < 0 || node >= g.node_limit)
 		return NULL;
@@ -344,7 +346,7 @@ retry:;
 	_nd_room_committed(a, (int64_t)(n - rd));
 	_nd_room_stats(_nd_stats_in_use, node, (int64_t)n);
 	drop_note(_nd_tls, n, false, node);
-	if (n >= HUGE_PAGES && g.thp_runs)
+	if (n >= HUGE_PAGES && g.thp_runs && advise)
 		huge_run(a, i, n, rd ? 2 : 1); /* clean pages: probed */
 	return page_addr(a, i);
 }
@@ -429,14 +431,34 @@ static bool prepare(size_t npages, size_t *align, int kind)
 	return true;
 }
 
-void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
+static void *alloc_exact(int node, size_t npages, size_t align_pages, bool advise)
 {
 	if (!prepare(npages, &align_pages, PREP_NODE))
 		return NULL;
-	void *p = node_alloc(node, npages, align_pages, false);
+	void *p = node_alloc(node, npages, align_pages, false, advise);
 	if (!p)
 		errno = ENOMEM;
 	return p;
+}
+
+void *_nd_page_alloc_exact(int node, size_t npages, size_t align_pages)
+{
+	return alloc_exact(node, npages, align_pages, true);
+}
+
+void *_nd_page_alloc_fill(int node, size_t npages, size_t align_pages)
+{
+	return alloc_exact(node, npages, align_pages, false);
+}
+
+void _nd_page_huge_fresh(void *p, size_t npages)
+{
+	if (npages < HUGE_PAGES || !g.thp_runs)
+		return;
+	uintptr_t off = (uintptr_t)p - g.base;
+	if (off >= g.total || (int)(off >> g.slot_shift) >= g.node_limit || !g.arenas[off >> g.slot_shift].usable)
+		return; /* not a node slot's pages */
+	huge_run(&g.arenas[off >> g.slot_shift], (off & g.slot_mask) >> ND_PAGE_SHIFT, npages, 1);
 }
 
 void *_nd_page_alloc_out(int node, size_t npages, size_t align_pages)
@@ -467,7 +489,7 @@ void *_nd_page_alloc_low(int node, size_t npages)
 	size_t align = 1;
 	if (!prepare(npages, &align, PREP_SLOT))
 		return NULL;
-	void *p = node_alloc(node, npages, 1, true);
+	void *p = node_alloc(node, npages, 1, true, true);
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -481,7 +503,7 @@ void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, 
 		return NULL;
 	_nd_policy_iter_t it;
 	for (int n = _nd_policy_first_n(&it, pol, want_node, npages); n >= 0; n = _nd_policy_next(&it)) {
-		void *p = node_alloc(n, npages, align_pages, false);
+		void *p = node_alloc(n, npages, align_pages, false, true);
 		if (p) {
 			_nd_policy_count(&it, n);
 			if (got_node)

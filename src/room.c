@@ -249,28 +249,28 @@ void _nd_room_fresh(_nd_arena_t *a, uint64_t i, uint64_t n)
  * for a warm block and ~0.6 ms for 512 small pages, which come from
  * smaller free blocks that are never reported (docs/benchmarks.md, "The
  * large row and the host"). Under defrag madvise a fault on fragmented
- * memory compacts first: slow the same way. So a fresh big run's last
- * whole 2 MiB is faulted here (MADV_POPULATE_WRITE: contents untouched;
- * the last, as the large cache moves cached pages into a new run's start)
- * and its thread CPU time read (waiting for a CPU does not count). Slow:
- * the rest of the run goes back to NOHUGEPAGE. Each probe sets how many
- * of the next big runs get no advice (and no probe): a slow one 1, then
- * 4x that up to 64, a fast one half of it. Asymmetric, as the costs are:
- * huge pages pay only while fewer than ~1 in 12 blocks are cold, and
- * cold and warm blocks come in stretches of tens of huge pages, so a
- * fast probe next to cold ones says less than a slow one. Without a
- * back-off only 1 big run in 4 is probed: the large cache moves cached
- * pages over a new run's whole 2 MiB pages, the probed one too, when it
- * holds enough (a probe wasted: wl_large settled 0.370 s CPU probing
- * every run, 0.356 one in 4, the baseline 0.356). Relaxed atomics, no
- * lock: racing threads only skip a run more or less.
+ * memory compacts first: slow the same way. So every fresh big run's
+ * first whole 2 MiB is faulted here (MADV_POPULATE_WRITE: contents
+ * untouched; the first, which a first touch anywhere in it would fault
+ * whole anyway) and its thread CPU time read (waiting for a CPU does not
+ * count). Slow: the rest of the run goes back to NOHUGEPAGE. Each probe
+ * sets how many of the next big runs get no advice (and no probe): a
+ * slow one 1, then 4x that up to 64, a fast one half of it. Asymmetric,
+ * as the costs are: huge pages pay only while fewer than ~1 in 12 blocks
+ * are cold, and cold and warm blocks come in stretches of tens of huge
+ * pages, so a fast probe next to cold ones says less than a slow one.
+ * No probe is wasted: the large cache, which moves cached pages over a
+ * new run's 2 MiB pages, has its runs advised (and probed) after the
+ * moves, on the part they left fresh (large.c, cache_move). Before, the
+ * run's last 2 MiB was probed before the moves, 1 run in 4 without a
+ * back-off (every run: wl_large settled 0.370 s CPU against 0.356), and
+ * the 3 runs between took cold huge pages unprobed (task large27).
+ * Relaxed atomics, no lock: racing threads only skip a run more or less.
  */
 #define HUGE_SKIP_MAX 64u
-#define HUGE_QUIET 3u
 static struct {
 	uint32_t skip;    /* big runs still to leave unadvised */
 	uint32_t backoff; /* the last probe's skip (0: no back-off) */
-	uint32_t quiet;   /* big runs still to advise unprobed (no back-off) */
 	bool no_probe;    /* MADV_POPULATE_WRITE refused (Linux < 5.14): advise as before */
 	uint64_t probes, slow, skipped; /* tests */
 } hp;
@@ -292,14 +292,8 @@ bool _nd_room_huge(char *p, size_t len, bool fresh)
 	_nd_os_madvise(p, len, MADV_HUGEPAGE);
 	if (!fresh || !g.thp_slow_ns || __atomic_load_n(&hp.no_probe, __ATOMIC_RELAXED))
 		return true;
-	uint32_t q = __atomic_load_n(&hp.quiet, __ATOMIC_RELAXED);
-	if (q) {
-		__atomic_store_n(&hp.quiet, q - 1, __ATOMIC_RELAXED);
-		return true;
-	}
-	char *last = p + len - ND_HUGE_SIZE; /* the large cache moves its pages into a run's start */
 	uint64_t t0 = _nd_os_thread_cpu_ns();
-	int r = _nd_os_madvise(last, ND_HUGE_SIZE, MADV_POPULATE_WRITE);
+	int r = _nd_os_madvise(p, ND_HUGE_SIZE, MADV_POPULATE_WRITE);
 	uint64_t t = _nd_os_thread_cpu_ns() - t0;
 	if (r == -EINVAL || !t0)
 		__atomic_store_n(&hp.no_probe, true, __ATOMIC_RELAXED);
@@ -311,14 +305,11 @@ bool _nd_room_huge(char *p, size_t len, bool fresh)
 	b = !slow ? b / 2 : !b ? 1 : b >= HUGE_SKIP_MAX / 4 ? HUGE_SKIP_MAX : 4 * b;
 	__atomic_store_n(&hp.backoff, b, __ATOMIC_RELAXED);
 	__atomic_store_n(&hp.skip, b, __ATOMIC_RELAXED);
-	if (!slow) {
-		if (!b)
-			__atomic_store_n(&hp.quiet, HUGE_QUIET, __ATOMIC_RELAXED);
+	if (!slow)
 		return true;
-	}
 	__atomic_fetch_add(&hp.slow, 1, __ATOMIC_RELAXED);
 	if (len > ND_HUGE_SIZE)
-		_nd_os_madvise(p, len - ND_HUGE_SIZE, MADV_NOHUGEPAGE);
+		_nd_os_madvise(p + ND_HUGE_SIZE, len - ND_HUGE_SIZE, MADV_NOHUGEPAGE);
 	return false;
 }
 

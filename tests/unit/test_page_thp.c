@@ -11,12 +11,16 @@
  *    "nh" again once freed (small runs placed there later get 4 KiB pages);
  *    a run grown in place to 2 MiB or more, either way, is "hg".
  * NODALLOC_THP_SLOW_US (madvise, where the system's mode is madvise): a
- * fresh big run's last 2 MiB is faulted at once and timed (test seam: the
- * threshold). At 1 us every probe is slow: the run's other pages go back
- * to "nh" (the probed 2 MiB stays "hg") and the next big runs are left
- * "nh" unprobed: 1, then 4 (a back-off of 4x per slow probe); at 10^9 us
- * none is: every run "hg" whole, 1 in 4 probed. 0: no probe (the madvise
- * case above, so that its steps do not depend on the machine's timing).
+ * fresh big run's first 2 MiB is faulted at once and timed (test seam:
+ * the threshold). At 1 us every probe is slow: the run's other pages go
+ * back to "nh" (the probed 2 MiB stays "hg") and the next big runs are
+ * left "nh" unprobed: 1, then 4 (a back-off of 4x per slow probe), a run
+ * outside the slots too (left without MADV_HUGEPAGE); at 10^9 us none
+ * is: every run "hg" whole and probed, the outside run too. The large
+ * cache's runs (10^9): one it fills whole with moved pages is not probed,
+ * one it fills in part has its first fresh 2 MiB probed (resident), not
+ * its last. 0: no probe (the madvise case above, so that its steps do not
+ * depend on the machine's timing).
  * Each case runs in a child (this binary re-executed with the variable
  * set). Skipped, with the reason, on a kernel without THP.
  * AnonHugePages of a touched 4 MiB run is printed, not asserted (huge
@@ -26,6 +30,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -143,17 +148,86 @@ static int child_probe(bool slow)
 		/* probed: runs 0, 2 and 7 (skips 1, then 4) when slow, all when not */
 		bool probed = !slow || k == 0 || k == 2 || k == 7;
 		bool head_hg = has_flag(vma_flags(r[k], &ahp, f, sizeof f), "hg");
-		bool head_nh = has_flag(f, "nh");
 		bool last_hg = has_flag(vma_flags(r[k] + (2 << 20), &ahp, f, sizeof f), "hg");
-		printf("  run %d: first 2 MiB %s, last %s\n", k, head_hg ? "hg" : head_nh ? "nh" : "-", last_hg ? "hg" : "-");
+		bool last_nh = has_flag(f, "nh");
+		printf("  run %d: first 2 MiB %s, last %s\n", k, head_hg ? "hg" : "-", last_hg ? "hg" : last_nh ? "nh" : "-");
 		if (!slow && !(head_hg && last_hg))
 			return 31 + k;
-		if (slow && !(head_nh && last_hg == probed))
+		if (slow && !(last_nh && head_hg == probed))
 			return 41 + k;
 	}
-	if (slow)
-		return probes == 3 && nslow == 3 && skipped == 5 ? 0 : 50;
-	return probes == 2 && nslow == 0 && skipped == 0 ? 0 : 51; /* runs 0 and 4 */
+	if (slow ? !(probes == 3 && nslow == 3 && skipped == 5) : !(probes == 8 && nslow == 0 && skipped == 0))
+		return 50;
+	/* A run outside the slots (outrun.c) under the same probe and back-off:
+	 * skipped after run 7's slow probe (a skip of 16), probed when not. */
+	char *o = _nd_page_alloc_out(got, 1024, 512);
+	if (!o)
+		return 51;
+	bool o_hg = has_flag(vma_flags(o, &ahp, f, sizeof f), "hg");
+	uint64_t p2, s2, k2;
+	_nd_room_huge_counts(&p2, &s2, &k2);
+	printf("  outside run: %s, probes %llu, skipped %llu\n", o_hg ? "hg" : "-", (unsigned long long)p2, (unsigned long long)k2);
+	if (slow ? o_hg || k2 != skipped + 1 || p2 != probes : !o_hg || p2 != probes + 1)
+		return 52;
+	return 0;
+}
+
+static bool resident(const void *p)
+{
+	unsigned char v = 0;
+	return mincore((void *)((uintptr_t)p & ~(uintptr_t)4095), 4096, &v) == 0 && (v & 1);
+}
+
+static uint64_t probes_now(void)
+{
+	uint64_t p, s, k;
+	_nd_room_huge_counts(&p, &s, &k);
+	return p;
+}
+
+/* Child of the large cache's case (no probe slow): the fresh run a cached
+ * 8 MiB moves into (16 MiB: its first 8 MiB moved) has its first fresh
+ * 2 MiB probed, after the moves; a fresh run filled whole by moves
+ * (16 MiB from two cached 8 MiB runs) is not probed. */
+static int child_cache(void)
+{
+	const size_t M = (size_t)1 << 20;
+	char *b[3];
+	for (int k = 0; k < 3; k++)
+		if (!(b[k] = _nd_large_alloc(8 * M, 0, NULL, 0)))
+			return 60;
+	/* lowest and highest freed: never adjacent (the middle one between) */
+	for (int k = 0; k < 3; k++)
+		for (int j = k + 1; j < 3; j++)
+			if (b[j] < b[k]) {
+				char *t = b[k];
+				b[k] = b[j];
+				b[j] = t;
+			}
+	uint64_t p0 = probes_now();
+	if (!p0) {
+		printf("  no probe: MADV_POPULATE_WRITE refused (Linux < 5.14): skipped\n");
+		return 0;
+	}
+	_nd_large_free(b[0], _nd_page_desc(b[0]));
+	char *d = _nd_large_alloc(16 * M, 0, NULL, 0); /* b[0]'s 4 huge pages moved, 8 MiB fresh */
+	if (!d)
+		return 61;
+	uint64_t p1 = probes_now();
+	bool first = resident(d + 8 * M), last = resident(d + 14 * M);
+	printf("  partly moved: probes +%llu, first fresh 2 MiB %s, last %s\n", (unsigned long long)(p1 - p0),
+	       first ? "resident" : "not resident", last ? "resident" : "not resident");
+	if (p1 != p0 + 1 || !first || last)
+		return 62;
+	_nd_large_free(d, _nd_page_desc(d));
+	_nd_large_free(b[2], _nd_page_desc(b[2]));
+	/* cached: d (16 MiB) and b[2] (8 MiB); 24 MiB: d's 8 and b[2]'s 4 moved */
+	char *e = _nd_large_alloc(24 * M, 0, NULL, 0);
+	uint64_t p2 = probes_now();
+	printf("  moved whole: probes +%llu\n", (unsigned long long)(p2 - p1));
+	if (!e)
+		return 63;
+	return p2 == p1 ? 0 : 64;
 }
 
 static void no_probe(void *arg)
@@ -168,9 +242,9 @@ static int run(const char *mode, bool sys_madvise, char *out, size_t len)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static int run_probe(const char *us, char *out, size_t len)
+static int run_probe(const char *what, const char *us, char *out, size_t len)
 {
-	char *argv[] = { "test_page_thp", "probe", (char *)us, NULL };
+	char *argv[] = { "test_page_thp", (char *)what, (char *)us, NULL };
 	int st = run_child("/proc/self/exe", argv, "NODALLOC_THP_SLOW_US", us, true, out, len);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
@@ -179,6 +253,8 @@ int main(int argc, char **argv)
 {
 	if (argc > 2 && strcmp(argv[1], "probe") == 0)
 		return child_probe(strcmp(argv[2], "1") == 0);
+	if (argc > 2 && strcmp(argv[1], "cache") == 0)
+		return child_cache();
 	if (argc > 2)
 		return child(argv[1], argv[2][0] == '1');
 	char sys[128] = "";
@@ -203,9 +279,15 @@ int main(int argc, char **argv)
 	/* The probe of a fresh big run's huge page, slow every time or never. */
 	for (int i = 0; sys_madvise && i < 2; i++) {
 		const char *us = i ? "1000000000" : "1";
-		int rc = run_probe(us, out, sizeof out);
+		int rc = run_probe("probe", us, out, sizeof out);
 		printf("%s", out);
 		CHECK(rc == 0, "NODALLOC_THP_SLOW_US=%s: step %d failed\n%s", us, rc, out);
+	}
+	/* The large cache's runs: probed after the moves, where fresh. */
+	if (sys_madvise) {
+		int rc = run_probe("cache", "1000000000", out, sizeof out);
+		printf("%s", out);
+		CHECK(rc == 0, "large cache: step %d failed\n%s", rc, out);
 	}
 	/* A bad value is named, madvise stays. */
 	int rc = run("sometimes", sys_madvise, out, sizeof out);
