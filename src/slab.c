@@ -210,7 +210,7 @@ _Static_assert(ND_SLAB_OUT_BITS % 64 == 0, "out bits in whole words");
 static inline uint64_t out_bit(const slab_t *s, const void *o, uint64_t **w)
 {
 	uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, o);
-	ND_ASSERT(i < s->carved && i < ND_SLAB_OUT_BITS, "an out bit of a carved object");
+	ND_ASSERT(i < __atomic_load_n(&s->carved, __ATOMIC_RELAXED) && i < ND_SLAB_OUT_BITS, "an out bit of a carved object");
 	*w = &_nd_slab_out_bits((slab_t *)(uintptr_t)s)[i / 64];
 	return (uint64_t)1 << (i % 64);
 }
@@ -600,6 +600,7 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 	if (k != c) {
 		/* nothing of class k is out: carving starts again (objects
 		 * of k left in the pages are not reachable: never carved) */
+		ND_ASSERT(out_none(s), "check mode: a kept slab has no object out");
 		s->start = _nd_slab_run(s) + colour_of(c, _nd_slab_run(s));
 		set_class(s, c);
 		__atomic_store_n(&s->cap, (uint16_t)any_cap(c, s->npages), __ATOMIC_RELAXED); /* its pages, not c's */
