@@ -470,11 +470,8 @@ static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const n
 					_nd_slab_carve(s);
 				}
 			}
-			void **o = s->free;
-			if (o) {
-				_nd_slab_check_link(s, o, "malloc");
-				return _nd_slab_pop((_nd_slab_hot_t *)s);
-			}
+			if (s->free)
+				return _nd_slab_take(s); /* checked; check mode: out */
 			/* roomless: what swap_dry would find (debug builds check) */
 			ND_ASSERT(!roomless || !swap_pick(h, s, c), "roomless: no full slab with room for swap_dry");
 			if (roomless || !swap_dry(h, s, c))

@@ -103,7 +103,8 @@ _nd_slab_t *_nd_meta_hdr_get(int node)
 	_nd_slab_t *s = ns->free_hdrs;
 	if (s) {
 		ns->free_hdrs = s->hnext;
-	} else if ((s = meta_alloc_locked(node, sizeof(_nd_slab_t))) != NULL) {
+	} else if ((s = meta_alloc_locked(node, sizeof(_nd_slab_t) + (_nd_slab_check ? ND_SLAB_OUT_BYTES : 0))) != NULL) {
+		/* check mode: its out bits follow (nd_slab.h, _nd_slab_out_bits) */
 		s->all_next = ns->all_hdrs;
 		__atomic_store_n(&ns->all_hdrs, s, __ATOMIC_RELEASE);
 	}

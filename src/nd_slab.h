@@ -797,6 +797,35 @@ static inline void _nd_slab_check_link(const _nd_slab_t *s, void *const *o, cons
 	    (n && nd_unlikely(_nd_slab_index((const _nd_slab_hot_t *)s, (const void *)n) >= s->carved)))
 		_nd_slab_corrupt_link(s, o, fn);
 }
+/* Check mode's out bits (docs/malloc.md, "With NODALLOC_CHECK=1"): bit i
+ * is set while object i of s is out (malloc gave it, free has not taken
+ * it back), so a free finds a double free in O(1) however its marker was
+ * overwritten. They follow the header: meta.c makes check mode's headers
+ * ND_SLAB_OUT_BYTES longer, so plain mode has no byte, field or branch of
+ * them on its fast paths. Moves between lists (a remote buffer, tfree, the
+ * collect, carving) leave them alone: only the owner's pop (sets) and
+ * every free, any thread's (clears, and tests), write them, with atomic
+ * RMWs (other threads clear bits of the same word). Clear in a released
+ * header (nothing out), zeroed again by _nd_slab_new (a public heap's
+ * destroy drops slabs with objects out). */
+#define ND_SLAB_OUT_BITS 1024u /* every slab's capacity (ANY_CAP_MAX, _nd_slab_init) */
+#define ND_SLAB_OUT_BYTES (ND_SLAB_OUT_BITS / 8)
+static inline uint64_t *_nd_slab_out_bits(_nd_slab_t *s)
+{
+	return (uint64_t *)(void *)(s + 1);
+}
+/* Check mode: o (an object of s, just popped by its owner) is out. */
+void _nd_slab_out_set(_nd_slab_t *s, const void *o) __attribute__((noinline, cold));
+/* The refills' pop from s (the owner's; objects listed): the object taken
+ * is checked first (_nd_slab_check_link) and, in check mode, marked out. */
+static inline __attribute__((always_inline)) void *_nd_slab_take(_nd_slab_t *s)
+{
+	_nd_slab_check_link(s, (void *const *)s->free, "malloc");
+	void *o = _nd_slab_pop((_nd_slab_hot_t *)s);
+	if (nd_unlikely(_nd_slab_check))
+		_nd_slab_out_set(s, o);
+	return o;
+}
 /* A new slab of class c for h (the caller owns h), from a run under pol
  * wanting h's node; NULL + ENOMEM. Back to the page level: used + fbias
  * == 0 or every object out is on the remote list. */

@@ -203,6 +203,55 @@ uint32_t _nd_slab_bw_cap_start(_nd_thread_t *t, unsigned c)
  * the object is free already. */
 static inline void *marker(const slab_t *s) { return (void *)s; }
 
+/* ---- check mode's out bits (nd_slab.h, _nd_slab_out_bits) ---- */
+
+_Static_assert(ND_SLAB_OUT_BITS % 64 == 0, "out bits in whole words");
+
+static inline uint64_t out_bit(const slab_t *s, const void *o, uint64_t **w)
+{
+	uint32_t i = (uint32_t)_nd_slab_index((const _nd_slab_hot_t *)s, o);
+	ND_ASSERT(i < __atomic_load_n(&s->carved, __ATOMIC_RELAXED) && i < ND_SLAB_OUT_BITS, "an out bit of a carved object");
+	*w = &_nd_slab_out_bits((slab_t *)(uintptr_t)s)[i / 64];
+	return (uint64_t)1 << (i % 64);
+}
+
+void _nd_slab_out_set(slab_t *s, const void *o)
+{
+	uint64_t *w, b = out_bit(s, o, &w);
+	uint64_t old = __atomic_fetch_or(w, b, __ATOMIC_RELAXED);
+	ND_ASSERT(!(old & b), "a listed object is not out");
+	(void)old;
+}
+
+/* A free of o: true if it was out (its bit is now clear), false if not
+ * (free already, or carved and never handed out): a double free. */
+static bool out_free(slab_t *s, const void *o)
+{
+	uint64_t *w, b = out_bit(s, o, &w);
+	return __atomic_fetch_and(w, ~b, __ATOMIC_RELAXED) & b;
+}
+
+/* A new slab (its header may come from a public heap's destroy, which
+ * drops slabs with objects out): nothing out. */
+static __attribute__((noinline, cold)) void out_clear(slab_t *s)
+{
+	uint64_t *w = _nd_slab_out_bits(s);
+	for (unsigned i = 0; i < ND_SLAB_OUT_BITS / 64; i++)
+		__atomic_store_n(&w[i], 0, __ATOMIC_RELAXED);
+}
+
+/* Debug builds: no object of s is out (a released slab). */
+static inline bool out_none(slab_t *s)
+{
+	if (!_nd_slab_check)
+		return true;
+	const uint64_t *w = _nd_slab_out_bits(s);
+	for (unsigned i = 0; i < ND_SLAB_OUT_BITS / 64; i++)
+		if (__atomic_load_n(&w[i], __ATOMIC_RELAXED))
+			return false;
+	return true;
+}
+
 /* A free object's marker (word 0) is not its slab's, or its link (word 1)
  * not NULL nor a carved object of its slab (nd_slab.h,
  * _nd_slab_check_link): reported by name. */
@@ -330,6 +379,8 @@ slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 	s->start = p + colour_of(c, p);
 	set_class(s, c);
 	s->chk = _nd_slab_chk(s->start, s->mul, 0); /* nothing carved: the map may point here now */
+	if (nd_unlikely(_nd_slab_check))
+		out_clear(s);
 	__atomic_store_n(&s->heap, h, __ATOMIC_RELAXED);
 	s->node = got;
 	s->node1 = got >= 0 && got < ND_MAX_NODES ? (uint16_t)(got + 1) : ND_SLAB_NODE1_NONE;
@@ -355,6 +406,7 @@ static __attribute__((noinline)) void span_clear(_nd_span_map_t *m)
 void _nd_slab_release(slab_t *s)
 {
 	ND_ASSERT(s->used + s->fbias == 0 || _nd_slab_all_remote(s), "a released slab has nothing live");
+	ND_ASSERT(out_none(s), "check mode: a released slab has no object out");
 	_nd_slab_drop(s);
 }
 
@@ -435,6 +487,7 @@ static bool keep_empty(heap_t *h, slab_t *s)
  * MAX_CAP: class 16 in 16 KiB), below free's ND_SLAB_CHK_B. */
 #define ANY_CAP_MAX 1024u
 _Static_assert(ANY_CAP_MAX < ND_SLAB_CHK_B, "free's check needs B above every capacity");
+_Static_assert(ANY_CAP_MAX <= ND_SLAB_OUT_BITS, "check mode's out bits cover every capacity");
 
 /* Objects of class c (of cls_any) in a slab of n pages: uncoloured
  * classes, so the run holds them from its first byte; at most
@@ -547,6 +600,7 @@ slab_t *_nd_slab_take_empty(heap_t *h, unsigned c)
 	if (k != c) {
 		/* nothing of class k is out: carving starts again (objects
 		 * of k left in the pages are not reachable: never carved) */
+		ND_ASSERT(out_none(s), "check mode: a kept slab has no object out");
 		s->start = _nd_slab_run(s) + colour_of(c, _nd_slab_run(s));
 		set_class(s, c);
 		__atomic_store_n(&s->cap, (uint16_t)any_cap(c, s->npages), __ATOMIC_RELAXED); /* its pages, not c's */
@@ -1112,8 +1166,7 @@ void _nd_slab_swap_full(heap_t *h, slab_t *s, slab_t *b) { swap_full(h, s, b); }
 /* The refills' pop from the new current slab b (objects listed). */
 static inline __attribute__((always_inline)) void *refill_pop(slab_t *b)
 {
-	check_link(b, b->free, "malloc");
-	return _nd_slab_pop((_nd_slab_hot_t *)b);
+	return _nd_slab_take(b);
 }
 
 void *_nd_slab_swap_pop(heap_t *h, slab_t *s, slab_t *b)
@@ -1181,30 +1234,6 @@ static __attribute__((noreturn, noinline)) void bad_free(const void *p, const sl
 static __attribute__((noreturn, noinline)) void double_free(const void *p, const slab_t *s)
 {
 	_nd_msg_fatal("free(): double free of %p (%u-byte object, slab at %p)", p, s->size, (void *)s->start);
-}
-
-/* Check mode: is o on one of s's free lists? Only the owner can look:
- * another thread could follow a link the owner is rewriting (it pops the
- * remote list's nodes once it has taken them). The owner walks its private
- * list and the remote list (nodes only ever leave that one by its own
- * exchange). */
-static bool on_free_lists(const slab_t *s, const void *o, bool owner)
-{
-	if (!owner)
-		return false;
-	/* o first: a write after free that wiped o's marker is this double
-	 * free, not a corrupted list */
-	for (void **x = s->free; x; x = ND_FO_NEXT(x)) {
-		if (x == o)
-			return true;
-		check_link(s, x, "free");
-	}
-	for (void **x = (void **)(__atomic_load_n(&s->tfree, __ATOMIC_ACQUIRE) & TF_PTR); x; x = ND_FO_NEXT(x)) {
-		if (x == o)
-			return true;
-		check_link(s, x, "free");
-	}
-	return false;
 }
 
 /* The owner's push left used <= 0. If the caller's record is not h's
@@ -1403,12 +1432,18 @@ static void bw_pushed(_nd_thread_t *t, slab_t *s)
 }
 
 /* The marker says "already free", or check mode: validate, then free
- * (the push marks o). */
+ * (the push marks o). Check mode: o's out bit, any thread's free (a
+ * double free found even where a write after free wiped the marker; the
+ * bit first: such a free is that, not a corrupted list), then the owner's
+ * list head, which o will link to (the one listed object a free can check
+ * in O(1): its private list; before the out bits, the owner walked both
+ * lists, linear in the slab's free objects). */
 static __attribute__((noinline)) void free_checked(slab_t *s, void **o)
 {
-	bool owner = is_owner(s);
-	if (o[ND_FO_MARK] == marker(s) || on_free_lists(s, o, owner))
+	if (o[ND_FO_MARK] == marker(s) || (_nd_slab_check && !out_free(s, o)))
 		double_free(o, s);
+	if (_nd_slab_check && is_owner(s) && s->free)
+		check_link(s, s->free, "free");
 	_nd_slab_free_push((_nd_slab_hot_t *)s, o);
 }
 
@@ -1594,6 +1629,7 @@ int _nd_slab_init(void)
 			cls_col[c] = (uint8_t)(slack / 64 + 1 > 255 ? 255 : slack / 64 + 1);
 		ND_ASSERT(cls_cap[c] >= 7, "every class has 7 objects or more (FULL_BACK)");
 		ND_ASSERT(cls_cap[c] < ND_SLAB_CHK_B, "free's check (_nd_slab_live) needs B above every capacity");
+		ND_ASSERT(cls_cap[c] <= ND_SLAB_OUT_BITS, "check mode's out bits cover every capacity");
 		uint64_t d = cls_size[c] >> __builtin_ctz(cls_size[c]), x = d;
 		for (int i = 0; i < 6; i++) /* Newton: each step doubles the correct bits */
 			x *= 2 - d * x;

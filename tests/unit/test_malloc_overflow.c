@@ -3,7 +3,8 @@
  * (issue 12 item 10): an 8-byte write past a 24-byte block's 32-byte slot
  * overwrites the marker (word 0) of the free object after it; the cases
  * "_link" write the 8 bytes after it, the link (word 1). Under
- * NODALLOC_CHECK=1 the next free (which walks the free lists) and the
+ * NODALLOC_CHECK=1 the next free (which checks the owner's list head,
+ * the object it will link to: b) and the
  * next mallocs (which check each listed object's marker and link before
  * following it) report "corrupted free list ... heap overflow"; before,
  * both died with SIGSEGV (a hit link), or went on unseen (a hit marker,
