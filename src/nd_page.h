@@ -79,6 +79,9 @@ typedef struct _nd_buddy {
 	/* _nd_buddy_take_low's walk starts here: below it its last walk found
 	 * no stretch, and no free block was pushed since (push lowers it) */
 	uint32_t low_at;
+	/* gap_of's hint: the smallest run length whose search found no gap
+	 * since the last dirty block was pushed (push resets it) */
+	uint64_t gap_miss;
 	uint64_t span_steps;   /* descriptors the span walks visited (their cost, for the tests) */
 } _nd_buddy_t;
 /* An empty slot (no free block: the caller gives the usable range). */
