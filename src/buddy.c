@@ -69,7 +69,7 @@ void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, un
 	b->seq = 0;
 	b->next_at = 0;
 	b->low_at = 0;
-	b->gap_miss = UINT64_MAX;
+	b->gap_miss = 0;
 	b->span_steps = 0;
 }
 
@@ -88,7 +88,7 @@ static void push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty, bool sp
 	if (i < b->low_at)
 		b->low_at = i; /* a stretch may start here now */
 	if (dirty)
-		b->gap_miss = UINT64_MAX; /* a gap may hold a run now */
+		b->gap_miss = 0; /* a gap may hold a run now */
 	d->state = ND_PG_FREE;
 	/* a write first: the split of a growing slot pushes heads on
 	 * descriptor pages nothing touched yet, and gcc loaded flags (read
@@ -300,8 +300,9 @@ static uint64_t give_pieces(_nd_buddy_t *b, uint64_t s, uint64_t e, uint64_t d, 
  * before, in their order, whatever their sizes (the caller starts a new
  * stretch at the oldest of the largest dirty blocks). Not on pages none of
  * which is dirty while a dirty block of a fitting order waits: that block
- * is there to be used. Flags are counted only in blocks partly dirty, and
- * once: the first and last blocks' share is kept for the second pass.
+ * is there to be used; with none, a gap (gap_of) before clean pages.
+ * Flags are counted only in blocks partly dirty, and once: the first and
+ * last blocks' share is kept for the second pass.
  */
 #define GAP_LOOK 64 /* dirty blocks a gap search looks at */
 
@@ -323,7 +324,7 @@ static inline bool gap_block(const _nd_buddy_t *b, uint64_t j)
  */
 static bool gap_of(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *at)
 {
-	if (n >= b->gap_miss)
+	if (b->gap_miss && n >= b->gap_miss)
 		return false;
 	uint64_t best = UINT64_MAX, end = 1ull << b->order_max;
 	unsigned looked = 0;
@@ -381,8 +382,11 @@ again:
 		for (unsigned o = k; o < top; o++)
 			if (b->dhead[o] != NIL)
 				return NIL;
-		if (!gap && (gap = true) && gap_of(b, n, k, &s))
-			goto again;
+		if (!gap) { /* once: a gap's stretch is free and holds dirty pages */
+			gap = true;
+			if (gap_of(b, n, k, &s))
+				goto again;
+		}
 		if (!free)
 			return NIL;
 	}
