@@ -69,6 +69,7 @@ void _nd_buddy_init(_nd_buddy_t *b, _nd_pagedesc_t *desc, unsigned order_max, un
 	b->seq = 0;
 	b->next_at = 0;
 	b->low_at = 0;
+	b->gap_miss = 0;
 	b->span_steps = 0;
 }
 
@@ -86,6 +87,8 @@ static void push(_nd_buddy_t *b, uint32_t i, unsigned o, uint64_t dirty, bool sp
 	_nd_pagedesc_t *d = &b->desc[i];
 	if (i < b->low_at)
 		b->low_at = i; /* a stretch may start here now */
+	if (dirty)
+		b->gap_miss = 0; /* a gap may hold a run now */
 	d->state = ND_PG_FREE;
 	/* a write first: the split of a growing slot pushes heads on
 	 * descriptor pages nothing touched yet, and gcc loaded flags (read
@@ -297,22 +300,74 @@ static uint64_t give_pieces(_nd_buddy_t *b, uint64_t s, uint64_t e, uint64_t d, 
  * before, in their order, whatever their sizes (the caller starts a new
  * stretch at the oldest of the largest dirty blocks). Not on pages none of
  * which is dirty while a dirty block of a fitting order waits: that block
- * is there to be used. Flags are counted only in blocks partly dirty, and
- * once: the first and last blocks' share is kept for the second pass.
+ * is there to be used; with none, a gap (gap_of) before clean pages.
+ * Flags are counted only in blocks partly dirty, and once: the first and
+ * last blocks' share is kept for the second pass.
  */
+#define GAP_LOOK 64 /* dirty blocks a gap search looks at */
+
+/* Is the head at j a free block a packed run may take (not spare)? */
+static inline bool gap_block(const _nd_buddy_t *b, uint64_t j)
+{
+	const _nd_pagedesc_t *d = &b->desc[j];
+	return d->state == ND_PG_FREE && !(d->flags & ND_PGF_SPARE);
+}
+
+/*
+ * A gap for a packed run of n pages (no dirty block of its order k or
+ * above is free): the shortest stretch of free blocks, at least n pages,
+ * around one of the oldest GAP_LOOK dirty blocks of orders below k; the
+ * run's start in *at, at that dirty block (or as close to it as the
+ * stretch allows). Freed runs of many sizes between runs still in use
+ * leave such stretches of 1-32 pages (git's object buffers of 36-80 KiB:
+ * 6 MiB of them at its peak), which no block of order k covers.
+ */
+static bool gap_of(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *at)
+{
+	if (b->gap_miss && n >= b->gap_miss)
+		return false;
+	uint64_t best = UINT64_MAX, end = 1ull << b->order_max;
+	unsigned looked = 0;
+	for (int o = (int)k - 1; o >= 0 && looked < GAP_LOOK; o--)
+		for (uint32_t j = b->dtail[o]; j != NIL && looked < GAP_LOOK; j = b->desc[j].prev, looked++) {
+			uint64_t hi = j + (1ull << o), lo = j;
+			while (hi < end && hi - lo < best && gap_block(b, hi))
+				hi += 1ull << b->desc[hi].order;
+			while (lo > 0 && hi - lo < best) {
+				uint32_t h = block_of(b, lo - 1);
+				if (h == NIL || !gap_block(b, h))
+					break;
+				lo = h;
+			}
+			if (hi - lo < n || hi - lo >= best)
+				continue;
+			best = hi - lo;
+			*at = j + n <= hi ? j : hi - n;
+			if (best == n)
+				return true;
+		}
+	if (best == UINT64_MAX)
+		b->gap_miss = n;
+	return best != UINT64_MAX;
+}
+
 uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *dirty)
 {
-	uint64_t s = b->next_at, e = s + n;
-	if (e > (1ull << b->order_max))
-		return NIL;
-	uint32_t h = block_of(b, s);
-	if (h == NIL)
-		return NIL;
-	uint64_t rd = 0, od_first = 0, od_last = 0;
-	for (uint64_t j = h, bl; j < e; j += bl) {
+	uint64_t s = b->next_at, e;
+	uint32_t h;
+	uint64_t rd, od_first, od_last;
+	bool gap = false;
+again:
+	e = s + n;
+	h = e <= (1ull << b->order_max) ? block_of(b, s) : NIL;
+	rd = od_first = od_last = 0;
+	bool free = h != NIL;
+	for (uint64_t j = h, bl; free && j < e; j += bl) {
 		const _nd_pagedesc_t *d = &b->desc[j];
-		if (d->state != ND_PG_FREE || (d->flags & ND_PGF_SPARE))
-			return NIL;
+		if (d->state != ND_PG_FREE || (d->flags & ND_PGF_SPARE)) {
+			free = false;
+			break;
+		}
 		bl = 1ull << d->order;
 		uint64_t lo = j > s ? j : s, hi = j + bl < e ? j + bl : e;
 		uint64_t od = part_dirty(b, d->npages, bl, lo, hi - lo); /* its pages in the run */
@@ -322,11 +377,18 @@ uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *d
 			od_last = od;
 		rd += od;
 	}
-	if (rd == 0) {
+	if (!free || rd == 0) {
 		unsigned top = b->purge_order + 1 <= b->order_max ? b->purge_order + 1 : b->order_max + 1;
 		for (unsigned o = k; o < top; o++)
 			if (b->dhead[o] != NIL)
 				return NIL;
+		if (!gap) { /* once: a gap's stretch is free and holds dirty pages */
+			gap = true;
+			if (gap_of(b, n, k, &s))
+				goto again;
+		}
+		if (!free)
+			return NIL;
 	}
 	for (uint64_t j = h; j < e;) {
 		uint64_t bl = 1ull << b->desc[j].order, d = b->desc[j].npages;

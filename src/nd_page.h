@@ -79,6 +79,12 @@ typedef struct _nd_buddy {
 	/* _nd_buddy_take_low's walk starts here: below it its last walk found
 	 * no stretch, and no free block was pushed since (push lowers it) */
 	uint32_t low_at;
+	/* gap_of's hint: the smallest run length whose search found no gap
+	 * since the last dirty block was pushed (push resets it), 0 if none.
+	 * 0, not UINT64_MAX: _nd_buddy_init's stores of it and its neighbours
+	 * then take no 16-byte constant from the cold read-only data, which
+	 * every process would fault in (test_init_footprint) */
+	uint64_t gap_miss;
 	uint64_t span_steps;   /* descriptors the span walks visited (their cost, for the tests) */
 } _nd_buddy_t;
 /* An empty slot (no free block: the caller gives the usable range). */
@@ -106,9 +112,11 @@ uint32_t _nd_buddy_take_oldest(_nd_buddy_t *b, unsigned k, bool small, uint64_t 
  * order) at next_at, the end of the last such run, across buddies: when
  * free blocks, none spare, cover it and some of its pages are dirty or no
  * dirty block of order k or above (what _nd_buddy_take would cut it from)
- * is free. The blocks it touches are split around it. Its index (NIL if
- * not) and its dirty pages in *dirty; the caller sets next_at
- * (_nd_buddy_packed). */
+ * is free; with none such, where those pages are all clean or not free,
+ * in a gap instead when one is found (a stretch of free blocks of lower
+ * orders around a dirty one, at least n pages: buddy.c gap_of). The
+ * blocks it touches are split around it. Its index (NIL if not) and its
+ * dirty pages in *dirty; the caller sets next_at (_nd_buddy_packed). */
 uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *dirty);
 /* n free pages in a row across free blocks of any order, from an
  * align-aligned start below end (none of order ceil_log2(n) free): the
