@@ -250,6 +250,21 @@ static void unmap_undo(_nd_arena_t *a, uint32_t i, uint64_t n, uint64_t rd)
 	_nd_unlock(&a->lock);
 }
 
+/* Free pages enough, no block of order k: a span, the hole given to the
+ * buddy allocator first (its growth wanted a whole aligned block of order
+ * k past the part's end: a shrunk part, its free tail and the hole,
+ * refused 1000 MiB on an empty 1 GiB node; task bigslot). Under a's lock;
+ * out of line: rare, and node_alloc is in the code every process runs
+ * (test_init_footprint). */
+static __attribute__((noinline, cold)) uint32_t take_span(_nd_arena_t *a, uint64_t n, uint64_t align, uint64_t *d)
+{
+	bool grew = _nd_room_grow_to(a, 1ull << g.order_max);
+	uint32_t i = _nd_buddy_take_span(&a->bd, n, align, a->mapped, d);
+	if (i == ND_BUDDY_NIL && grew) /* the hole back: lazy, the part is what reserved_MiB counts (audit20) */
+		_nd_room_shrink(a);
+	return i;
+}
+
 /* A run of n pages (align: a power of two) from node's slot; NULL if it
  * has none. Lazy reservation: when the address space limit refuses the
  * run's mapping, the address space of every slot's free pages goes back
@@ -296,16 +311,8 @@ retry:;
 	if (i == ND_BUDDY_NIL && _nd_room_grow(a, k)) /* lazy reservation */
 		i = _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
 	if (i == ND_BUDDY_NIL && n > 1 && a->bd.free_pages + ((1ull << g.order_max) - a->mapped) >= n) {
-		/* free pages enough, no block of order k: a span, the hole
-		 * given to the buddy allocator first (its growth above wanted
-		 * a whole aligned block of order k past the part's end: a
-		 * shrunk part, its free tail and the hole, refused 1000 MiB
-		 * on an empty 1 GiB node; task bigslot) */
-		bool grew = _nd_room_grow_to(a, 1ull << g.order_max);
-		i = _nd_buddy_take_span(&a->bd, n, align, a->mapped, &d);
+		i = take_span(a, n, align, &d);
 		cut = 0; /* exact: no tail */
-		if (i == ND_BUDDY_NIL && grew) /* the hole back: lazy, the part is what reserved_MiB counts (audit20) */
-			_nd_room_shrink(a);
 	}
 	if (i == ND_BUDDY_NIL) {
 		_nd_unlock(&a->lock);
