@@ -30,13 +30,17 @@ static const _nd_slab_t *slab_of(const void *p)
  * slabs (those of the kept objects) with pages purged after the lends. */
 static int round_of_lends(int *purgedp)
 {
-	for (int i = 0; i < K; i++)
-		CHECK((b[i] = malloc(2000)) != NULL);
-	for (int i = 0; i < K; i++)
-		if (i % 10 != 0) {
-			free(b[i]);
-			b[i] = NULL;
-		}
+	static void *gone[K];
+	int ng = 0;
+	for (int i = 0; i < K; i++) {
+		void *p = malloc(2000);
+		CHECK(p != NULL);
+		b[i] = i % 10 == 0 ? p : NULL;
+		if (!b[i])
+			gone[ng++] = p;
+	}
+	while (ng > 0)
+		free(gone[--ng]);
 	int lent = 0;
 	for (int i = 0; i < J; i++) {
 		CHECK((q[i] = malloc(1000)) != NULL);
