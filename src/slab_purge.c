@@ -459,9 +459,10 @@ bool _nd_slab_unpurge(slab_t *s)
  * heap.c's unpurge, kept for the heap's life): under steady churn over
  * many classes (sizes 8 B..32 KiB, random slots replaced) each lend
  * purged its donor and the donor's class faulted the pages in again a
- * moment later: 1 thread, 3M replacements of 4096 slots, 17.0k -> 5.3k
- * page faults, peak RSS 23.1 -> 18.8 MiB; wl_footprint's donors (above
- * 1 KiB, never allocated again) keep theirs, its peak the same. */
+ * moment later: 1 thread, 3M replacements of 4096 slots, 17.1k -> 4.8k
+ * page faults, peak RSS 22.8 -> 17.1 MiB (medians of 7); wl_footprint's
+ * donors (above 1 KiB, never allocated again) keep theirs, its peak the
+ * same. */
 #define LEND_MIN 3u
 _Static_assert(LEND_MIN <= UNIT, "a unit's pages are a stretch purge_slab keeps");
 
