@@ -442,6 +442,17 @@ static __attribute__((noinline, cold)) void kept_expire(heap_t *h)
 		_nd_slab_release_empty(h);
 }
 
+/* s's withheld objects come back (_nd_slab_unpurge); h->unp notes s's
+ * class, whose slabs a lend no longer purges (slab_purge.c,
+ * _nd_slab_purge_lent): the class uses those pages again. */
+static bool unpurge(heap_t *h, slab_t *s)
+{
+	if (!_nd_slab_unpurge(s))
+		return false;
+	h->unp |= (uint64_t)1 << s->cls;
+	return true;
+}
+
 static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const nd_policy_t *pol, bool roomless)
 {
 	ND_ASSERT(h->owner == _nd_tls, "heap_alloc runs on h's owner");
@@ -461,7 +472,7 @@ static __attribute__((noinline)) void *heap_alloc(heap_t *h, unsigned c, const n
 					roomless = false;
 					continue;
 				}
-				if (!(s->purged && _nd_slab_unpurge(s)) && s->carved < s->cap) {
+				if (!(s->purged && unpurge(h, s)) && s->carved < s->cap) {
 					if (ready_behind(h, s, c)) {
 						_nd_slab_part_unlink(h, s);
 						_nd_slab_part_insert(h, s);

@@ -697,6 +697,9 @@ typedef struct nd_heap {
 	uint64_t spbusy;                /* slab.c, slab_purge.c (owner): classes spans took slots
 					 * of since the heap's last pass */
 	uint32_t itakes;                /* slab.c (owner): slab takes (take_idle waits for IDLE_TAKES) */
+	uint64_t unp;                   /* slab_purge.c (owner): classes whose withheld objects came
+					 * back (_nd_slab_unpurge) since the heap's last pass; a
+					 * lend purges no slab of theirs */
 } _nd_heap_t;
 _Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur) &&
 		       offsetof(_nd_heap_t, il_gran) == offsetof(_nd_heap_hot_t, il_gran) &&
@@ -1006,7 +1009,7 @@ bool _nd_slab_unpurge(_nd_slab_t *s);
  * last pass), so that free objects are lent only in pages that stay
  * resident or in short stretches beside them. false if none is left on
  * its free list. */
-bool _nd_slab_purge_lent(_nd_slab_t *s);
+bool _nd_slab_purge_lent(_nd_heap_t *h, _nd_slab_t *s);
 /* Pages [from, to) of s name s (use ND_USE_SLAB: descriptors and slab
  * map) or nothing (ND_USE_NONE). */
 void _nd_slab_set_pages(_nd_slab_t *s, uint32_t from, uint32_t to, uint8_t use);

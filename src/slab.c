@@ -1091,7 +1091,7 @@ bool _nd_slab_lend(heap_t *h, unsigned c)
 			nx = s->next;
 			if (s->carved < s->cap || s->lcls != d)
 				continue;
-			if (!s->free || !_nd_slab_purge_lent(s)) {
+			if (!s->free || !_nd_slab_purge_lent(h, s)) {
 				/* nothing listed, the rest withheld: it parks full
 				 * (as a dry head would), out of the next looks */
 				if (s->purged && s->used && _nd_slab_park_notify(s)) {
