@@ -228,12 +228,15 @@ static uint64_t mixed_index(const _nd_arena_t *m, const void *p)
 	return (uint64_t)((const char *)p - m->base) >> ND_PAGE_SHIFT;
 }
 
-bool _nd_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first)
+/* Pages [off, off + npages) of run p laid out as a fresh run of npages
+ * from first would be? rt: pol's round (round_of). */
+static bool matches_at(const void *p, uint64_t off, size_t npages, const nd_policy_t *pol, const round_t *rt,
+		       uint64_t first)
 {
 	_nd_arena_t *m = &g.arenas[g.node_limit];
 	uint64_t i = mixed_index(m, p);
 	unsigned gs = granule_shift(pol);
-	uint64_t g0 = first == ND_SPREAD_BY_ADDRESS ? (uintptr_t)p >> ND_PAGE_SHIFT : first;
+	uint64_t g0 = first == ND_SPREAD_BY_ADDRESS ? ((uintptr_t)p >> ND_PAGE_SHIFT) + off : first;
 	if (first == ND_SPREAD_BY_ADDRESS && gs) /* the kernel's pages are single granules */
 		return false;
 	/* a fresh run would be advised huge: so must the cached one be (not
@@ -242,16 +245,35 @@ bool _nd_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, ui
 	    !(m->bd.desc[i].flags & ND_PGF_HUGE))
 		return false;
 	/* every page: a run large.c joined may hold a partial granule inside */
-	round_t rt;
-	round_of(pol, &rt);
-	round_walk_t w = round_walk(pol, &rt, g0);
-	for (uint64_t s = 0; s < npages;) {
+	round_walk_t w = round_walk(pol, rt, g0);
+	for (uint64_t s = off, end = off + npages; s < end;) {
 		int want = round_next(&w);
-		for (uint64_t e = s + (1ull << gs) < npages ? s + (1ull << gs) : npages; s < e; s++)
+		for (uint64_t e = s + (1ull << gs) < end ? s + (1ull << gs) : end; s < e; s++)
 			if (m->bd.desc[i + s].node != want)
 				return false;
 	}
 	return true;
+}
+
+bool _nd_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first)
+{
+	round_t rt;
+	round_of(pol, &rt);
+	return matches_at(p, 0, npages, pol, &rt, first);
+}
+
+int64_t _nd_spread_fit(const void *p, uint64_t run_pages, size_t npages, const nd_policy_t *pol, uint64_t first, bool cut)
+{
+	round_t rt;
+	round_of(pol, &rt);
+	/* the layout repeats every round: later offsets match as these do */
+	uint64_t gp = 1ull << granule_shift(pol), offs = first == ND_SPREAD_BY_ADDRESS ? 1 : rt.len ? rt.len : 1;
+	for (uint64_t k = 0; k < offs && k * gp + npages <= run_pages; k++) {
+		uint64_t o = k * gp;
+		if ((cut || o + npages == run_pages) && matches_at(p, o, npages, pol, &rt, first))
+			return (int64_t)o;
+	}
+	return -1;
 }
 
 void _nd_spread_in_use(const void *p, size_t npages, int sign, const nd_policy_t *pol)
