@@ -87,8 +87,9 @@
  * bound and committed (in use counted out, per node), in one of
  * SPREAD_LISTS lists by its length's power of two:
  *  - reuse: by an allocation whose fresh run would put every granule on
- *    the node the cached one (or its first pages: the tail is cut off and
- *    cached again, task spread65) has it on: the index of
+ *    the node the cached one (or its pages from some whole granule on:
+ *    the head and tail are cut off and cached again, tasks spread65 and
+ *    spread66) has it on: the index of
  *    its first granule (the thread's spread cursor, moved on as for a
  *    fresh run; the address for the kernel's page interleave) gives the
  *    wanted layout, compared page by page (_nd_page_spread_matches);
