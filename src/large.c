@@ -87,8 +87,9 @@
  * bound and committed (in use counted out, per node), in one of
  * SPREAD_LISTS lists by its length's power of two:
  *  - reuse: by an allocation whose fresh run would put every granule on
- *    the node the cached one (or its first pages: the tail is cut off and
- *    cached again, task spread65) has it on: the index of
+ *    the node the cached one (or its pages from some whole granule on:
+ *    the head and tail are cut off and cached again, tasks spread65 and
+ *    spread66) has it on: the index of
  *    its first granule (the thread's spread cursor, moved on as for a
  *    fresh run; the address for the kernel's page interleave) gives the
  *    wanted layout, compared page by page (_nd_page_spread_matches);
@@ -722,20 +723,45 @@ static size_t spread_pages(size_t np, const nd_policy_t *pol)
  * two granules, and short tails would crowd the lists' CACHE_RUNS) */
 #define SPREAD_TAIL_MIN 16
 
-/* A cached spread run whose first np pages are laid out as a fresh run of
- * np pages under pol starting at index first would be, in use again; NULL
- * if none. The best fit over every list: one of exactly np pages (newest
- * first), else the shortest longer one, cut after np pages (only at a
- * granule's end: the tail's granules then stay whole) with its tail
- * cached again (its own run, laid out from first + np pages on: a later
- * request checks it as any) or given back when short. Every list is
- * scanned under its own lock, one at a time; the run chosen is taken out
- * of its list afterwards, if still there. */
+/* A cached spread run r (taken out, not in use) back in its list, the
+ * list's oldest runs over its share given back; under SPREAD_TAIL_MIN
+ * pages, given back at once. */
+static void spread_back(cached_t r)
+{
+	if (r.npages < SPREAD_TAIL_MIN) {
+		release(-1, &r, 1);
+		return;
+	}
+	lnode_t *ln = spread_list(r.npages);
+	cached_t out[CACHE_RUNS];
+	int nout = 0;
+	_nd_lock(&ln->lock);
+	insert(ln, r, spread_limit() / SPREAD_LISTS, out, &nout, NULL);
+	_nd_unlock(&ln->lock);
+	due_min(r.due); /* a decay pass may have run while it was out */
+	release(-1, out, nout);
+}
+
+/* A cached spread run holding np pages laid out as a fresh run of np
+ * pages under pol starting at index first would be, in use again; NULL
+ * if none. Those pages may start at any whole granule within a round of
+ * the policy (_nd_page_spread_fit, task spread66: before, only a run's
+ * first pages, and a run laid out from another phase of the round than
+ * the thread's cursor was never taken: wl_spread at 64 KiB granules over
+ * 2 nodes took 429 of 1,000 blocks from the cache). The best fit over
+ * every list: a run of exactly np pages (newest first), else the
+ * shortest longer one; its pages before them (whole granules) and after
+ * them (only at a granule's end: the tail's granules then stay whole)
+ * are cut off and cached again (each its own run, laid out from where it
+ * starts: a later request checks it as any) or given back when short.
+ * Every list is scanned under its own lock, one at a time; the run
+ * chosen is taken out of its list afterwards, if still there. */
 static void *spread_take(size_t np, const nd_policy_t *pol, uint64_t first)
 {
 	bool cut = pol->granularity_shift < 32 && !(np & (((size_t)1 << pol->granularity_shift) - 1));
 	lnode_t *bl = NULL;
 	cached_t best = { 0 };
+	int64_t at = -1;
 	for (int q = 0; q < SPREAD_LISTS && best.npages != np; q++) {
 		lnode_t *ln = &spread_page.l[((63 - __builtin_clzll(np)) + q) % SPREAD_LISTS];
 		if (!__atomic_load_n(&ln->n, __ATOMIC_RELAXED))
@@ -743,9 +769,10 @@ static void *spread_take(size_t np, const nd_policy_t *pol, uint64_t first)
 		_nd_lock(&ln->lock);
 		for (int k = ln->n - 1; k >= 0 && best.npages != np; k--) {
 			cached_t *e = &ln->run[k];
-			if ((e->npages == np || (cut && e->npages > np && (!best.p || e->npages < best.npages))) &&
-			    _nd_page_spread_matches(e->p, np, pol, first))
-				best = *e, bl = ln;
+			int64_t o;
+			if (e->npages >= np && (!best.p || e->npages < best.npages) &&
+			    (o = _nd_page_spread_fit(e->p, np, pol, first, cut)) >= 0)
+				best = *e, bl = ln, at = o;
 		}
 		_nd_unlock(&ln->lock);
 	}
@@ -761,22 +788,16 @@ static void *spread_take(size_t np, const nd_policy_t *pol, uint64_t first)
 	_nd_unlock(&bl->lock);
 	if (!r.p)
 		return NULL; /* taken meanwhile */
-	char *tail = r.npages > np ? _nd_page_spread_split(r.p, np) : NULL;
-	if (tail) {
-		cached_t t = { .p = tail, .npages = r.npages - np, .due = r.due };
-		if (t.npages < SPREAD_TAIL_MIN) {
-			release(-1, &t, 1);
-		} else {
-			lnode_t *tl = spread_list(t.npages);
-			cached_t out[CACHE_RUNS];
-			int nout = 0;
-			_nd_lock(&tl->lock);
-			insert(tl, t, spread_limit() / SPREAD_LISTS, out, &nout, NULL);
-			_nd_unlock(&tl->lock);
-			due_min(t.due); /* a decay pass may have run while it was out */
-			release(-1, out, nout);
-		}
+	if (at > 0) {
+		char *mid = _nd_page_spread_split(r.p, (size_t)at);
+		if (!mid) /* not cut: its pages are not the request's */
+			_nd_msg_fatal("large: cached spread run %p not cut after %lld pages", (void *)r.p, (long long)at);
+		spread_back((cached_t){ .p = r.p, .npages = (uint64_t)at, .due = r.due });
+		r = (cached_t){ .p = mid, .npages = r.npages - (uint64_t)at, .due = r.due };
 	}
+	char *tail = r.npages > np ? _nd_page_spread_split(r.p, np) : NULL;
+	if (tail)
+		spread_back((cached_t){ .p = tail, .npages = r.npages - np, .due = r.due });
 	_nd_page_spread_in_use(r.p, np, 1, pol);
 	return r.p;
 }

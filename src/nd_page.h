@@ -412,6 +412,7 @@ void *_nd_spread_alloc(size_t npages, const nd_policy_t *pol, uint64_t first);
 /* See _nd_page_spread_first, _matches, _in_use (page.c checks p). */
 uint64_t _nd_spread_first(size_t npages, const nd_policy_t *pol);
 bool _nd_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first);
+int64_t _nd_spread_fit(const void *p, uint64_t run_pages, size_t npages, const nd_policy_t *pol, uint64_t first, bool cut);
 void _nd_spread_in_use(const void *p, size_t npages, int sign, const nd_policy_t *pol);
 void _nd_spread_uncount(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first);
 /* Free of a mixed-slot run already claimed (head made a TAIL). */
@@ -474,6 +475,12 @@ uint64_t _nd_page_spread_first(size_t npages, const nd_policy_t *pol);
  * _nd_page_spread_split) as is, its pages already placed and bound
  * (docs/arenas.md). */
 bool _nd_page_spread_matches(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first);
+/* Where inside spread run p (the caller's, or its list's lock held) a
+ * fresh run of npages from first is laid out: the first offset (pages,
+ * whole granules, within one round of the policy) at which its pages
+ * are placed as that run's would be, or -1. Its end is the run's unless
+ * cut (the rest may be cut off: npages is whole granules). */
+int64_t _nd_page_spread_fit(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first, bool cut);
 /* Spread run `run` (the caller's, not in use) becomes two runs: its first
  * npages pages, and the rest (returned; NULL with nothing changed when
  * run is no spread run longer than npages). No page is touched: both keep

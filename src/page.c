@@ -580,6 +580,14 @@ bool _nd_page_spread_matches(const void *p, size_t npages, const nd_policy_t *po
 	return d && npages && npages <= d->npages && spread_run(p, d->npages) && _nd_spread_matches(p, npages, pol, first);
 }
 
+int64_t _nd_page_spread_fit(const void *p, size_t npages, const nd_policy_t *pol, uint64_t first, bool cut)
+{
+	_nd_pagedesc_t *d = _nd_page_desc(p);
+	if (!d || !npages || npages > d->npages || !spread_run(p, d->npages))
+		return -1;
+	return _nd_spread_fit(p, d->npages, npages, pol, first, cut);
+}
+
 /* The caller's spread run (cached: no one else edits it) cut in two runs:
  * only the new head's descriptor is written (its pages keep their nodes,
  * placed, bound and committed). The kernel's interleave flag goes with it

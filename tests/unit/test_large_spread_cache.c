@@ -325,6 +325,41 @@ static void prefix_reused(void)
 	CHECK(_nd_page_check(-1, err, sizeof err) == 0, "%s", err);
 }
 
+/* A cached run laid out from the other phase of the round serves a block
+ * from its second granule on: 512 KiB at @64K over 2 nodes (8 granules)
+ * freed after the cursor moved by an odd count (a 192 KiB block), then
+ * 256 KiB wanted from the other node: its pages [64, 320) KiB, no fresh
+ * placement (committed unchanged), data kept, each granule on the node
+ * the fresh run would put it; the granule before (16 pages) and the rest
+ * after stay cached. Fails without the fit at an offset (task spread66):
+ * only the run's first pages were compared, the block placed fresh. */
+static void phase_fit(void)
+{
+	_nd_large_flush(-1);
+	nd_policy_t il = policy("interleave:0,1@64K");
+	char *x = nd_malloc_policy(512 * KiB, &il);
+	char *z = nd_malloc_policy(192 * KiB, &il); /* 3 granules: the cursor's phase turns */
+	CHECK(x != NULL && z != NULL);
+	memset(x, 0x5a, 512 * KiB);
+	int nx = nd_node_of(x);
+	nd_free(x);
+	uint64_t c0 = node_stats(0)->bytes_committed, c1 = node_stats(1)->bytes_committed;
+	char *w = nd_malloc_policy(256 * KiB, &il);
+	CHECK(w == x + 64 * KiB, "fit in the cached run: %p, expected %p", (void *)w, (void *)(x + 64 * KiB));
+	CHECK(w && w[0] == 0x5a && w[256 * KiB - 1] == 0x5a, "the run kept its pages (no purge)");
+	for (size_t k = 0; w && k < 4; k++)
+		CHECK_EQ(nd_node_of(w + k * 64 * KiB), (int)((1 - nx + k) % 2));
+	CHECK_EQ(node_stats(0)->bytes_committed, c0);
+	CHECK_EQ(node_stats(1)->bytes_committed, c1);
+	CHECK_EQ(cached_runs(), 2);
+	CHECK_EQ(cached_bytes(), 256 * KiB);
+	nd_free(w);
+	nd_free(z);
+	_nd_large_flush(-1);
+	char err[256] = "";
+	CHECK(_nd_page_check(-1, err, sizeof err) == 0, "%s", err);
+}
+
 /* Two adjacent freed 256 KiB interleaved blocks are cached as one run of
  * 512 KiB, which then serves a 512 KiB block as it is (data kept,
  * committed unchanged). Fails without the join (task spread65): two runs
@@ -429,6 +464,7 @@ int main(void)
 	granule_kept();
 	huge_kept();
 	prefix_reused();
+	phase_fit();
 	neighbours_joined();
 	counted_once();
 	gives_back();
