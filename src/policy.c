@@ -367,7 +367,10 @@ static int64_t quota_of(const nd_policy_t *p, int n)
 	return (int64_t)(p->mode == ND_POLICY_WEIGHTED ? q * p->weights[n] : q);
 }
 
-static int il_choose(const nd_policy_t *p, uint64_t npages)
+/* Out of line: only interleave and weighted runs take it, and
+ * _nd_policy_first_n is in the code every process runs
+ * (test_init_footprint). */
+static __attribute__((noinline)) int il_choose(const nd_policy_t *p, uint64_t npages)
 {
 	_nd_thread_t *t = _nd_thread_self();
 	if (!t) /* no memory for a record: the first node */
