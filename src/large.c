@@ -778,10 +778,14 @@ static void *spread_take(size_t np, const nd_policy_t *pol, uint64_t first)
 	}
 	if (!best.p)
 		return NULL;
+	/* the very run looked at: in the unlocked gap another thread may
+	 * have taken it, freed it to the page level and cached a fresh run
+	 * of another layout at the same address and length, which has a
+	 * later due (audit26) */
 	cached_t r = { 0 };
 	_nd_lock(&bl->lock);
 	for (int k = bl->n - 1; k >= 0; k--)
-		if (bl->run[k].p == best.p && bl->run[k].npages == best.npages) {
+		if (bl->run[k].p == best.p && bl->run[k].npages == best.npages && bl->run[k].due == best.due) {
 			r = take_entry(bl, k);
 			break;
 		}
