@@ -697,10 +697,11 @@ typedef struct nd_heap {
 	uint64_t spbusy;                /* slab.c, slab_purge.c (owner): classes spans took slots
 					 * of since the heap's last pass */
 	uint32_t itakes;                /* slab.c (owner): slab takes (take_idle waits for IDLE_TAKES) */
-	uint64_t unp;                   /* slab_purge.c (owner): classes whose withheld objects came
-					 * back (_nd_slab_unpurge) since the heap's last pass; a
-					 * lend purges no slab of theirs */
+	uint64_t unp;                   /* heap.c, slab_purge.c (owner): classes whose withheld
+					 * objects came back (_nd_slab_unpurge), for the heap's
+					 * life; a lend purges no slab of theirs */
 } _nd_heap_t;
+_Static_assert(ND_SLAB_CLASSES <= 64, "unp, spbusy: a bit per class");
 _Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur) &&
 		       offsetof(_nd_heap_t, il_gran) == offsetof(_nd_heap_hot_t, il_gran) &&
 		       offsetof(_nd_heap_t, il_bits) == offsetof(_nd_heap_hot_t, il_bits),
