@@ -127,7 +127,9 @@
  *  - fit: the smallest run of np..np + np/4 pages (the block's usable
  *    size is the run);
  *  - bound: the oldest go to the node cache or page level when a put
- *    would pass ND_LRUNS runs or TC_PAGES pages, and at a put past their
+ *    would pass ND_LRUNS runs, TC_PAGES pages or half the node's large
+ *    pages in use (lnode_t.live: a program that frees its last large
+ *    blocks keeps none), and at a put past their
  *    expiry (NODALLOC_LARGE_DECAY_MS; 0 turns it off too); all at the
  *    thread's exit (the first exit hook) and at _nd_large_flush
  *    (malloc_trim, a node full) of the calling thread's;
@@ -1169,10 +1171,17 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 	uint64_t pages = np;
 	for (; n < ND_LRUNS && t->lrun[n].pn; n++)
 		pages += TC_NP(&t->lrun[n]);
-	while (n && (n == ND_LRUNS || pages > TC_PAGES || (int32_t)(t->lrun[0].due - now) <= 0)) {
+	/* and at most half the node's large pages in use: a program that
+	 * frees its last large blocks keeps none */
+	int64_t live = __atomic_load_n(&lnodes[node].live, __ATOMIC_RELAXED);
+	uint64_t lim = live > 0 ? (uint64_t)live / 2 : 0;
+	lim = lim < TC_PAGES ? lim : TC_PAGES;
+	while (n && (n == ND_LRUNS || pages > lim || (int32_t)(t->lrun[0].due - now) <= 0)) {
 		pages -= TC_NP(&t->lrun[0]);
 		tc_drop(t, 0, n--);
 	}
+	if (pages > lim)
+		return false;
 	t->lrun[n] = (struct _nd_lrun){
 		.pn = (uintptr_t)p | (uintptr_t)(np - 1), .due = now + TC_NOW(cfg(delay_ns)) + 1, .node = node
 	};

@@ -5,7 +5,9 @@
  * class) that a thread frees stays with the thread, not given back to
  * the page level (its free pages and dirty pages unchanged), counted out
  * of use, and serves the thread's next allocation of np..np + np/4 pages
- * on its node only; at most 8 runs and 128 pages, the oldest going first;
+ * on its node only; at most 8 runs and 128 pages, and half the node's
+ * large pages in use (none kept when the last large blocks go), the
+ * oldest going first;
  * given back at the thread's exit, at _nd_large_flush (malloc_trim), past
  * NODALLOC_LARGE_DECAY_MS; a second free of a kept run is a double free;
  * NODALLOC_LARGE_DECAY_MS=0 turns it off.
@@ -86,6 +88,20 @@ static void kept_and_reused(void)
 	_nd_page_info_t c = info(TN);
 	CHECK_EQ(c.free_pages, a.free_pages + 10);
 	CHECK_EQ(IN_USE(TN), u0);
+}
+
+/* With no other large block in use on the node, a freed run goes back:
+ * the last blocks of a program leave no pages kept. */
+static void last_not_kept(void)
+{
+	_nd_large_flush(-1);
+	_nd_page_info_t a = info(TN);
+	void *p = nd_malloc_onnode(40 * KiB, TN), *q = nd_malloc_onnode(64 * KiB, TN);
+	CHECK(p && q);
+	nd_free(p); /* 16 pages in use: half is 8, below its 10 */
+	nd_free(q);
+	CHECK_EQ(_nd_large_flush(TN), 0);
+	CHECK_EQ(info(TN).free_pages, a.free_pages);
 }
 
 /* At most 8 runs and 128 pages: the oldest go back first. */
@@ -193,11 +209,17 @@ int main(int argc, char **argv)
 	char ms[16];
 	snprintf(ms, sizeof ms, "%d", DELAY_MS);
 	_nd_opt_set("large_decay_ms", ms);
+	last_not_kept();
+	/* large pages in use on node 1 (256 + the blocks below), so that
+	 * up to 128 pages are kept */
+	void *hold = nd_malloc_onnode(1 << 20, TN);
+	CHECK(hold != NULL);
 	kept_and_reused();
 	bounded();
 	decays();
 	thread_exit();
 	double_free();
+	nd_free(hold);
 
 	pid_t pid = fork();
 	if (pid == 0) {
