@@ -9,7 +9,7 @@
  * large pages in use (none kept when the last large blocks go), the
  * oldest going first;
  * given back at the thread's exit, at _nd_large_flush (malloc_trim), past
- * NODALLOC_LARGE_DECAY_MS; a second free of a kept run is a double free;
+ * NODALLOC_LARGE_DECAY_MS; calloc clears a kept run; a second free of a kept run is a double free;
  * NODALLOC_LARGE_DECAY_MS=0 turns it off.
  *
  * Emulated machine as test_large_cache's: node 1 has memory and no CPUs,
@@ -125,6 +125,25 @@ static void bounded(void)
 	CHECK_EQ(_nd_large_flush(TN), 0);
 }
 
+/* calloc from a kept run (malloc's local node, 0): its old bytes cleared. */
+static void calloc_kept(void)
+{
+	void *hold = malloc(1 << 20); /* large pages in use on node 0 */
+	unsigned char *p = malloc(40 * KiB);
+	CHECK(hold && p);
+	memset(p, 0xCD, 40 * KiB);
+	free(p);
+	unsigned char *q = calloc(1, 40 * KiB);
+	CHECK(q == p, "calloc: %p, kept %p", (void *)q, (void *)p);
+	long bad = 0;
+	for (size_t i = 0; q && i < 40 * KiB; i++)
+		bad += q[i] != 0;
+	CHECK_EQ(bad, 0);
+	free(q);
+	free(hold);
+	_nd_large_flush(-1);
+}
+
 /* Past NODALLOC_LARGE_DECAY_MS a kept run goes back at the thread's next
  * free of such a run. */
 static void decays(void)
@@ -216,6 +235,7 @@ int main(int argc, char **argv)
 	CHECK(hold != NULL);
 	kept_and_reused();
 	bounded();
+	calloc_kept();
 	decays();
 	thread_exit();
 	double_free();
