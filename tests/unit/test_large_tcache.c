@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child_fixture.h"
 #include "internal.h"
 #include "stats_fixture.h"
 
@@ -183,28 +184,14 @@ static void thread_exit(void)
 	CHECK(_nd_page_check(TN, err, sizeof err) == 0, "%s", err);
 }
 
-/* Freeing a kept run again is a double free (abort), in a child. */
-static void double_free(void)
+/* Freeing a kept run again (the child, below): a double free. */
+static void double_free_child(void)
 {
-	int fds[2];
-	CHECK(pipe(fds) == 0);
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fds[1], 2);
-		void *p = nd_malloc_onnode(40 * KiB, TN);
-		nd_free(p);
-		nd_free(p);
-		_exit(0);
-	}
-	close(fds[1]);
-	char out[512];
-	ssize_t n = read(fds[0], out, sizeof out - 1);
-	out[n > 0 ? n : 0] = '\0';
-	close(fds[0]);
-	int s;
-	waitpid(pid, &s, 0);
-	CHECK(WIFSIGNALED(s) && WTERMSIG(s) == SIGABRT, "second free of a kept run: status %d", s);
-	CHECK(strstr(out, "already freed") != NULL, "message: %s", out);
+	void *hold = nd_malloc_onnode(1 << 20, TN), *p = nd_malloc_onnode(40 * KiB, TN);
+	nd_free(p);
+	CHECK_EQ(_nd_large_cached(TN), 0); /* kept by the thread, not the node cache */
+	nd_free(p);
+	nd_free(hold);
 }
 
 /* NODALLOC_LARGE_DECAY_MS=0: a freed run goes back at once. */
@@ -223,11 +210,15 @@ int main(int argc, char **argv)
 {
 	char err[256] = "";
 	CHECK(nd_topology_emulate("0: cpus=0-1 mem=2G; 1: mem=256M", err, sizeof err) == 0, "emulate: %s", err);
-	if (argc > 1) /* re-executed with NODALLOC_LARGE_DECAY_MS=0 */
-		return cache_off();
 	char ms[16];
 	snprintf(ms, sizeof ms, "%d", DELAY_MS);
+	if (argc > 1 && strcmp(argv[1], "off") == 0) /* re-executed with NODALLOC_LARGE_DECAY_MS=0 */
+		return cache_off();
 	_nd_opt_set("large_decay_ms", ms);
+	if (argc > 1) { /* "double" */
+		double_free_child();
+		return 0;
+	}
 	last_not_kept();
 	/* large pages in use on node 1 (256 + the blocks below), so that
 	 * up to 128 pages are kept */
@@ -238,17 +229,13 @@ int main(int argc, char **argv)
 	calloc_kept();
 	decays();
 	thread_exit();
-	double_free();
 	nd_free(hold);
 
-	pid_t pid = fork();
-	if (pid == 0) {
-		char *env[] = { "NODALLOC_LARGE_DECAY_MS=0", NULL };
-		execle(argv[0], argv[0], "off", (char *)NULL, env);
-		_exit(127);
-	}
-	int s;
-	waitpid(pid, &s, 0);
-	CHECK(WIFEXITED(s) && WEXITSTATUS(s) == 0, "with NODALLOC_LARGE_DECAY_MS=0: status %d", s);
+	char out[1024];
+	int s = run_child(argv[0], (char *[]){ argv[0], "double", NULL }, NULL, NULL, false, out, sizeof out);
+	CHECK(WIFSIGNALED(s) && WTERMSIG(s) == SIGABRT, "second free of a kept run: status %d", s);
+	CHECK(strstr(out, "already freed") != NULL, "message: %s", out);
+	s = run_child(argv[0], (char *[]){ argv[0], "off", NULL }, "NODALLOC_LARGE_DECAY_MS", "0", false, out, sizeof out);
+	CHECK(WIFEXITED(s) && WEXITSTATUS(s) == 0, "with NODALLOC_LARGE_DECAY_MS=0: status %d: %s", s, out);
 	return CHECK_DONE();
 }
