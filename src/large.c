@@ -113,6 +113,28 @@
  *    flushes the spread cache too, its runs hold pages of every node of
  *    their policy), statistics and calloc as for the node caches.
  *
+ * The thread cache (task mixed27). Blocks just above the largest size
+ * class (runs of TC_MIN_PAGES..TC_MAX_PAGES pages) are below the purge
+ * threshold: each malloc and free was a buddy split or merge under the
+ * node's slot lock, which two threads of one node contend for, and the
+ * dirty limit purged them at a burst of frees (wl_mixed: 4.4x mimalloc's
+ * time, 47k faults against 7.5k). A thread keeps up to ND_LRUNS such runs
+ * it freed, TC_PAGES pages in all, in its record (owner only: no lock,
+ * no atomic), each with its node:
+ *  - placement: a run of node N serves the thread's allocation only at N
+ *    in its policy's walk (as the node caches'); never spread runs, runs
+ *    outside the slots or aligned calls;
+ *  - fit: the smallest run of np..np + np/4 pages (the block's usable
+ *    size is the run);
+ *  - bound: the oldest go to the node cache or page level when a put
+ *    would pass ND_LRUNS runs, TC_PAGES pages or half the node's large
+ *    pages in use (lnode_t.live: a program that frees its last large
+ *    blocks keeps none), and at a put past their
+ *    expiry (NODALLOC_LARGE_DECAY_MS; 0 turns it off too); all at the
+ *    thread's exit (the first exit hook) and at _nd_large_flush
+ *    (malloc_trim, a node full) of the calling thread's;
+ *  - statistics as for the node caches: not in use while kept.
+ *
  * Locking: one lock per node (lnode_t.lock), held only to edit that
  * node's list, one per spread list (the same); page-level calls are made
  * without them, but for _nd_page_spread_matches (reads a cached run's
@@ -133,6 +155,13 @@
 #define USER_REUSED ((uintptr_t)1 << 63)
 #define MOVE_PAGES ((uint64_t)ND_HUGE_SIZE >> ND_PAGE_SHIFT) /* the unit cache_move moves: 2 MiB */
 #define ROUND_PAGES (4 * MOVE_PAGES) /* blocks this large take whole 2 MiB pages */
+/* the thread cache (see the header): runs above the largest size class
+ * up to TC_MAX_PAGES pages, TC_PAGES pages a thread */
+#define TC_MIN_PAGES ((ND_SLAB_MAX >> ND_PAGE_SHIFT) + 1)
+#define TC_MAX_PAGES 64
+#define TC_PAGES 128
+_Static_assert(TC_MAX_PAGES <= ND_PAGE_SIZE && ND_LRUNS > 0,
+	       "a thread cache entry's pages - 1 fit its address's low bits");
 
 typedef struct cached {
 	char *p;
@@ -186,6 +215,10 @@ static struct {
 /* A field of c set by setup() (racing setups store it again) */
 #define cfg(f) ND_LOAD_RELAXED(c.f)
 
+static void *tc_take(int node, uint64_t np);
+static uint64_t tc_flush(_nd_thread_t *t, int node);
+static void tc_exit(_nd_thread_t *t);
+
 static void setup(void)
 {
 	if (__atomic_load_n(&c.ready, __ATOMIC_ACQUIRE))
@@ -209,6 +242,7 @@ static void setup(void)
 			__atomic_store_n(&c.delay_ns, (uint64_t)(ms > INT64_MAX / 1000000 ? INT64_MAX / 1000000 : ms) * 1000000u,
 					 __ATOMIC_RELAXED);
 	}
+	_nd_thread_set_exit_first(tc_exit);
 	__atomic_store_n(&c.ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -399,7 +433,7 @@ static uint64_t flush_list(lnode_t *ln, int node)
 size_t _nd_large_flush(int node)
 {
 	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
-	uint64_t bytes = 0;
+	uint64_t bytes = tc_flush(_nd_tls, node); /* the calling thread's: others' are theirs to touch */
 	for (int n = node < 0 ? 0 : node; n < nn && (node < 0 || n == node); n++)
 		bytes += flush_list(&lnodes[n], n);
 	/* cached spread runs hold pages of every node of their policy */
@@ -1004,8 +1038,10 @@ static void *node_run(size_t np, size_t ap, const nd_policy_t *pol, int want_nod
 		np = ND_ALIGN_UP(np, (size_t)MOVE_PAGES);
 	_nd_policy_iter_t it;
 	for (int n = _nd_policy_first_n(&it, pol, want_node, np); n >= 0; n = _nd_policy_next(&it)) {
-		void *p = NULL;
-		if (cacheable && n < ND_MAX_NODES) {
+		void *p = ap == 1 && n < ND_MAX_NODES ? tc_take(n, np) : NULL;
+		if (p)
+			*reused = true;
+		else if (cacheable && n < ND_MAX_NODES) {
 			uint64_t fresh = 0; /* pages a move or a grown cached run took fresh */
 			if ((p = cache_take(n, np, ap, &fresh))) {
 				*reused = true;
@@ -1077,6 +1113,132 @@ void *_nd_large_alloc(size_t size, size_t align, const nd_policy_t *pol, int wan
 	return p;
 }
 
+/* A run no one uses any more (use NONE, counted out of live) back: the
+ * node cache, the spread cache or the page level. */
+static void run_free(void *p, uint64_t np, int node, const _nd_pagedesc_t *d)
+{
+	/* a run outside the slot is unmapped (outrun.c), never cached: the
+	 * cache's splits and joins are slot runs' */
+	if (node >= 0 && !(d->flags & ND_PGF_OUT) && cfg(delay_ns) && np >= cfg(purge_pages) && cache_put(node, p, np))
+		_nd_purge_decay(); /* no page-level call: its clocks checked here (purge.c, burst_cut) */
+	else if (in_mixed(p) && cfg(delay_ns) && spread_put(p, np))
+		_nd_purge_decay();
+	else if (_nd_page_free(p) != 0)
+		_nd_msg_fatal("free(): invalid pointer %p (not the start of a page run)", p);
+}
+
+#define TC_P(e) ((char *)((e)->pn & ~(uintptr_t)(ND_PAGE_SIZE - 1)))
+#define TC_NP(e) ((uint64_t)((e)->pn & (ND_PAGE_SIZE - 1)) + 1)
+#define TC_NOW(ns) ((uint32_t)((ns) >> 20)) /* the expiry's clock: about ms, wraps in 52 days */
+
+/* The used entries of t's thread cache (the first ones): their count. */
+static uint32_t tc_count(const _nd_thread_t *t)
+{
+	uint32_t n = 0;
+	while (n < ND_LRUNS && t->lrun[n].pn)
+		n++;
+	return n;
+}
+
+/* Entry k of t's thread cache (n used) out: its run (still counted out
+ * of use). */
+static char *tc_out(_nd_thread_t *t, uint32_t k, uint32_t n)
+{
+	char *p = TC_P(&t->lrun[k]);
+	memmove(&t->lrun[k], &t->lrun[k + 1], (n - 1 - k) * sizeof t->lrun[0]);
+	t->lrun[n - 1].pn = 0;
+	return p;
+}
+
+/* Entry k of t's thread cache (n used) back to run_free (in use for that
+ * moment: the page level or cache_put counts it out). */
+static void tc_drop(_nd_thread_t *t, uint32_t k, uint32_t n)
+{
+	uint64_t np = TC_NP(&t->lrun[k]);
+	int node = t->lrun[k].node;
+	char *p = tc_out(t, k, n);
+	_nd_stats_in_use(node, (int64_t)(np << ND_PAGE_SHIFT));
+	run_free(p, np, node, _nd_page_desc(p));
+}
+
+/* Keeps p (np pages of node, freed, a slot run) in the calling thread's
+ * cache: false if it does not take it. The oldest go first while it is
+ * full (ND_LRUNS runs, TC_PAGES pages), and those past their expiry. */
+static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
+{
+	if (np < TC_MIN_PAGES || np > TC_MAX_PAGES || (d->flags & ND_PGF_OUT) || !cfg(delay_ns))
+		return false;
+	_nd_thread_t *t = _nd_tls;
+	if (_nd_thread_none(t) && !(t = _nd_thread_make_free())) /* as page.c's give_back: not after the exit */
+		return false;
+	uint32_t now = TC_NOW(_nd_os_now_ns()), n = 0;
+	uint64_t pages = np;
+	for (; n < ND_LRUNS && t->lrun[n].pn; n++)
+		pages += TC_NP(&t->lrun[n]);
+	/* and at most half the node's large pages in use: a program that
+	 * frees its last large blocks keeps none */
+	int64_t live = __atomic_load_n(&lnodes[node].live, __ATOMIC_RELAXED);
+	uint64_t lim = live > 0 ? (uint64_t)live / 2 : 0;
+	lim = lim < TC_PAGES ? lim : TC_PAGES;
+	while (n && (n == ND_LRUNS || pages > lim || (int32_t)(t->lrun[0].due - now) <= 0)) {
+		pages -= TC_NP(&t->lrun[0]);
+		tc_drop(t, 0, n--);
+	}
+	if (pages > lim)
+		return false;
+	t->lrun[n] = (struct _nd_lrun){
+		.pn = (uintptr_t)p | (uintptr_t)(np - 1), .due = now + TC_NOW(cfg(delay_ns)) + 1, .node = node
+	};
+	_nd_stats_in_use(node, -(int64_t)(np << ND_PAGE_SHIFT));
+	return true;
+}
+
+/* A run of np..np + np/4 pages of node from the calling thread's cache
+ * (the smallest), counted in use again; NULL if none. */
+static void *tc_take(int node, uint64_t np)
+{
+	_nd_thread_t *t = _nd_tls;
+	if (!t->lrun[0].pn || np < TC_MIN_PAGES || np > TC_MAX_PAGES) /* a record without runs: pn 0 */
+		return NULL;
+	int fit = -1;
+	uint64_t fnp = 0;
+	uint32_t k = 0;
+	for (; k < ND_LRUNS && t->lrun[k].pn; k++) {
+		uint64_t e = TC_NP(&t->lrun[k]);
+		if (t->lrun[k].node == node && e >= np && e <= np + np / 4 && (fit < 0 || e < fnp)) {
+			fit = (int)k;
+			fnp = e;
+		}
+	}
+	if (fit < 0)
+		return NULL;
+	_nd_stats_in_use(node, (int64_t)(fnp << ND_PAGE_SHIFT));
+	return tc_out(t, (uint32_t)fit, k);
+}
+
+/* Every run of t's cache (of node; -1: any) back: their bytes. */
+static uint64_t tc_flush(_nd_thread_t *t, int node)
+{
+	uint64_t b = 0;
+	if (_nd_thread_none(t))
+		return 0;
+	uint32_t n = tc_count(t);
+	for (uint32_t k = 0; k < n;)
+		if (node < 0 || t->lrun[k].node == node) {
+			b += TC_NP(&t->lrun[k]) << ND_PAGE_SHIFT;
+			tc_drop(t, k, n--);
+		} else {
+			k++;
+		}
+	return b;
+}
+
+/* The thread-exit hook (thread.c, before heap.c's). */
+static void tc_exit(_nd_thread_t *t)
+{
+	tc_flush(t, -1);
+}
+
 void _nd_large_free(void *p, _nd_pagedesc_t *d)
 {
 	if (((uintptr_t)p & (ND_PAGE_SIZE - 1)) || d->state != ND_PG_RUN)
@@ -1088,14 +1250,8 @@ void _nd_large_free(void *p, _nd_pagedesc_t *d)
 	d->use = ND_USE_NONE;
 	d->user = 0;
 	live_add(node, -(int64_t)np);
-	/* a run outside the slot is unmapped (outrun.c), never cached: the
-	 * cache's splits and joins are slot runs' */
-	if (node >= 0 && !(d->flags & ND_PGF_OUT) && cfg(delay_ns) && np >= cfg(purge_pages) && cache_put(node, p, np))
-		_nd_purge_decay(); /* no page-level call: its clocks checked here (purge.c, burst_cut) */
-	else if (in_mixed(p) && cfg(delay_ns) && spread_put(p, np))
-		_nd_purge_decay();
-	else if (_nd_page_free(p) != 0)
-		_nd_msg_fatal("free(): invalid pointer %p (not the start of a page run)", p);
+	if (node < 0 || !tc_put(p, np, node, d))
+		run_free(p, np, node, d);
 	decay();
 }
 

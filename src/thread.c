@@ -67,6 +67,7 @@ static char *chunk_cur, *chunk_end;
 static pthread_key_t key;
 static bool have_key;
 static void (*exit_hook)(_nd_thread_t *);
+static void (*exit_first)(_nd_thread_t *); /* large.c's: runs before exit_hook */
 
 #define CHUNK_BYTES ((size_t)64 << 10)
 
@@ -213,8 +214,16 @@ void _nd_thread_set_exit_hook(void (*fn)(_nd_thread_t *))
 	exit_hook = fn;
 }
 
+void _nd_thread_set_exit_first(void (*fn)(_nd_thread_t *))
+{
+	__atomic_store_n(&exit_first, fn, __ATOMIC_RELAXED);
+}
+
 static void release(_nd_thread_t *t)
 {
+	void (*first)(_nd_thread_t *) = __atomic_load_n(&exit_first, __ATOMIC_RELAXED);
+	if (first)
+		first(t);
 	if (exit_hook)
 		exit_hook(t);
 	_nd_lock(&thread_lock);

@@ -282,6 +282,7 @@ static int room_child(void)
 	}
 	for (int i = 0; i < NL; i++)
 		free(l[i]);
+	_nd_large_flush(0); /* the runs the thread cache keeps (large.c) to the page level too */
 	_nd_page_info_t in;
 	CHECK(_nd_page_info(0, &in) == 0);
 	uint64_t dirty = in.dirty_pages;
