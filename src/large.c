@@ -118,16 +118,19 @@
  * threshold: each malloc and free was a buddy split or merge under the
  * node's slot lock, which two threads of one node contend for, and the
  * dirty limit purged them at a burst of frees (wl_mixed: 4.4x mimalloc's
- * time, 47k faults against 7.5k). A thread keeps up to ND_LRUNS such runs
- * it freed, TC_PAGES pages in all, in its record (owner only: no lock,
- * no atomic), each with its node:
+ * time, 47k faults against 7.5k). A thread keeps up to TC_RUNS such runs
+ * it freed, TC_PAGES pages in all, in a block of its own (the record's
+ * lblk, owner only: no lock, no atomic; from meta.c's pool on its CPU's
+ * node at its first kept run, given back at its exit: task mixed28, a
+ * phase end of wl_mixed frees ~49 such runs a thread, 8 in the record
+ * left most of them to the page level), each with its node:
  *  - placement: a run of node N serves the thread's allocation only at N
  *    in its policy's walk (as the node caches'); never spread runs, runs
  *    outside the slots or aligned calls;
  *  - fit: the smallest run of np..np + np/4 pages (the block's usable
  *    size is the run);
  *  - bound: the oldest go to the node cache or page level when a put
- *    would pass ND_LRUNS runs, TC_PAGES pages or half the node's large
+ *    would pass TC_RUNS runs, TC_PAGES pages or half the node's large
  *    pages in use (lnode_t.live: a program that frees its last large
  *    blocks keeps none), and at a put past their
  *    expiry (NODALLOC_LARGE_DECAY_MS; 0 turns it off too); all at the
@@ -159,8 +162,10 @@
  * up to TC_MAX_PAGES pages, TC_PAGES pages a thread */
 #define TC_MIN_PAGES ((ND_SLAB_MAX >> ND_PAGE_SHIFT) + 1)
 #define TC_MAX_PAGES 64
-#define TC_PAGES 128
-_Static_assert(TC_MAX_PAGES <= ND_PAGE_SIZE && ND_LRUNS > 0,
+#define TC_RUNS 64   /* runs a thread keeps (a phase end of wl_mixed frees ~49) */
+#define TC_PAGES 512 /* pages a thread keeps: 2 MiB, */
+#define TC_PAGES_COLD 128 /* and after TC_RUNS puts in a row with no take between */
+_Static_assert(TC_MAX_PAGES <= ND_PAGE_SIZE && TC_RUNS > 0,
 	       "a thread cache entry's pages - 1 fit its address's low bits");
 
 typedef struct cached {
@@ -1131,39 +1136,44 @@ static void run_free(void *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 #define TC_NP(e) ((uint64_t)((e)->pn & (ND_PAGE_SIZE - 1)) + 1)
 #define TC_NOW(ns) ((uint32_t)((ns) >> 20)) /* the expiry's clock: about ms, wraps in 52 days */
 
-/* The used entries of t's thread cache (the first ones): their count. */
-static uint32_t tc_count(const _nd_thread_t *t)
-{
-	uint32_t n = 0;
-	while (n < ND_LRUNS && t->lrun[n].pn)
-		n++;
-	return n;
-}
+/* A thread's cache (the record's lblk; owner only, no lock). */
+struct _nd_lblk {
+	uint32_t n;     /* used entries: run[0..n), oldest first */
+	uint32_t pages; /* their pages */
+	int32_t node;   /* the metadata node it came from (goes back there) */
+	uint32_t puts;  /* runs put since the last take (TC_PAGES_COLD) */
+	struct tc_run {
+		uintptr_t pn; /* the run's address | its pages - 1 (at most 64) */
+		uint32_t due; /* expiry, ns >> 20 (about ms) mod 2^32 */
+		int32_t node;
+	} run[TC_RUNS];
+};
 
-/* Entry k of t's thread cache (n used) out: its run (still counted out
- * of use). */
-static char *tc_out(_nd_thread_t *t, uint32_t k, uint32_t n)
+/* Entry k of cache b out: its run (still counted out of use). */
+static char *tc_out(struct _nd_lblk *b, uint32_t k)
 {
-	char *p = TC_P(&t->lrun[k]);
-	memmove(&t->lrun[k], &t->lrun[k + 1], (n - 1 - k) * sizeof t->lrun[0]);
-	t->lrun[n - 1].pn = 0;
+	char *p = TC_P(&b->run[k]);
+	b->pages -= (uint32_t)TC_NP(&b->run[k]);
+	b->n--;
+	memmove(&b->run[k], &b->run[k + 1], (b->n - k) * sizeof b->run[0]);
 	return p;
 }
 
-/* Entry k of t's thread cache (n used) back to run_free (in use for that
- * moment: the page level or cache_put counts it out). */
-static void tc_drop(_nd_thread_t *t, uint32_t k, uint32_t n)
+/* Entry k of cache b back to run_free (in use for that moment: the page
+ * level or cache_put counts it out). */
+static void tc_drop(struct _nd_lblk *b, uint32_t k)
 {
-	uint64_t np = TC_NP(&t->lrun[k]);
-	int node = t->lrun[k].node;
-	char *p = tc_out(t, k, n);
+	uint64_t np = TC_NP(&b->run[k]);
+	int node = b->run[k].node;
+	char *p = tc_out(b, k);
 	_nd_stats_in_use(node, (int64_t)(np << ND_PAGE_SHIFT));
 	run_free(p, np, node, _nd_page_desc(p));
 }
 
 /* Keeps p (np pages of node, freed, a slot run) in the calling thread's
  * cache: false if it does not take it. The oldest go first while it is
- * full (ND_LRUNS runs, TC_PAGES pages), and those past their expiry. */
+ * full (TC_RUNS runs, TC_PAGES pages, half the node's large pages in
+ * use), and those past their expiry. */
 static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 {
 	if (np < TC_MIN_PAGES || np > TC_MAX_PAGES || (d->flags & ND_PGF_OUT) || !cfg(delay_ns))
@@ -1171,72 +1181,93 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 	_nd_thread_t *t = _nd_tls;
 	if (_nd_thread_none(t) && !(t = _nd_thread_make_free())) /* as page.c's give_back: not after the exit */
 		return false;
-	uint32_t now = TC_NOW(_nd_os_now_ns()), n = 0;
-	uint64_t pages = np;
-	for (; n < ND_LRUNS && t->lrun[n].pn; n++)
-		pages += TC_NP(&t->lrun[n]);
 	/* and at most half the node's large pages in use: a program that
 	 * frees its last large blocks keeps none */
 	int64_t live = __atomic_load_n(&lnodes[node].live, __ATOMIC_RELAXED);
 	uint64_t lim = live > 0 ? (uint64_t)live / 2 : 0;
 	lim = lim < TC_PAGES ? lim : TC_PAGES;
-	while (n && (n == ND_LRUNS || pages > lim || (int32_t)(t->lrun[0].due - now) <= 0)) {
-		pages -= TC_NP(&t->lrun[0]);
-		tc_drop(t, 0, n--);
+	struct _nd_lblk *b = t->lblk;
+	if (!b) {
+		/* the thread's first: a block of its own on its CPU's memory
+		 * node (given back there at its exit) */
+		int mn = np <= lim ? _nd_topo()->cpu_mem_node[_nd_topo_cpu()] : -1;
+		if (mn < 0 || !(b = _nd_meta_blk_get(mn, sizeof *b)))
+			return false;
+		b->node = mn;
+		t->lblk = b;
 	}
-	if (pages > lim)
+	/* frees with no take between (a heap emptied, its size mix changing:
+	 * wl_footprint's sparse phase freed ~1350 runs before a refill of
+	 * small blocks) keep the old bound: 2 MiB kept there raised its end
+	 * RSS by up to 3.4 MiB (the refill's slabs took fresh pages) */
+	if (++b->puts > TC_RUNS && lim > TC_PAGES_COLD)
+		lim = TC_PAGES_COLD;
+	uint32_t now = TC_NOW(_nd_os_now_ns());
+	while (b->n && (b->n == TC_RUNS || b->pages + np > lim || (int32_t)(b->run[0].due - now) <= 0))
+		tc_drop(b, 0);
+	if (b->pages + np > lim)
 		return false;
-	t->lrun[n] = (struct _nd_lrun){
+	b->run[b->n++] = (struct tc_run){
 		.pn = (uintptr_t)p | (uintptr_t)(np - 1), .due = now + TC_NOW(cfg(delay_ns)) + 1, .node = node
 	};
+	b->pages += (uint32_t)np;
 	_nd_stats_in_use(node, -(int64_t)(np << ND_PAGE_SHIFT));
 	return true;
 }
 
 /* A run of np..np + np/4 pages of node from the calling thread's cache
- * (the smallest), counted in use again; NULL if none. */
+ * (the smallest; of those the newest, its lines the warmest), counted in
+ * use again; NULL if none. */
 static void *tc_take(int node, uint64_t np)
 {
-	_nd_thread_t *t = _nd_tls;
-	if (!t->lrun[0].pn || np < TC_MIN_PAGES || np > TC_MAX_PAGES) /* a record without runs: pn 0 */
+	struct _nd_lblk *b = _nd_tls->lblk; /* the boot and gone records: NULL */
+	if (!b || !b->n || np < TC_MIN_PAGES || np > TC_MAX_PAGES)
 		return NULL;
 	int fit = -1;
-	uint64_t fnp = 0;
-	uint32_t k = 0;
-	for (; k < ND_LRUNS && t->lrun[k].pn; k++) {
-		uint64_t e = TC_NP(&t->lrun[k]);
-		if (t->lrun[k].node == node && e >= np && e <= np + np / 4 && (fit < 0 || e < fnp)) {
+	uint64_t fnp = np + np / 4 + 1;
+	for (uint32_t k = b->n; k-- > 0;) {
+		uint64_t e = TC_NP(&b->run[k]);
+		if (e >= np && e < fnp && b->run[k].node == node) {
 			fit = (int)k;
 			fnp = e;
+			if (e == np)
+				break;
 		}
 	}
 	if (fit < 0)
 		return NULL;
+	b->puts = 0;
 	_nd_stats_in_use(node, (int64_t)(fnp << ND_PAGE_SHIFT));
-	return tc_out(t, (uint32_t)fit, k);
+	return tc_out(b, (uint32_t)fit);
 }
 
 /* Every run of t's cache (of node; -1: any) back: their bytes. */
 static uint64_t tc_flush(_nd_thread_t *t, int node)
 {
-	uint64_t b = 0;
-	if (_nd_thread_none(t))
+	uint64_t bytes = 0;
+	struct _nd_lblk *b = t->lblk;
+	if (!b)
 		return 0;
-	uint32_t n = tc_count(t);
-	for (uint32_t k = 0; k < n;)
-		if (node < 0 || t->lrun[k].node == node) {
-			b += TC_NP(&t->lrun[k]) << ND_PAGE_SHIFT;
-			tc_drop(t, k, n--);
+	for (uint32_t k = 0; k < b->n;)
+		if (node < 0 || b->run[k].node == node) {
+			bytes += TC_NP(&b->run[k]) << ND_PAGE_SHIFT;
+			tc_drop(b, k);
 		} else {
 			k++;
 		}
-	return b;
+	return bytes;
 }
 
-/* The thread-exit hook (thread.c, before heap.c's). */
+/* The thread-exit hook (thread.c, before heap.c's): the runs, then the
+ * block, back. */
 static void tc_exit(_nd_thread_t *t)
 {
 	tc_flush(t, -1);
+	struct _nd_lblk *b = t->lblk;
+	if (b) {
+		t->lblk = NULL;
+		_nd_meta_blk_put(b->node, b, sizeof *b);
+	}
 }
 
 void _nd_large_free(void *p, _nd_pagedesc_t *d)

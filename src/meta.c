@@ -121,6 +121,40 @@ void _nd_meta_hdr_put(int node, _nd_slab_t *s)
 	_nd_unlock(&ns->lock);
 }
 
+/* A given-back block: its first words while it waits in the pool. */
+struct blk {
+	struct blk *next;
+	size_t size;
+};
+
+void *_nd_meta_blk_get(int node, size_t size)
+{
+	_nd_meta_note_node(node);
+	_nd_meta_node_t *ns = &_nd_meta_node[node];
+	_nd_lock(&ns->lock);
+	struct blk *b = ns->free_blks;
+	if (b && b->size == size) {
+		ns->free_blks = b->next;
+		memset(b, 0, size);
+	} else {
+		b = meta_alloc_locked(node, size);
+	}
+	_nd_unlock(&ns->lock);
+	return b;
+}
+
+void _nd_meta_blk_put(int node, void *p, size_t size)
+{
+	_Static_assert(sizeof(struct blk) <= ND_CACHE_LINE, "a block holds its pool link");
+	_nd_meta_node_t *ns = &_nd_meta_node[node];
+	struct blk *b = p;
+	_nd_lock(&ns->lock);
+	b->next = ns->free_blks;
+	b->size = size;
+	ns->free_blks = b;
+	_nd_unlock(&ns->lock);
+}
+
 void _nd_meta_hdr_each(void (*fn)(const _nd_slab_t *s, void *arg), void *arg)
 {
 	int n = __atomic_load_n(&nodes_used, __ATOMIC_RELAXED);

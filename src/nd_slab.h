@@ -720,6 +720,7 @@ typedef struct _nd_meta_node {
 	_nd_lock_t lock;
 	char *meta_cur, *meta_end;  /* bump area (lock) */
 	_nd_slab_t *free_hdrs;      /* released slab headers (lock) */
+	void *free_blks;            /* given-back blocks, _nd_meta_blk_put (lock) */
 	_nd_slab_t *all_hdrs;       /* every header made (lock; read lock-free, acquire) */
 	_nd_heap_t *pool;           /* parked node heaps (lock) */
 	_nd_heap_t *pool_tail;      /* pool's last heap, NULL if empty (lock): a sweep's turn puts
@@ -767,6 +768,13 @@ void *_nd_meta_alloc_once(int node, void **slot, size_t size);
  * all_next), and back. */
 _nd_slab_t *_nd_meta_hdr_get(int node);
 void _nd_meta_hdr_put(int node, _nd_slab_t *s);
+/* A zeroed block of size bytes (cache-line aligned) on node's metadata,
+ * reused from the node's pool of given-back blocks when its first one is
+ * as large, else new; and back into the pool (large.c's thread caches:
+ * one per thread that keeps runs, so the pool holds at most as many as
+ * threads ever lived at once). */
+void *_nd_meta_blk_get(int node, size_t size);
+void _nd_meta_blk_put(int node, void *p, size_t size);
 /* fn(header, arg) for every slab header ever made, live or released
  * (heap == NULL), without a lock: the lists only grow at the head and a
  * header's all_next never changes (statistics). */

@@ -38,7 +38,6 @@ struct nd_heap;
  * (a bound at 256 mispredicted 0.30 times per pair on wl_larson). */
 #define ND_SLAB_DIR_MAX 1024
 #define ND_PCACHE 4 /* nd_malloc_policy's cache: policy objects remembered */
-#define ND_LRUNS 8 /* large.c's thread cache: runs a thread keeps */
 #define ND_NHEAP_IN 32 /* node heaps the record holds itself (nheap[]) */
 /* Size classes (docs/malloc.md): 16..128 by 16, ..512 by 32, ..1024 by 64,
  * then 4 per power of two and 1152 and 4608: ND_SLAB_SIZED of them, sorted by size (the
@@ -307,15 +306,10 @@ typedef struct _nd_thread {
 	 * creator from the next thread by this; 0 again in the pool (reset) */
 	uint64_t life;
 	/* ---- large.c (page 2): the thread's freed runs above the largest
-	 * size class (large.c, "The thread cache"), oldest first; owner
-	 * only; the used entries first (pn 0: empty). 16 bytes a run and no
-	 * count: the record in .data.rel.ro (the boot one) had 128 bytes
-	 * left before it took a third page there (test_init_footprint) ---- */
-	struct _nd_lrun {
-		uintptr_t pn;    /* the run's address | its pages - 1 (at most 64) */
-		uint32_t due;    /* expiry, ns >> 20 (about ms) mod 2^32 */
-		int32_t node;
-	} lrun[ND_LRUNS];
+	 * size class (large.c, "The thread cache"): a block of its own from
+	 * meta.c's pool, made at the thread's first kept run and given back
+	 * at its exit; NULL: none. Owner only ---- */
+	struct _nd_lblk *lblk;
 } _nd_thread_t;
 _Static_assert(ND_MAX_NODES < ND_DROP_GONE - 1, "drop_node1 holds every node + 1, and ND_DROP_GONE");
 _Static_assert(offsetof(_nd_thread_t, all_next) + sizeof(void *) <= ND_THREAD_PAGE1 &&

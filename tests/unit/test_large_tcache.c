@@ -5,9 +5,10 @@
  * class) that a thread frees stays with the thread, not given back to
  * the page level (its free pages and dirty pages unchanged), counted out
  * of use, and serves the thread's next allocation of np..np + np/4 pages
- * on its node only; at most 8 runs and 128 pages, and half the node's
- * large pages in use (none kept when the last large blocks go), the
- * oldest going first;
+ * on its node only; at most 64 runs and 512 pages (in a block of the
+ * thread's own, task mixed28; 128 pages after 64 puts in a row with no
+ * take), and half the node's large pages in use (none kept when the last
+ * large blocks go), the oldest going first;
  * given back at the thread's exit, at _nd_large_flush (malloc_trim), past
  * NODALLOC_LARGE_DECAY_MS; calloc clears a kept run; a second free of a kept run is a double free;
  * NODALLOC_LARGE_DECAY_MS=0 turns it off.
@@ -105,25 +106,75 @@ static void last_not_kept(void)
 	CHECK_EQ(info(TN).free_pages, a.free_pages);
 }
 
-/* At most 8 runs and 128 pages: the oldest go back first. */
-static void bounded(void)
+/* A take from the thread cache (the bound is 512 pages again), then
+ * none kept. */
+static void take_once(void)
 {
 	_nd_large_flush(-1);
-	void *p[10];
+	void *p = nd_malloc_onnode(40 * KiB, TN);
+	nd_free(p);
+	CHECK(nd_malloc_onnode(40 * KiB, TN) == p, "a kept run taken");
+	nd_free(p);
+	CHECK_EQ(_nd_large_flush(TN), 40 * KiB);
+}
+
+/* At most 512 pages (64 runs: 9 pages is the least): the oldest go back
+ * first; 128 pages after 64 puts in a row with no take between. */
+static void bounded(void)
+{
+	take_once();
+	void *p[70];
+	for (int i = 0; i < 60; i++)
+		CHECK((p[i] = nd_malloc_onnode(40 * KiB, TN)) != NULL);
+	for (int i = 0; i < 60; i++)
+		nd_free(p[i]);
+	CHECK_EQ(_nd_large_flush(TN), 51 * 40 * KiB); /* 510 pages */
+	take_once();
 	for (int i = 0; i < 10; i++)
-		CHECK((p[i] = nd_malloc_onnode(64 * KiB, TN)) != NULL);
+		CHECK((p[i] = nd_malloc_onnode(256 * KiB, TN)) != NULL); /* 64 pages: eight fit */
 	for (int i = 0; i < 10; i++)
 		nd_free(p[i]);
-	CHECK_EQ(_nd_large_flush(TN), 8 * 64 * KiB);
-	for (int i = 0; i < 3; i++)
-		CHECK((p[i] = nd_malloc_onnode(256 * KiB, TN)) != NULL); /* 64 pages: two fit */
-	for (int i = 0; i < 3; i++)
+	CHECK_EQ(_nd_large_flush(TN), 8 * 256 * KiB);
+	take_once();
+	for (int i = 0; i < 70; i++)
+		CHECK((p[i] = nd_malloc_onnode(40 * KiB, TN)) != NULL);
+	for (int i = 0; i < 70; i++)
 		nd_free(p[i]);
-	CHECK_EQ(_nd_large_flush(TN), 2 * 256 * KiB);
+	CHECK_EQ(_nd_large_flush(TN), 12 * 40 * KiB); /* past 64 puts: 120 pages */
 	/* above 64 pages: never kept */
 	void *big = nd_malloc_onnode(256 * KiB + 1, TN);
 	nd_free(big);
 	CHECK_EQ(_nd_large_flush(TN), 0);
+}
+
+/* A burst of 40 frees (a phase end) all kept, and the next 40 blocks of
+ * their size served from them: no page-level call either way (the node's
+ * free and dirty pages unchanged), every run one of those freed. */
+static void burst_kept(void)
+{
+	take_once();
+	void *p[40], *q[40];
+	for (int i = 0; i < 40; i++)
+		CHECK((p[i] = nd_malloc_onnode(36 * KiB + 1 + (size_t)(i % 3) * KiB, TN)) != NULL); /* 10 pages */
+	_nd_page_info_t a = info(TN);
+	for (int i = 0; i < 40; i++)
+		nd_free(p[i]);
+	_nd_page_info_t b = info(TN);
+	CHECK_EQ(b.free_pages, a.free_pages);
+	CHECK_EQ(b.dirty_pages, a.dirty_pages);
+	int found = 0;
+	for (int i = 0; i < 40; i++) {
+		CHECK((q[i] = nd_malloc_onnode(40 * KiB, TN)) != NULL);
+		for (int j = 0; j < 40; j++)
+			found += q[i] == p[j];
+	}
+	CHECK_EQ(found, 40);
+	b = info(TN);
+	CHECK_EQ(b.free_pages, a.free_pages);
+	CHECK_EQ(b.dirty_pages, a.dirty_pages);
+	for (int i = 0; i < 40; i++)
+		nd_free(q[i]);
+	CHECK_EQ(_nd_large_flush(TN), 40 * 40 * KiB);
 }
 
 /* calloc from a kept run (malloc's local node, 0): its old bytes cleared. */
@@ -220,12 +271,13 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	last_not_kept();
-	/* large pages in use on node 1 (256 + the blocks below), so that
-	 * up to 128 pages are kept */
-	void *hold = nd_malloc_onnode(1 << 20, TN);
+	/* large pages in use on node 1 (1024 + the blocks below), so that
+	 * up to 512 pages are kept */
+	void *hold = nd_malloc_onnode(4 << 20, TN);
 	CHECK(hold != NULL);
 	kept_and_reused();
 	bounded();
+	burst_kept();
 	calloc_kept();
 	decays();
 	thread_exit();
