@@ -28,7 +28,6 @@
 
 #define N 3000 /* 16 B objects: three slabs of 1024, all free but x */
 
-static void *volatile sink;
 static char *v[N];
 static pthread_barrier_t bar;
 
