@@ -745,12 +745,7 @@ static size_t spread_pages(size_t np, const nd_policy_t *pol)
 	unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)np);
 	size_t step = k > 3 ? (size_t)1 << (k - 3) : 1;
 	np = (np + step - 1) & ~(step - 1);
-	uint64_t w = 0;
-	if (pol->mode == ND_POLICY_INTERLEAVE)
-		w = (uint64_t)nd_nodemask_count(&pol->nodes);
-	else
-		for (int n = _nd_policy_mask_next(&pol->nodes, 0); n >= 0; n = _nd_policy_mask_next(&pol->nodes, n + 1))
-			w += pol->weights[n];
+	uint64_t w = _nd_policy_round(pol);
 	uint64_t round = pol->granularity_shift < 32 ? w << pol->granularity_shift : UINT64_MAX;
 	if (w > 1 && (round - 1) * 8 <= np) /* at most 1/8 more */
 		np = (np + round - 1) / round * round;

@@ -79,6 +79,10 @@ void _nd_policy_count(const _nd_policy_iter_t *it, int got);
  * weight w has w consecutive granules per round). -1 if pol is not
  * interleave or weighted. pol NULL = current. */
 int _nd_policy_node_for_granule(const nd_policy_t *pol, uint64_t g);
+/* Granules in one round of an interleave (a granule per node of the set)
+ * or weighted policy (one per unit of weight): granule g and g + round go
+ * to the same node. 0 for any other mode or an empty set. */
+uint64_t _nd_policy_round(const nd_policy_t *pol);
 /* k with 4096 << k == bytes, k <= 18 (1 GiB); -1 for any other bytes:
  * the one rule of a granularity ("@gran", nd_malloc_interleaved,
  * nodactl --granularity). */

@@ -386,12 +386,12 @@ static void *too_big(size_t npages, size_t align, unsigned order)
 		_nd_msg_warn("an %s of %zu MiB is larger than an arena slot (%zu MiB, from the address space limit or "
 			     "the reservation's caps); it and any like it fail with ENOMEM unless a malloc block "
 			     "of one node (interleave, weighted, nd_heap and nd_table blocks cannot leave the slots)",
-			     by_align ? "alignment" : "allocation", (by_align ? align : npages) >> (20 - ND_PAGE_SHIFT),
+			     by_align ? "alignment" : "allocation", want >> (20 - ND_PAGE_SHIFT),
 			     ((size_t)1 << (order + ND_PAGE_SHIFT)) >> 20);
 	} else {
 		_nd_msg_warn("an %s of %zu MiB is larger than an arena slot (%zu MiB, from NODALLOC_ARENA_RESERVE "
 			     "or the address space limit); it and any like it fail with ENOMEM",
-			     by_align ? "alignment" : "allocation", (by_align ? align : npages) >> (20 - ND_PAGE_SHIFT),
+			     by_align ? "alignment" : "allocation", want >> (20 - ND_PAGE_SHIFT),
 			     ((size_t)1 << (order + ND_PAGE_SHIFT)) >> 20);
 	}
 	errno = ENOMEM; /* the message path's write may not keep it */

@@ -442,12 +442,7 @@ uint64_t _nd_policy_spread_start(const nd_policy_t *pol, uint64_t full_granules,
 	t->spread_cursor = s + full_granules;
 	if (!partial || !pol)
 		return s;
-	uint64_t w = 0;
-	if (pol->mode == ND_POLICY_INTERLEAVE)
-		w = (uint64_t)nd_nodemask_count(&pol->nodes);
-	else if (pol->mode == ND_POLICY_WEIGHTED)
-		for (int n = _nd_policy_mask_next(&pol->nodes, 0); n >= 0; n = _nd_policy_mask_next(&pol->nodes, n + 1))
-			w += pol->weights[n];
+	uint64_t w = _nd_policy_round(pol);
 	uint64_t k = t->spread_partials++;
 	uint64_t gd = w ? gcd_u64(full_granules % w, w) : 1;
 	if (gd > 1)
@@ -574,6 +569,17 @@ int _nd_policy_first(_nd_policy_iter_t *it, const nd_policy_t *pol, int want_nod
 	return _nd_policy_first_n(it, pol, want_node, 1);
 }
 
+uint64_t _nd_policy_round(const nd_policy_t *pol)
+{
+	uint64_t w = 0;
+	if (pol->mode == ND_POLICY_INTERLEAVE)
+		w = (uint64_t)nd_nodemask_count(&pol->nodes);
+	else if (pol->mode == ND_POLICY_WEIGHTED)
+		for (int n = _nd_policy_mask_next(&pol->nodes, 0); n >= 0; n = _nd_policy_mask_next(&pol->nodes, n + 1))
+			w += pol->weights[n];
+	return w;
+}
+
 int _nd_policy_node_for_granule(const nd_policy_t *pol, uint64_t g)
 {
 	if (!pol || pol->mode == ND_POLICY_DEFAULT)
@@ -583,9 +589,7 @@ int _nd_policy_node_for_granule(const nd_policy_t *pol, uint64_t g)
 		return c ? mask_nth(&pol->nodes, (int)(g % (uint64_t)c)) : -1;
 	}
 	if (pol->mode == ND_POLICY_WEIGHTED) {
-		uint64_t total = 0;
-		for (int n = _nd_policy_mask_next(&pol->nodes, 0); n >= 0; n = _nd_policy_mask_next(&pol->nodes, n + 1))
-			total += pol->weights[n];
+		uint64_t total = _nd_policy_round(pol);
 		if (!total)
 			return -1;
 		uint64_t r = g % total;

@@ -167,13 +167,8 @@ typedef struct {
 
 static void round_of(const nd_policy_t *pol, round_t *r)
 {
-	uint64_t w = 0;
+	uint64_t w = _nd_policy_round(pol);
 	r->len = 0;
-	if (pol->mode == ND_POLICY_INTERLEAVE)
-		w = (uint64_t)nd_nodemask_count(&pol->nodes);
-	else if (pol->mode == ND_POLICY_WEIGHTED)
-		for (int n = _nd_policy_mask_next(&pol->nodes, 0); n >= 0 && w <= ROUND_MAX; n = _nd_policy_mask_next(&pol->nodes, n + 1))
-			w += pol->weights[n];
 	if (!w || w > ROUND_MAX)
 		return;
 	for (uint64_t k = 0; k < w; k++) {
