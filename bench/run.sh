@@ -53,7 +53,7 @@ PEAK=${BENCH_PEAK:-exit}
 case $PEAK in exit) PEAKOPT=-x ;; exact) PEAKOPT=-z ;; *) echo "run.sh: bad BENCH_PEAK '$PEAK': expected exit or exact" >&2; exit 2 ;; esac
 LIBDIR=/usr/lib/x86_64-linux-gnu
 MEASURE=$BIN/nd_measure
-for f in "$MEASURE" "$BIN"/wl_{small,prodcons,larson,footprint,large,threads,xfree,burst,order,rpat,probe,touch,spread,mixed,handoff}; do
+for f in "$MEASURE" "$BIN"/wl_{small,prodcons,larson,footprint,large,threads,xfree,burst,order,rpat,probe,touch,spread,mixed,handoff,batch}; do
 	[ -x "$f" ] || { echo "run.sh: $f is missing: build first (cmake --build $BUILD)" >&2; exit 2; }
 done
 mkdir -p "$RESULTS"
@@ -111,8 +111,9 @@ WANT_2N=${WANT_2N:-0}
 # as numactl --interleave=all sets it, task spread64; mixed: 2 threads
 # churning a size mix whose 2-64 KiB tail crosses the largest size class,
 # task outside26; handoff: 4 threads freeing batches in two orders, a tenth
-# of each handed to the next thread, task outside27)
-WL_NAMES=(small prodcons larson larsonbig footprint large threads xfree2 xfree4 burst order order1t order2 rpat spread mixed handoff)
+# of each handed to the next thread, task outside27; batch2: 2 threads each
+# allocating 30,000 blocks of 8 B and freeing them, task outside27)
+WL_NAMES=(small prodcons larson larsonbig footprint large threads xfree2 xfree4 burst order order1t order2 rpat spread mixed handoff batch2)
 if [ "$QUICK" = 1 ]; then
 	declare -A WL=([small]="wl_small 1000000" [prodcons]="wl_prodcons 1 200000"
 		[larson]="wl_larson 2 2 50000" [larsonbig]="wl_larson 2 2 20000 1024 2000 16000 2"
@@ -121,7 +122,7 @@ if [ "$QUICK" = 1 ]; then
 		[xfree2]="wl_xfree 2 100000" [xfree4]="wl_xfree 4 50000" [burst]="wl_burst 1 2 16"
 		[order]="wl_order 15 1 1000" [order1t]="wl_order 15 1 1000 spawn" [order2]="wl_order 15 2 1000"
 		[rpat]="wl_rpat 2 1000 100 16 16000 2 2 300 1" [spread]="wl_spread 100 8 48 1024 il" [mixed]="wl_mixed 2 300000"
-		[handoff]="wl_handoff 4 500")
+		[handoff]="wl_handoff 4 500" [batch2]="wl_batch 2 40")
 	CG_N=100000
 else
 	declare -A WL=([small]="wl_small 20000000" [prodcons]="wl_prodcons 1 8000000"
@@ -131,7 +132,7 @@ else
 		[xfree2]="wl_xfree 2 2000000" [xfree4]="wl_xfree 4 1000000" [burst]="wl_burst 1 10 128"
 		[order]="wl_order 150 1" [order1t]="wl_order 150 1 10000 spawn" [order2]="wl_order 150 2"
 		[rpat]="wl_rpat 2 1000 100 16 16000 2 2 10000 2" [spread]="wl_spread 1000 8 48 1024 il" [mixed]="wl_mixed 2 6000000"
-		[handoff]="wl_handoff 4 5000")
+		[handoff]="wl_handoff 4 5000" [batch2]="wl_batch 2 400")
 	CG_N=500000
 fi
 if [ -n "${BENCH_WL:-}" ]; then
