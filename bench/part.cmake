@@ -54,4 +54,9 @@ if(NODALLOC_BUILD_TESTS)
   add_test(NAME bench.rpat
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/bench_rpat_test.sh ${PROJECT_BINARY_DIR})
   set_tests_properties(bench.rpat PROPERTIES LABELS unit TIMEOUT 120)
+  # wl_handoff and wl_batch (rows handoff, batch2): their work, no handed
+  # block overwritten, bad arguments refused
+  add_test(NAME bench.rows
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/bench_rows_test.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(bench.rows PROPERTIES LABELS unit TIMEOUT 120)
 endif()

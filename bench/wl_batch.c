@@ -40,20 +40,11 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	long nt = wl_arg(argc, argv, 1, 2, "threads");
+	long nt = wl_threads_arg(argc, argv, 1, 2);
 	rounds = wl_arg(argc, argv, 2, 400, "rounds");
 	nblocks = wl_arg(argc, argv, 3, 30000, "blocks");
 	size = (size_t)wl_arg(argc, argv, 4, 8, "size");
-	if (nt > 64) {
-		fprintf(stderr, "%s: bad threads '%ld': expected at most 64\n", argv[0], nt);
-		return 2;
-	}
-	pthread_t th[64];
-	double t0 = wl_now();
-	for (long i = 0; i < nt; i++)
-		wl_spawn(&th[i], worker, NULL, argv[0]);
-	for (long i = 0; i < nt; i++)
-		pthread_join(th[i], NULL);
-	wl_result("batch", (int)nt, nt * rounds * nblocks, wl_now() - t0, NULL);
+	double t = wl_run_threads(nt, worker, argv[0]);
+	wl_result("batch", (int)nt, nt * rounds * nblocks, t, NULL);
 	return 0;
 }

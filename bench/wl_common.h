@@ -94,6 +94,31 @@ static inline void wl_oom(const char *prog, size_t size)
 	exit(1);
 }
 
+/* The thread count of argument i (at most WL_MAXT), or exit 2. */
+#define WL_MAXT 64
+static inline long wl_threads_arg(int argc, char **argv, int i, long dflt)
+{
+	long nt = wl_arg(argc, argv, i, dflt, "threads");
+	if (nt > WL_MAXT) {
+		fprintf(stderr, "%s: bad threads '%ld': expected at most %d\n", argv[0], nt, WL_MAXT);
+		exit(2);
+	}
+	return nt;
+}
+
+/* Runs fn((void *)i) in nt threads (i = 0..nt-1) and joins them: the
+ * seconds it took. */
+static inline double wl_run_threads(long nt, void *(*fn)(void *), const char *prog)
+{
+	pthread_t th[WL_MAXT];
+	double t0 = wl_now();
+	for (long i = 0; i < nt; i++)
+		wl_spawn(&th[i], fn, (void *)(uintptr_t)i, prog);
+	for (long i = 0; i < nt; i++)
+		pthread_join(th[i], NULL);
+	return wl_now() - t0;
+}
+
 /* Current resident set size in KiB from /proc/self/statm (0 if unknown). */
 /* Slot churn of wl_large and wl_spread: a new block of sz bytes, written
  * whole (as C++'s make_unique<char[]>(n)), then the slot's old block

@@ -23,17 +23,22 @@
 #define BATCH 1000
 #define EVERY 10 /* every 10th block of a batch is handed on */
 #define HAND (BATCH / EVERY)
-#define MAXT 64
 
 static long nthreads, rounds;
-static _Atomic(void **) box[MAXT]; /* box[i]: the batch handed to thread i */
+static _Atomic(void **) box[WL_MAXT]; /* box[i]: the batch handed to thread i */
+static atomic_long bad;		   /* handed blocks found overwritten */
 
+/* Frees a handed batch: block i was the batch's block i * EVERY, its
+ * first byte that index's low byte. */
 static void free_batch(void **b)
 {
 	if (!b)
 		return;
-	for (int i = 0; i < HAND; i++)
+	for (int i = 0; i < HAND; i++) {
+		if (((char *)b[i])[0] != (char)(i * EVERY))
+			atomic_fetch_add(&bad, 1);
 		free(b[i]);
+	}
 	free(b);
 }
 
@@ -72,21 +77,13 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	nthreads = wl_arg(argc, argv, 1, 4, "threads");
+	nthreads = wl_threads_arg(argc, argv, 1, 4);
 	rounds = wl_arg(argc, argv, 2, 5000, "rounds");
-	if (nthreads > MAXT) {
-		fprintf(stderr, "%s: bad threads '%ld': expected at most %d\n", argv[0], nthreads, MAXT);
-		return 2;
-	}
-	pthread_t th[MAXT];
-	double t0 = wl_now();
-	for (long i = 0; i < nthreads; i++)
-		wl_spawn(&th[i], worker, (void *)(uintptr_t)i, argv[0]);
-	for (long i = 0; i < nthreads; i++)
-		pthread_join(th[i], NULL);
-	double t = wl_now() - t0;
+	double t = wl_run_threads(nthreads, worker, argv[0]);
 	for (long i = 0; i < nthreads; i++)
 		free_batch(atomic_exchange(&box[i], NULL));
-	wl_result("handoff", (int)nthreads, nthreads * rounds * BATCH, t, NULL);
-	return 0;
+	char extra[32];
+	snprintf(extra, sizeof extra, "bad=%ld", atomic_load(&bad));
+	wl_result("handoff", (int)nthreads, nthreads * rounds * BATCH, t, extra);
+	return atomic_load(&bad) ? 1 : 0;
 }
