@@ -11,8 +11,9 @@
  * - runs the page level got back dirty below the purge threshold, and
  *   packed runs placed in the dirty gaps between live runs (buddy.c
  *   gap_of);
- * - the node caches of big runs: reuse as is, a cut prefix, and a run
- *   filled with the 2 MiB pages of cached runs moved into it (large27);
+ * - the node caches of big runs: reuse as is, a cut prefix, an aligned
+ *   zeroed block, the tail a shrinking realloc cut off, and a run filled
+ *   with the 2 MiB pages of cached runs moved into it (large27);
  * - the spread cache under interleave and weighted policies: reuse as
  *   is, a prefix of a longer run and its tail;
  * - realloc growing through a cached run (its new tail is not promised
@@ -276,6 +277,28 @@ static void node_cache(void)
 	ZERO(b, 3 * MiB, "(rest of a cut run)");
 	free(a);
 	free(b);
+	_nd_large_flush(-1);
+	/* an aligned zeroed block from a cached run, and the tail a shrinking
+	 * realloc cut off and cached */
+	p = malloc(2 * MiB);
+	CHECK(p != NULL);
+	dirty(p);
+	free(p);
+	a = nd_mallocx_onnode(1 * MiB, 0, ND_MALLOCX_ALIGN(64 * KiB) | ND_MALLOCX_ZERO);
+	CHECK(a != NULL && ((uintptr_t)a & (64 * KiB - 1)) == 0);
+	ZERO(a, 1 * MiB, "(aligned, from a cached run)");
+	nd_free(a);
+	_nd_large_flush(-1);
+	p = malloc(4 * MiB);
+	CHECK(p != NULL);
+	dirty(p);
+	char *s = realloc(p, 1 * MiB);
+	CHECK(s == p, "shrunk in place");
+	b = calloc(1, 3 * MiB);
+	CHECK(b == p + 1 * MiB, "the cut tail reused: %p, tail %p", (void *)b, (void *)(p + 1 * MiB));
+	ZERO(b, 3 * MiB, "(the tail a shrink cached)");
+	free(b);
+	free(s);
 	_nd_large_flush(-1);
 	/* moves: three 4 MiB blocks cached, none fits 10 MiB */
 	char *m[3];

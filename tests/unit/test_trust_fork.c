@@ -38,6 +38,7 @@ struct churner {
 	const char *pol; /* NULL: the default */
 	size_t lo, hi;   /* sizes */
 	size_t probe;    /* a size its cache serves again as is */
+	bool probe_missed;
 	unsigned seed;
 	long ops, bad, reused;
 	char *live[LIVE];
@@ -65,7 +66,8 @@ static void *churn(void *arg)
 	if (c->pol) {
 		nd_policy_t p;
 		char err[128];
-		CHECK(nd_policy_parse(c->pol, &p, err, sizeof err) == 0, "%s", err);
+		if (nd_policy_parse(c->pol, &p, err, sizeof err) != 0)
+			c->bad++; /* CHECK's counters are the main thread's */
 		nd_set_policy(&p);
 	}
 	for (int i = 0; i < LIVE; i++) {
@@ -99,7 +101,7 @@ static void *churn(void *arg)
 	memset(p, 0x5e, c->probe);
 	free(p);
 	char *q = malloc(c->probe);
-	CHECK(q == p, "%s: a freed %zu B run not taken again after the forks", c->name, c->probe);
+	c->probe_missed = q != p;
 	free(q);
 	for (int i = 0; i < LIVE; i++)
 		free(c->live[i]);
@@ -190,6 +192,7 @@ int main(void)
 	for (int i = 0; i < 3; i++) {
 		CHECK_EQ(cs[i].bad, 0);
 		CHECK(cs[i].ops > 0, "%s made no progress", cs[i].name);
+		CHECK(!cs[i].probe_missed, "%s: a freed %zu B run not taken again after the forks", cs[i].name, cs[i].probe);
 		printf("%s: %ld ops, %ld reused\n", cs[i].name, cs[i].ops, cs[i].reused);
 	}
 	_nd_large_flush(-1);
