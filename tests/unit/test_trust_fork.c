@@ -7,9 +7,11 @@
  * - "spread": interleaved 40 KiB..1 MiB runs through the spread cache;
  * - "node": 512 KiB..3 MiB runs through the node cache, and small objects.
  * Each keeps a few live blocks with a pattern of its own, checked after
- * every reuse. Each child (alarm() as watchdog) allocates from every
- * regime, writes and checks, frees, runs malloc_trim and a thread, and
- * exits 0. After the loop the parent's threads check their live blocks,
+ * every reuse. Before each fork the main thread frees a dirty 40 KiB
+ * block into its own thread cache, which the child inherits: the child's
+ * first calloc of that size takes it and must read zero. Each child
+ * (alarm() as watchdog) then allocates from every regime, writes and
+ * checks, frees, runs malloc_trim and a thread, and exits 0. After the loop the parent's threads check their live blocks,
  * that their caches still serve them (a freed run taken again), and the
  * page level's invariants.
  */
@@ -117,10 +119,24 @@ static void *child_thread(void *arg)
 	return arg;
 }
 
-/* The child: every regime, a thread, malloc_trim; exit 0 or 1. */
+/* The child: the forking thread's kept run, every regime, a thread,
+ * malloc_trim; exit 0, 1 (old data, corruption), 3 (fine, but the kept
+ * run did not serve the first calloc). */
+static char *kept; /* a dirty 40 KiB run the forking thread keeps */
+static int kept_reused;
+
 static void child(void)
 {
 	alarm(20); /* a hang dies by SIGALRM: the parent sees it */
+	/* the forking thread's thread cache is the child's: its kept run
+	 * serves this calloc, cleared */
+	char *z = calloc(1, 40 * KiB);
+	if (!z)
+		_exit(2);
+	for (size_t i = 0; i < 40 * KiB; i++)
+		child_bad += z[i] != 0;
+	free(z);
+	int elsewhere = z != kept;
 	static const size_t sizes[] = { 24, 1000, 20000, 40 * KiB, 200 * KiB, 600 * KiB, 3 * MiB };
 	for (int r = 0; r < 2; r++)
 		for (unsigned s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
@@ -149,7 +165,7 @@ static void child(void)
 		pthread_join(t, NULL);
 #endif
 	trust_trim();
-	_exit(child_bad ? 1 : 0);
+	_exit(child_bad ? 1 : elsewhere ? 3 : 0);
 }
 
 int main(void)
@@ -170,6 +186,9 @@ int main(void)
 		/* let the churners get going (and mid-allocation) */
 		for (volatile int spin = 0; spin < 200000; spin++)
 			;
+		kept = malloc(40 * KiB);
+		memset(kept, 0x77, 40 * KiB);
+		free(kept);
 		pid_t pid = fork();
 		CHECK(pid >= 0);
 		if (pid == 0)
@@ -178,6 +197,8 @@ int main(void)
 		CHECK(waitpid(pid, &st, 0) == pid);
 		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
 			hung++;
+		else if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
+			kept_reused--; /* served from elsewhere: not a failure */
 		else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 			failed++;
 			fprintf(stderr, "fork %d: child status %#x\n", f, st);
@@ -187,6 +208,9 @@ int main(void)
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
 	alarm(0);
+	kept_reused += FORKS;
+	printf("the forking thread's kept run served the child's calloc %d times of %d\n", kept_reused, FORKS);
+	CHECK(kept_reused > 0);
 	CHECK_EQ(hung, 0);
 	CHECK_EQ(failed, 0);
 	for (int i = 0; i < 3; i++) {
