@@ -10,7 +10,9 @@
  * - spread: a 64 KiB interleaved run in the spread cache;
  * - page: a 100-page run the page level took back dirty;
  * - lent: a 1100 B object of a 2 KiB slab lent to its class (heap.c);
- * - realloc: a realloc'd (moved) block's old address freed.
+ * - realloc: a realloc'd (moved) block's old address freed;
+ * - realloc_kept, usable_kept: realloc of a run the thread cache keeps,
+ *   malloc_usable_size of one the spread cache keeps.
  * Each case runs in a child (this binary re-executed); "clean" makes the
  * same calls without the misuse and must exit 0 with nothing reported.
  */
@@ -129,6 +131,18 @@ static int run_case(const char *c)
 		for (int i = 0; i < N; i++)
 			if (i != k)
 				free(small[i]);
+	} else if (!strcmp(c, "realloc_kept") || !strcmp(c, "usable_kept")) {
+		/* a kept run (thread cache, spread cache) handed to realloc or
+		 * malloc_usable_size after its free */
+		char *p = malloc(40 * KiB), *q;
+		set("interleave:0,1");
+		char *r = malloc(64 * KiB);
+		free(r);
+		free(p);
+		if (misuse && c[0] == 'r')
+			q = realloc(p, 80 * KiB), free(q);
+		else if (misuse)
+			return malloc_usable_size(r) == 0 ? 5 : 6;
 	} else if (!strcmp(c, "realloc")) {
 		char *p = malloc(40 * KiB), *hold = malloc(40 * KiB); /* hold: p cannot grow in place */
 		char *q = realloc(p, 400 * KiB);
@@ -158,6 +172,8 @@ int main(int argc, char **argv)
 		{ "page", "not allocated by malloc, or already freed" },
 		{ "lent", "free(): double free of" },
 		{ "realloc", "not allocated by malloc, or already freed" },
+		{ "realloc_kept", "realloc(): invalid pointer" },
+		{ "usable_kept", "invalid pointer" },
 	};
 	char msg[2048];
 	for (int check = 0; check < 2; check++)
