@@ -500,6 +500,10 @@ OVERRIDE int malloc_trim(size_t pad)
 	(void)pad;
 	if (!_nd_ensure_init())
 		return 0;
+	/* the caller's batched remote frees and borrowed lists go home
+	 * first: objects out keep their slabs (a parked heap's too) from the
+	 * trim, and count in use (test_trust_stats) */
+	_nd_slab_flush_remote();
 	size_t b = _nd_heap_trim_self(false);
 	b += _nd_heap_trim_parked();
 	b += _nd_large_flush(-1);

@@ -12,7 +12,9 @@
 # three policies through the spread cache with trims and forks;
 # test_slab_check_double: check mode's out bits, set by the owner's pops,
 # cleared by other threads' frees; test_large_tcache: a thread's kept
-# large runs given back by its exit hook), compiled with the malloc family
+# large runs given back by its exit hook; test_trust_fork: forks while
+# threads churn the thread, spread and node caches; test_trust_stats:
+# threads exit with runs in every cache, the counts add up), compiled with the malloc family
 # renamed to nd_* (they call malloc; tests/tsan/rename.h), and tests/tsan/tsan_*.c. Label tsan;
 # any report fails the test (TSAN_OPTIONS exitcode); label tsan_short: the
 # short set make test runs (test_slab_span: a span freed by another
@@ -23,7 +25,8 @@ if(NOT NODALLOC_OVERRIDE)
   set(ND_TSAN_SOURCES ${ND_TSAN_OWN})
   foreach(t test_slab_stress test_page_threads test_heap_churn test_heap_exit_trim test_slab_idle_owner test_api_heap test_heap_sweep_take
       test_slab_remote_norecord test_slab_units_remote test_slab_exit_churn test_slab_span test_heap_burst_clock
-      test_slab_exit_purge_race test_large_spread_churn test_slab_check_double test_large_tcache)
+      test_slab_exit_purge_race test_large_spread_churn test_slab_check_double test_large_tcache
+      test_trust_fork test_trust_stats)
     if(EXISTS ${PROJECT_SOURCE_DIR}/tests/unit/${t}.c)
       list(APPEND ND_TSAN_SOURCES ${PROJECT_SOURCE_DIR}/tests/unit/${t}.c)
     endif()
