@@ -130,7 +130,7 @@
  *  - fit: the smallest run of np..np + np/4 pages (the block's usable
  *    size is the run);
  *  - bound: the oldest go to the node cache or page level when a put
- *    would pass TC_RUNS runs, TC_PAGES pages or half the node's large
+ *    would pass TC_RUNS runs, TC_PAGES pages or twice the node's large
  *    pages in use (lnode_t.live: a program that frees its last large
  *    blocks keeps none), and at a put past their
  *    expiry (NODALLOC_LARGE_DECAY_MS; 0 turns it off too); all at the
@@ -162,9 +162,10 @@
  * up to TC_MAX_PAGES pages, TC_PAGES pages a thread */
 #define TC_MIN_PAGES ((ND_SLAB_MAX >> ND_PAGE_SHIFT) + 1)
 #define TC_MAX_PAGES 64
-#define TC_RUNS 64   /* runs a thread keeps (a phase end of wl_mixed frees ~49) */
-#define TC_PAGES 512 /* pages a thread keeps: 2 MiB, */
-#define TC_PAGES_COLD 128 /* and after TC_RUNS puts in a row with no take between */
+#define TC_RUNS 128   /* runs a thread keeps (a phase end of wl_mixed frees ~49 of 9..16 pages and more) */
+#define TC_PAGES 1024 /* pages a thread keeps: 4 MiB, */
+#define TC_PAGES_COLD 128 /* and after TC_COLD_PUTS puts in a row with no take between */
+#define TC_COLD_PUTS 64
 _Static_assert(TC_MAX_PAGES <= ND_PAGE_SIZE && TC_RUNS > 0,
 	       "a thread cache entry's pages - 1 fit its address's low bits");
 
@@ -1167,7 +1168,7 @@ static void tc_drop(struct _nd_lblk *b, uint32_t k)
 
 /* Keeps p (np pages of node, freed, a slot run) in the calling thread's
  * cache: false if it does not take it. The oldest go first while it is
- * full (TC_RUNS runs, TC_PAGES pages, half the node's large pages in
+ * full (TC_RUNS runs, TC_PAGES pages, twice the node's large pages in
  * use), and those past their expiry. */
 static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 {
@@ -1176,10 +1177,13 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 	_nd_thread_t *t = _nd_tls;
 	if (_nd_thread_none(t) && !(t = _nd_thread_make_free())) /* as page.c's give_back: not after the exit */
 		return false;
-	/* and at most half the node's large pages in use: a program that
-	 * frees its last large blocks keeps none */
+	/* and at most twice the node's large pages in use: a program that
+	 * frees its last large blocks keeps none. Not half (mixed28): at a
+	 * phase end of wl_mixed both threads free every block, the node's
+	 * pages in use fall by half, and half of those dropped the runs the
+	 * refill then took from the page level (18-21k faults, 12-14k) */
 	int64_t live = __atomic_load_n(&lnodes[node].live, __ATOMIC_RELAXED);
-	uint64_t lim = live > 0 ? (uint64_t)live / 2 : 0;
+	uint64_t lim = live > 0 ? (uint64_t)live * 2 : 0;
 	lim = lim < TC_PAGES ? lim : TC_PAGES;
 	struct _nd_lblk *b = t->lblk;
 	if (!b) {
@@ -1195,7 +1199,7 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 	 * wl_footprint's sparse phase freed ~1350 runs before a refill of
 	 * small blocks) keep the old bound: 2 MiB kept there raised its end
 	 * RSS by up to 3.4 MiB (the refill's slabs took fresh pages) */
-	if (++b->puts > TC_RUNS && lim > TC_PAGES_COLD)
+	if (++b->puts > TC_COLD_PUTS && lim > TC_PAGES_COLD)
 		lim = TC_PAGES_COLD;
 	uint32_t now = TC_NOW(_nd_os_now_ns());
 	while (b->n && (b->n == TC_RUNS || b->pages + np > lim || (int32_t)(b->run[0].due - now) <= 0))
