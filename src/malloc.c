@@ -605,11 +605,12 @@ static struct nd_mallinfo2 usage(void)
 		m.smblks += spare;
 		m.fsmblks += spare * cls[c].size;
 	}
-	uint64_t large, cached, runs;
+	uint64_t large, cached, runs, kept, kruns, mine;
 	_nd_large_usage(&large, &cached, &runs);
+	_nd_large_kept(&kept, &kruns, &mine);
 	m.uordblks = in_use + large;
-	m.ordblks = runs;
-	m.keepcost = cached;
+	m.ordblks = runs + kruns; /* every thread's kept runs too: freed, kept for reuse */
+	m.keepcost = cached + mine; /* malloc_trim's: the calling thread's kept runs, not others' */
 	int lim = _nd_topo()->node_limit;
 	for (int n = -1; n < lim && n < ND_MAX_NODES; n++) {
 		nd_node_stats_t st;

@@ -51,5 +51,10 @@ size_t _nd_large_cache_limit(int node);
  * runs, bytes and count (mallinfo2; a snapshot, no lock while nothing is
  * cached). */
 void _nd_large_usage(uint64_t *in_use, uint64_t *cached, uint64_t *runs);
+/* The runs the threads keep (their caches, large.c "The thread cache"):
+ * free, committed, in no cache's list: every thread's bytes and count, and
+ * the calling thread's bytes (_nd_large_flush gives back those only)
+ * (mallinfo2; a snapshot, no lock). */
+void _nd_large_kept(uint64_t *bytes, uint64_t *runs, uint64_t *mine);
 
 #endif /* ND_LARGE_H */
