@@ -1291,6 +1291,22 @@ static uint64_t tc_flush(_nd_thread_t *t, int node)
 	return bytes;
 }
 
+/* A fork's child: only the forking thread is left, and other threads'
+ * kept runs are no one's now (leaked, as their slabs: their blocks may
+ * have been mid-edit, so none is walked): counted from its own block
+ * alone (no lock: one thread). */
+void _nd_large_fork_child(void)
+{
+	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
+	if (!nn)
+		return; /* no large run ever: nothing kept, the record's page 2 not read */
+	for (int n = 0; n < nn; n++)
+		__atomic_store_n(&lnodes[n].kept, 0, __ATOMIC_RELAXED);
+	const struct _nd_lblk *b = _nd_tls->lblk;
+	for (uint32_t k = 0; b && k < b->n; k++)
+		__atomic_add_fetch(&lnodes[b->run[k].node].kept, TC_KEPT(TC_NP(&b->run[k])), __ATOMIC_RELAXED);
+}
+
 /* The thread-exit hook (thread.c, before heap.c's): the runs, then the
  * block, back. */
 static void tc_exit(_nd_thread_t *t)

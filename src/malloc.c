@@ -46,6 +46,7 @@ static void fork_child(void)
 	_nd_stats_fork_child(); /* the child does not count into the parent's export */
 	_nd_slab_xfer_fork_child(); /* lists of threads the child does not have */
 	_nd_page_fork_child(); /* bursts of threads the child does not have */
+	_nd_large_fork_child(); /* kept runs of threads the child does not have */
 }
 
 bool _nd_init(void)

@@ -56,5 +56,8 @@ void _nd_large_usage(uint64_t *in_use, uint64_t *cached, uint64_t *runs);
  * the calling thread's bytes (_nd_large_flush gives back those only)
  * (mallinfo2; a snapshot, no lock). */
 void _nd_large_kept(uint64_t *bytes, uint64_t *runs, uint64_t *mine);
+/* A fork's child (malloc.c): the kept runs counted are the forking
+ * thread's only. */
+void _nd_large_fork_child(void);
 
 #endif /* ND_LARGE_H */

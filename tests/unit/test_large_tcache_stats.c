@@ -10,6 +10,9 @@
  * thread's only: malloc_trim gives back the caller's, others' are theirs.
  * Before, ordblks and keepcost left them out.
  *
+ * A fork's child counts the forking thread's kept runs only (other
+ * threads' are no one's there).
+ *
  * Also: NODALLOC_LARGE_DECAY_MS past the thread cache's clock (26 days:
  * 3e9 ms here) keeps runs, as a long decay should; before, every kept
  * run read as expired at the next put and went back.
@@ -21,6 +24,7 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -95,6 +99,16 @@ static void others_kept(void)
 	struct mallinfo2 b = mallinfo2();
 	CHECK(b.ordblks == a.ordblks + 5, "ordblks %zu -> %zu: the other thread's five", a.ordblks, b.ordblks);
 	CHECK(b.keepcost == a.keepcost, "keepcost %zu -> %zu: not the caller's to release", a.keepcost, b.keepcost);
+	/* a fork's child has no such thread: its runs are no one's (leaked,
+	 * as its slabs), not kept for reuse; the forking thread's are */
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct mallinfo2 f = mallinfo2();
+		_exit(f.ordblks == a.ordblks && f.keepcost == a.keepcost ? 0 : 1);
+	}
+	int st = -1;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child's ordblks and keepcost: the forking thread's runs only");
 	malloc_trim(0);
 	struct mallinfo2 c = mallinfo2();
 	CHECK(c.ordblks == 5, "after malloc_trim: %zu cached runs, the other thread's 5", c.ordblks);
