@@ -136,7 +136,8 @@
  *    expiry (NODALLOC_LARGE_DECAY_MS; 0 turns it off too); all at the
  *    thread's exit (the first exit hook) and at _nd_large_flush
  *    (malloc_trim, a node full) of the calling thread's;
- *  - statistics as for the node caches: not in use while kept.
+ *  - statistics as for the node caches: not in use while kept; counted in
+ *    lnode_t.kept (mallinfo2: ordblks, and keepcost of the caller's).
  *
  * Locking: one lock per node (lnode_t.lock), held only to edit that
  * node's list, one per spread list (the same); page-level calls are made
@@ -168,6 +169,9 @@
 #define TC_COLD_PUTS 64
 _Static_assert(TC_MAX_PAGES <= ND_PAGE_SIZE && TC_RUNS > 0,
 	       "a thread cache entry's pages - 1 fit its address's low bits");
+/* lnode_t.kept's count of one kept run of np pages: runs above bit 32,
+ * pages below (at most TC_PAGES a thread) */
+#define TC_KEPT(np) ((int64_t)1 << 32 | (int64_t)(np))
 
 typedef struct cached {
 	char *p;
@@ -180,6 +184,7 @@ typedef struct lnode {
 	int n;                 /* cached runs, oldest first; stored atomically (peeked without the lock) */
 	uint64_t bytes;        /* their bytes */
 	int64_t live;          /* atomic: pages of this node's large runs in use (node slot, or outside it) */
+	int64_t kept;          /* atomic: the threads' kept runs of this node, TC_KEPT(pages) each (statistics) */
 	cached_t run[CACHE_RUNS];
 } __attribute__((aligned(ND_CACHE_LINE))) lnode_t;
 
@@ -334,6 +339,24 @@ void _nd_large_usage(uint64_t *in_use, uint64_t *cached, uint64_t *runs)
 	*in_use = live > 0 ? (uint64_t)live << ND_PAGE_SHIFT : 0; /* a snapshot: no wrap-around */
 	*cached = b;
 	*runs = r;
+}
+
+static uint64_t tc_bytes(const _nd_thread_t *t);
+
+void _nd_large_kept(uint64_t *bytes, uint64_t *runs, uint64_t *mine)
+{
+	uint64_t b = 0, r = 0;
+	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
+	for (int n = 0; n < nn; n++) {
+		int64_t k = __atomic_load_n(&lnodes[n].kept, __ATOMIC_RELAXED);
+		if (k > 0) { /* a snapshot: another thread's put and take may cross */
+			b += ((uint64_t)k & 0xffffffffu) << ND_PAGE_SHIFT;
+			r += (uint64_t)k >> 32;
+		}
+	}
+	*bytes = b;
+	*runs = r;
+	*mine = tc_bytes(_nd_tls);
 }
 
 size_t _nd_large_cached(int node)
@@ -1131,6 +1154,7 @@ static void run_free(void *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 #define TC_P(e) ((char *)((e)->pn & ~(uintptr_t)(ND_PAGE_SIZE - 1)))
 #define TC_NP(e) ((uint64_t)((e)->pn & (ND_PAGE_SIZE - 1)) + 1)
 #define TC_NOW(ns) ((uint32_t)((ns) >> 20)) /* the expiry's clock: about ms, wraps in 52 days */
+#define TC_LIFE_MAX ((uint64_t)1 << 30)     /* the longest expiry on that clock: about 13 days */
 
 /* A thread's cache (the record's lblk; owner only, no lock). */
 struct _nd_lblk {
@@ -1150,6 +1174,7 @@ static char *tc_out(struct _nd_lblk *b, uint32_t k)
 {
 	char *p = TC_P(&b->run[k]);
 	b->pages -= (uint32_t)TC_NP(&b->run[k]);
+	__atomic_sub_fetch(&lnodes[b->run[k].node].kept, TC_KEPT(TC_NP(&b->run[k])), __ATOMIC_RELAXED);
 	b->n--;
 	memmove(&b->run[k], &b->run[k + 1], (b->n - k) * sizeof b->run[0]);
 	return p;
@@ -1206,10 +1231,16 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 		tc_drop(b, 0);
 	if (b->pages + np > lim)
 		return false;
+	/* the clock's wrap: a due over 2^31 ahead reads as past (a decay of
+	 * 26 days or more dropped every run at the next put), so at most 2^30
+	 * (about 13 days) */
+	uint64_t life = (cfg(delay_ns) >> 20) + 1;
 	b->run[b->n++] = (struct tc_run){
-		.pn = (uintptr_t)p | (uintptr_t)(np - 1), .due = now + TC_NOW(cfg(delay_ns)) + 1, .node = node
+		.pn = (uintptr_t)p | (uintptr_t)(np - 1), .due = now + (uint32_t)(life < TC_LIFE_MAX ? life : TC_LIFE_MAX),
+		.node = node
 	};
 	b->pages += (uint32_t)np;
+	__atomic_add_fetch(&lnodes[node].kept, TC_KEPT(np), __ATOMIC_RELAXED);
 	_nd_stats_in_use(node, -(int64_t)(np << ND_PAGE_SHIFT));
 	return true;
 }
@@ -1240,6 +1271,13 @@ static void *tc_take(int node, uint64_t np)
 	return tc_out(b, (uint32_t)fit);
 }
 
+/* The bytes of t's kept runs (its own: owner only). */
+static uint64_t tc_bytes(const _nd_thread_t *t)
+{
+	const struct _nd_lblk *b = t->lblk; /* the boot and gone records: NULL */
+	return b ? (uint64_t)b->pages << ND_PAGE_SHIFT : 0;
+}
+
 /* Every run of t's cache (of node; -1: any) back: their bytes. */
 static uint64_t tc_flush(_nd_thread_t *t, int node)
 {
@@ -1255,6 +1293,22 @@ static uint64_t tc_flush(_nd_thread_t *t, int node)
 			k++;
 		}
 	return bytes;
+}
+
+/* A fork's child: only the forking thread is left, and other threads'
+ * kept runs are no one's now (leaked, as their slabs: their blocks may
+ * have been mid-edit, so none is walked): counted from its own block
+ * alone (no lock: one thread). */
+void _nd_large_fork_child(void)
+{
+	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
+	if (!nn)
+		return; /* no large run ever: nothing kept, the record's page 2 not read */
+	for (int n = 0; n < nn; n++)
+		__atomic_store_n(&lnodes[n].kept, 0, __ATOMIC_RELAXED);
+	const struct _nd_lblk *b = _nd_tls->lblk;
+	for (uint32_t k = 0; b && k < b->n; k++)
+		__atomic_add_fetch(&lnodes[b->run[k].node].kept, TC_KEPT(TC_NP(&b->run[k])), __ATOMIC_RELAXED);
 }
 
 /* The thread-exit hook (thread.c, before heap.c's): the runs, then the

@@ -66,6 +66,10 @@ int _nd_os_mremap_grow(void *p, size_t len, size_t new_len);
  * was at [dst, dst+new_len) is replaced, src is unmapped. src inside one
  * VMA (else -EFAULT). 0 or -errno. */
 int _nd_os_mremap_move(void *src, size_t len, size_t new_len, void *dst);
+/* After _nd_os_mremap_move growing by bytes failed with -ENOMEM: true if
+ * dst is surely mapped as it was (the kernel refused before unmapping
+ * it: the map count), false if it may have been unmapped (or unknown). */
+bool _nd_os_move_refused_whole(uint64_t bytes);
 int _nd_os_mprotect(void *p, size_t len, int prot);
 /* The kernel maps a file's pages 64 KiB about each one a process runs
  * (fault-around), but never across the end of a mapping: the library's

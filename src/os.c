@@ -16,6 +16,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h> /* struct sysinfo, */
+#include <sys/utsname.h> /* struct utsname only: the calls are raw */
 #include <time.h>
 
 #include "internal.h"
@@ -722,6 +724,39 @@ uint64_t _nd_os_as_room(void)
 		pages = pages * 10 + (uint64_t)(*s - '0');
 	uint64_t used = pages << ND_PAGE_SHIFT;
 	return used >= lim.cur ? 0 : lim.cur - used;
+}
+
+/* After mremap(MREMAP_MAYMOVE | MREMAP_FIXED) growing a private mapping
+ * by bytes failed with ENOMEM: whether the destination is surely still
+ * mapped as it was. Linux checks the map count (vm.max_map_count) before
+ * it unmaps the destination since 5.1; after the unmap come only the
+ * commit charge (vm.overcommit_memory: any growth under 2, the strict
+ * rule; more than RAM + swap at once under 0, the heuristic; none under
+ * 1) and allocations of the kernel's own that do not fail. Unknown (no
+ * /proc, an older kernel): false. A refused move's cleanup, rare. */
+bool _nd_os_move_refused_whole(uint64_t bytes)
+{
+	struct utsname u;
+	if (sc1(SYS_uname, &u) < 0)
+		return false;
+	unsigned major = 0, minor = 0;
+	const char *r = u.release;
+	for (; *r >= '0' && *r <= '9'; r++)
+		major = major * 10 + (unsigned)(*r - '0');
+	for (r += *r == '.'; *r >= '0' && *r <= '9'; r++)
+		minor = minor * 10 + (unsigned)(*r - '0');
+	if (major < 5 || (major == 5 && minor < 1))
+		return false;
+	char buf[8];
+	if (_nd_os_read_file("/proc/sys/vm/overcommit_memory", buf, sizeof buf) <= 0 || buf[0] == '2')
+		return false;
+	if (buf[0] == '1')
+		return true;
+	struct sysinfo si;
+	if (sc1(SYS_sysinfo, &si) < 0)
+		return false;
+	uint64_t unit = si.mem_unit ? si.mem_unit : 1;
+	return bytes / unit <= (uint64_t)si.totalram + si.totalswap;
 }
 
 /* ---- termination signals (the live statistics export) ------------------ */

@@ -157,16 +157,7 @@ static void grow_under_limit(void)
 
 int main(void)
 {
-	CHECK(nd_topology_emulate("0: cpus=0 mem=1G; 1: cpus=1 mem=1G", err, sizeof err) == 0, "%s", err);
-	_nd_opt_set("arena_reserve", "256M");
-	uint64_t one[16] = { 2 }; /* CPU 1: node 1 is local */
-	CHECK(_nd_os_sched_setaffinity(0, sizeof one, one) == 0);
-	free(malloc(64)); /* the init, the heaps */
-	while (npins < 1024 && (pins[npins] = _nd_page_alloc_exact(1, 1, 4096)))
-		npins++;
-	CHECK(npins >= 8 && info(1).largest_order < 12, "%d pins, largest free order %d", npins, info(1).largest_order);
-	_nd_heap_trim_self(true);
-	_nd_heap_trim_parked();
+	split_node1(pins, 1024, &npins);
 	grow_bounded();
 	grow_under_limit();
 	for (int k = 0; k < npins; k++)
