@@ -319,19 +319,26 @@ static inline uintptr_t *xfer_full(uintptr_t *x)
 	return NULL;
 }
 
-/* A half of which more than 1/XFER_OWN are the putting thread's own
- * objects goes home instead (task handoff28): its own ones back onto
- * their slabs, the others spliced home per slab run. A thread that frees
- * mostly what it allocated (its slabs flagged because another thread
- * borrowed one of their objects, so its own frees come to its lists too)
- * put its own working set into the exchange, every other thread of the
- * node took it, and the objects of one slab circulated among all of
- * them, each malloc and free on a line another core wrote: bench handoff
- * (4 threads, 90% of frees their own) at 2.5x mimalloc's time. A list
- * of other threads' objects (a thread that only frees, wl_xfree) still
- * goes into the exchange. 4 (a quarter): 2, 8 and any own object at all
- * measured alike on handoff, xfree4 and larson. */
+/* A half of a class up to XFER_HOME_MAX of which more than 1/XFER_OWN
+ * are the putting thread's own objects goes home instead (task
+ * handoff28): its own ones back onto their slabs (bw_send), any others
+ * spliced home per slab run. A thread that frees mostly what it
+ * allocated (its slabs flagged because another thread borrowed one of
+ * their objects, so its own frees come to its lists too) put its own
+ * working set into the exchange, the node's other threads took it, and
+ * the objects of one slab circulated among all of them, each malloc and
+ * free on a line another core wrote (objects of a line or less share
+ * their lines): bench handoff (4 threads, 90% of the frees their own,
+ * 7 in 8 of 1..64 B) at 2.5x mimalloc's time. A list of other threads'
+ * objects (a thread that only frees, wl_xfree) still goes into the
+ * exchange. XFER_OWN 4 (a quarter): 2, 8 and any own object measured
+ * alike on handoff, xfree4 and larson. Every class (no XFER_HOME_MAX):
+ * bench larsonbig 2x the time and peak RSS (its threads' surplus of
+ * 2-16 KiB objects, which the exchange passed to the thread short of
+ * them, stayed on their owners' slabs while the other carved); up to
+ * 256 B: handoff as fast as up to 64 B. */
 #define XFER_OWN 4
+#define XFER_HOME_MAX 64
 
 bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap)
 {
@@ -348,7 +355,7 @@ bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap)
 	void **h = b->free, **last = xfer_index(h, k, c, &own);
 	void **rest = last[ND_FO_LINK];
 	last[ND_FO_LINK] = NULL;
-	if (own * XFER_OWN > k) { /* a working set's churn: home (bw_send) */
+	if (_nd_slab_class_size(c) <= XFER_HOME_MAX && own * XFER_OWN > k) { /* a working set's churn: home */
 		b->free = rest;
 		b->used += k;
 		bw_send(h);

@@ -6,7 +6,7 @@
  * onto its borrowed list; before, the list's overflow put them into the
  * exchange, where the node's other threads took them, and the objects of
  * one slab circulated among every thread of the node.
- *  - own:    a thread frees N of its own 256 B objects (lists keep 64)
+ *  - own:    a thread frees N of its own 64 B objects (lists keep 64)
  *            after another thread freed one of them: none in the
  *            exchange, no splice home, its list at most its cap, and a
  *            third thread of the node that mallocs gets none of them;
@@ -20,7 +20,7 @@
 #include "borrow_fixture.h"
 #include "check.h"
 
-enum { N = 160, SIZE = 256, CAP = 64, M = 32 };
+enum { N = 160, SIZE = 64, CAP = 64, M = 32 };
 
 static void *mine[N + 1], *theirs[N];
 static pthread_barrier_t bh, bo, bl;
