@@ -223,6 +223,10 @@ static struct {
 
 static void *tc_take(int node, uint64_t np);
 static uint64_t tc_flush(_nd_thread_t *t, int node);
+struct tc_steal {
+	int node;       /* runs of this node (-1: any) */
+	uint64_t bytes; /* their bytes */
+};
 static void tc_exit(_nd_thread_t *t);
 
 static void setup(void)
@@ -436,10 +440,28 @@ static uint64_t flush_list(lnode_t *ln, int node)
 	return release(node, out, nout);
 }
 
+/* _nd_thread_each's call: t's kept runs of arg's node (-1: any) back,
+ * under t's lblk_lock (a live owner's put or take waits); thread_lock held */
+static void tc_steal(_nd_thread_t *t, void *arg)
+{
+	struct tc_steal *ts = arg;
+	if (!__atomic_load_n(&t->lblk, __ATOMIC_RELAXED)) /* none yet, or exited: no lock */
+		return;
+	_nd_lock(&t->lblk_lock);
+	ts->bytes += tc_flush(t, ts->node);
+	_nd_unlock(&t->lblk_lock);
+}
+
 size_t _nd_large_flush(int node)
 {
 	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
-	uint64_t bytes = tc_flush(_nd_tls, node); /* the calling thread's: others' are theirs to touch */
+	/* every thread's kept runs, the caller's included: a node full or
+	 * malloc_trim must not fail while other live threads keep up to
+	 * TC_PAGES pages each (task tcsteal28) */
+	struct tc_steal ts = { .node = node };
+	if (cfg(delay_ns))
+		_nd_thread_each(tc_steal, &ts);
+	uint64_t bytes = ts.bytes;
 	for (int n = node < 0 ? 0 : node; n < nn && (node < 0 || n == node); n++)
 		bytes += flush_list(&lnodes[n], n);
 	/* cached spread runs hold pages of every node of their policy */
@@ -1132,7 +1154,13 @@ static void run_free(void *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 #define TC_NP(e) ((uint64_t)((e)->pn & (ND_PAGE_SIZE - 1)) + 1)
 #define TC_NOW(ns) ((uint32_t)((ns) >> 20)) /* the expiry's clock: about ms, wraps in 52 days */
 
-/* A thread's cache (the record's lblk; owner only, no lock). */
+/* A thread's cache (the record's lblk): its entries and the record's lblk
+ * pointer change under the record's lblk_lock (nd_thread.h), which the
+ * owner takes around each put, take and its exit's flush, and
+ * _nd_large_flush around another thread's flush (tc_steal). The owner
+ * alone sets lblk (at its first put, and NULL at its exit), so it reads
+ * lblk without the lock; the block is given back only after the exit
+ * cleared lblk under the lock, so no flush can reach it after. */
 struct _nd_lblk {
 	uint32_t n;     /* used entries: run[0..n), oldest first */
 	uint32_t pages; /* their pages */
@@ -1186,6 +1214,7 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 	uint64_t lim = live > 0 ? (uint64_t)live * 2 : 0;
 	lim = lim < TC_PAGES ? lim : TC_PAGES;
 	struct _nd_lblk *b = t->lblk;
+	_nd_lock_t *lk = &t->lblk_lock;
 	if (!b) {
 		/* the thread's first: a block of its own on its CPU's memory
 		 * node (given back there at its exit) */
@@ -1193,7 +1222,10 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 		if (mn < 0 || !(b = _nd_meta_blk_get(mn, sizeof *b)))
 			return false;
 		b->node = mn;
-		t->lblk = b;
+		_nd_lock(lk);
+		__atomic_store_n(&t->lblk, b, __ATOMIC_RELAXED); /* tc_steal's peek */
+	} else {
+		_nd_lock(lk);
 	}
 	/* frees with no take between (a heap emptied, its size mix changing:
 	 * wl_footprint's sparse phase freed ~1350 runs before a refill of
@@ -1204,14 +1236,16 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 	uint32_t now = TC_NOW(_nd_os_now_ns());
 	while (b->n && (b->n == TC_RUNS || b->pages + np > lim || (int32_t)(b->run[0].due - now) <= 0))
 		tc_drop(b, 0);
-	if (b->pages + np > lim)
-		return false;
-	b->run[b->n++] = (struct tc_run){
-		.pn = (uintptr_t)p | (uintptr_t)(np - 1), .due = now + TC_NOW(cfg(delay_ns)) + 1, .node = node
-	};
-	b->pages += (uint32_t)np;
-	_nd_stats_in_use(node, -(int64_t)(np << ND_PAGE_SHIFT));
-	return true;
+	bool kept = b->pages + np <= lim;
+	if (kept) {
+		b->run[b->n++] = (struct tc_run){
+			.pn = (uintptr_t)p | (uintptr_t)(np - 1), .due = now + TC_NOW(cfg(delay_ns)) + 1, .node = node
+		};
+		b->pages += (uint32_t)np;
+		_nd_stats_in_use(node, -(int64_t)(np << ND_PAGE_SHIFT));
+	}
+	_nd_unlock(lk);
+	return kept;
 }
 
 /* A run of np..np + np/4 pages of node from the calling thread's cache
@@ -1219,9 +1253,11 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
  * use again; NULL if none. */
 static void *tc_take(int node, uint64_t np)
 {
-	struct _nd_lblk *b = _nd_tls->lblk; /* the boot and gone records: NULL */
-	if (!b || !b->n || np < TC_MIN_PAGES || np > TC_MAX_PAGES)
+	_nd_thread_t *t = _nd_tls;
+	struct _nd_lblk *b = t->lblk; /* the boot and gone records: NULL */
+	if (!b || np < TC_MIN_PAGES || np > TC_MAX_PAGES)
 		return NULL;
+	_nd_lock(&t->lblk_lock);
 	int fit = -1;
 	uint64_t fnp = np + np / 4 + 1;
 	for (uint32_t k = b->n; k-- > 0;) {
@@ -1233,14 +1269,18 @@ static void *tc_take(int node, uint64_t np)
 				break;
 		}
 	}
-	if (fit < 0)
-		return NULL;
-	b->puts = 0;
-	_nd_stats_in_use(node, (int64_t)(fnp << ND_PAGE_SHIFT));
-	return tc_out(b, (uint32_t)fit);
+	void *p = NULL;
+	if (fit >= 0) {
+		b->puts = 0;
+		_nd_stats_in_use(node, (int64_t)(fnp << ND_PAGE_SHIFT));
+		p = tc_out(b, (uint32_t)fit);
+	}
+	_nd_unlock(&t->lblk_lock);
+	return p;
 }
 
-/* Every run of t's cache (of node; -1: any) back: their bytes. */
+/* Every run of t's cache (of node; -1: any) back: their bytes. t's
+ * lblk_lock held. */
 static uint64_t tc_flush(_nd_thread_t *t, int node)
 {
 	uint64_t bytes = 0;
@@ -1261,12 +1301,14 @@ static uint64_t tc_flush(_nd_thread_t *t, int node)
  * block, back. */
 static void tc_exit(_nd_thread_t *t)
 {
-	tc_flush(t, -1);
 	struct _nd_lblk *b = t->lblk;
-	if (b) {
-		t->lblk = NULL;
-		_nd_meta_blk_put(b->node, b, sizeof *b);
-	}
+	if (!b)
+		return;
+	_nd_lock(&t->lblk_lock);
+	tc_flush(t, -1);
+	__atomic_store_n(&t->lblk, NULL, __ATOMIC_RELAXED);
+	_nd_unlock(&t->lblk_lock);
+	_nd_meta_blk_put(b->node, b, sizeof *b);
 }
 
 void _nd_large_free(void *p, _nd_pagedesc_t *d)
