@@ -19,9 +19,10 @@
 
 #include "check.h"
 #include "internal.h"
+#include "stamp_fixture.h"
 
 #define KiB ((size_t)1 << 10)
-enum { WORKERS = 3, GENERATIONS = 4, ROUNDS = 400, LIVE = 6, KEPT = 8 };
+enum { WORKERS = 3, GENERATIONS = 6, ROUNDS = 2000, LIVE = 6, KEPT = 8 };
 static int stop;
 static long bad[WORKERS];
 
@@ -68,33 +69,19 @@ static void deterministic(void)
 }
 
 /* ---- the race: flushes while owners put, take and exit -------------- */
+static void *get(uint64_t rng, size_t *len)
+{
+	*len = (size_t)(36 + (rng >> 8) % 220) * KiB; /* 9..64 pages */
+	return nd_malloc_onnode(*len, (int)((rng >> 20) & 1));
+}
+
+/* the last blocks are freed (kept) at the end: the exit gives them back,
+ * racing the flusher */
 static void *worker(void *arg)
 {
 	uintptr_t id = (uintptr_t)arg;
-	unsigned char *blk[LIVE] = { 0 };
-	size_t len[LIVE] = { 0 };
 	uint64_t rng = 0x9E3779B97F4A7C15ULL * (id + 1) + (uint64_t)(uintptr_t)&rng; /* a stack address: each generation its own */
-	for (int r = 0; r < ROUNDS; r++) {
-		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-		int k = (int)(rng % LIVE);
-		if (blk[k]) {
-			bad[id] += blk[k][0] != (unsigned char)(id + 1) || blk[k][len[k] - 1] != (unsigned char)(id + 1);
-			nd_free(blk[k]);
-		}
-		len[k] = (size_t)(36 + (rng >> 8) % 220) * KiB; /* 9..64 pages */
-		blk[k] = nd_malloc_onnode(len[k], (int)((rng >> 20) & 1));
-		if (!blk[k]) {
-			bad[id]++;
-			continue;
-		}
-		blk[k][0] = blk[k][len[k] - 1] = (unsigned char)(id + 1);
-	}
-	/* the last ones freed (kept): the exit gives them back, racing the flusher */
-	for (int k = 0; k < LIVE; k++)
-		if (blk[k]) {
-			bad[id] += blk[k][0] != (unsigned char)(id + 1);
-			nd_free(blk[k]);
-		}
+	bad[id] += stamp_churn(id, ROUNDS, LIVE, rng, get);
 	return NULL;
 }
 
