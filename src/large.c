@@ -120,7 +120,7 @@
  * dirty limit purged them at a burst of frees (wl_mixed: 4.4x mimalloc's
  * time, 47k faults against 7.5k). A thread keeps up to TC_RUNS such runs
  * it freed, TC_PAGES pages in all, in a block of its own (the record's
- * lblk, owner only: no lock, no atomic; from meta.c's pool on its CPU's
+ * lblk, under the record's lblk_lock: see struct _nd_lblk; from meta.c's pool on its CPU's
  * node at its first kept run, given back at its exit: task mixed28, a
  * phase end of wl_mixed frees ~49 such runs a thread, 8 in the record
  * left most of them to the page level), each with its node:
@@ -135,7 +135,7 @@
  *    blocks keeps none), and at a put past their
  *    expiry (NODALLOC_LARGE_DECAY_MS; 0 turns it off too); all at the
  *    thread's exit (the first exit hook) and at _nd_large_flush
- *    (malloc_trim, a node full) of the calling thread's;
+ *    (malloc_trim, a node full) of every live thread's (task tcsteal28);
  *  - statistics as for the node caches: not in use while kept.
  *
  * Locking: one lock per node (lnode_t.lock), held only to edit that
