@@ -120,7 +120,7 @@
  * dirty limit purged them at a burst of frees (wl_mixed: 4.4x mimalloc's
  * time, 47k faults against 7.5k). A thread keeps up to TC_RUNS such runs
  * it freed, TC_PAGES pages in all, in a block of its own (the record's
- * lblk, owner only: no lock, no atomic; from meta.c's pool on its CPU's
+ * lblk, under the record's lblk_lock: see struct _nd_lblk; from meta.c's pool on its CPU's
  * node at its first kept run, given back at its exit: task mixed28, a
  * phase end of wl_mixed frees ~49 such runs a thread, 8 in the record
  * left most of them to the page level), each with its node:
@@ -135,9 +135,9 @@
  *    blocks keeps none), and at a put past their
  *    expiry (NODALLOC_LARGE_DECAY_MS; 0 turns it off too); all at the
  *    thread's exit (the first exit hook) and at _nd_large_flush
- *    (malloc_trim, a node full) of the calling thread's;
+ *    (malloc_trim, a node full) of every live thread's (task tcsteal28);
  *  - statistics as for the node caches: not in use while kept; counted in
- *    lnode_t.kept (mallinfo2: ordblks, and keepcost of the caller's).
+ *    lnode_t.kept (mallinfo2: ordblks, and keepcost: malloc_trim takes them all).
  *
  * Locking: one lock per node (lnode_t.lock), held only to edit that
  * node's list, one per spread list (the same); page-level calls are made
@@ -228,6 +228,10 @@ static struct {
 
 static void *tc_take(int node, uint64_t np);
 static uint64_t tc_flush(_nd_thread_t *t, int node);
+struct tc_steal {
+	int node;       /* runs of this node (-1: any) */
+	uint64_t bytes; /* their bytes */
+};
 static void tc_exit(_nd_thread_t *t);
 
 static void setup(void)
@@ -341,9 +345,7 @@ void _nd_large_usage(uint64_t *in_use, uint64_t *cached, uint64_t *runs)
 	*runs = r;
 }
 
-static uint64_t tc_bytes(const _nd_thread_t *t);
-
-void _nd_large_kept(uint64_t *bytes, uint64_t *runs, uint64_t *mine)
+void _nd_large_kept(uint64_t *bytes, uint64_t *runs)
 {
 	uint64_t b = 0, r = 0;
 	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
@@ -356,7 +358,6 @@ void _nd_large_kept(uint64_t *bytes, uint64_t *runs, uint64_t *mine)
 	}
 	*bytes = b;
 	*runs = r;
-	*mine = tc_bytes(_nd_tls);
 }
 
 size_t _nd_large_cached(int node)
@@ -459,10 +460,28 @@ static uint64_t flush_list(lnode_t *ln, int node)
 	return release(node, out, nout);
 }
 
+/* _nd_thread_each's call: t's kept runs of arg's node (-1: any) back,
+ * under t's lblk_lock (a live owner's put or take waits); thread_lock held */
+static void tc_steal(_nd_thread_t *t, void *arg)
+{
+	struct tc_steal *ts = arg;
+	if (!__atomic_load_n(&t->lblk, __ATOMIC_RELAXED)) /* none yet, or exited: no lock */
+		return;
+	_nd_lock(&t->lblk_lock);
+	ts->bytes += tc_flush(t, ts->node);
+	_nd_unlock(&t->lblk_lock);
+}
+
 size_t _nd_large_flush(int node)
 {
 	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
-	uint64_t bytes = tc_flush(_nd_tls, node); /* the calling thread's: others' are theirs to touch */
+	/* every thread's kept runs, the caller's included: a node full or
+	 * malloc_trim must not fail while other live threads keep up to
+	 * TC_PAGES pages each (task tcsteal28) */
+	struct tc_steal ts = { .node = node };
+	if (cfg(delay_ns))
+		_nd_thread_each(tc_steal, &ts);
+	uint64_t bytes = ts.bytes;
 	for (int n = node < 0 ? 0 : node; n < nn && (node < 0 || n == node); n++)
 		bytes += flush_list(&lnodes[n], n);
 	/* cached spread runs hold pages of every node of their policy */
@@ -1156,7 +1175,13 @@ static void run_free(void *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 #define TC_NOW(ns) ((uint32_t)((ns) >> 20)) /* the expiry's clock: about ms, wraps in 52 days */
 #define TC_LIFE_MAX ((uint64_t)1 << 30)     /* the longest expiry on that clock: about 13 days */
 
-/* A thread's cache (the record's lblk; owner only, no lock). */
+/* A thread's cache (the record's lblk): its entries and the record's lblk
+ * pointer change under the record's lblk_lock (nd_thread.h), which the
+ * owner takes around each put, take and its exit's flush, and
+ * _nd_large_flush around another thread's flush (tc_steal). The owner
+ * alone sets lblk (at its first put, and NULL at its exit), so it reads
+ * lblk without the lock; the block is given back only after the exit
+ * cleared lblk under the lock, so no flush can reach it after. */
 struct _nd_lblk {
 	uint32_t n;     /* used entries: run[0..n), oldest first */
 	uint32_t pages; /* their pages */
@@ -1211,6 +1236,7 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 	uint64_t lim = live > 0 ? (uint64_t)live * 2 : 0;
 	lim = lim < TC_PAGES ? lim : TC_PAGES;
 	struct _nd_lblk *b = t->lblk;
+	_nd_lock_t *lk = &t->lblk_lock;
 	if (!b) {
 		/* the thread's first: a block of its own on its CPU's memory
 		 * node (given back there at its exit) */
@@ -1218,7 +1244,10 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 		if (mn < 0 || !(b = _nd_meta_blk_get(mn, sizeof *b)))
 			return false;
 		b->node = mn;
-		t->lblk = b;
+		_nd_lock(lk);
+		__atomic_store_n(&t->lblk, b, __ATOMIC_RELAXED); /* tc_steal's peek */
+	} else {
+		_nd_lock(lk);
 	}
 	/* frees with no take between (a heap emptied, its size mix changing:
 	 * wl_footprint's sparse phase freed ~1350 runs before a refill of
@@ -1229,20 +1258,21 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 	uint32_t now = TC_NOW(_nd_os_now_ns());
 	while (b->n && (b->n == TC_RUNS || b->pages + np > lim || (int32_t)(b->run[0].due - now) <= 0))
 		tc_drop(b, 0);
-	if (b->pages + np > lim)
-		return false;
-	/* the clock's wrap: a due over 2^31 ahead reads as past (a decay of
-	 * 26 days or more dropped every run at the next put), so at most 2^30
-	 * (about 13 days) */
-	uint64_t life = (cfg(delay_ns) >> 20) + 1;
-	b->run[b->n++] = (struct tc_run){
-		.pn = (uintptr_t)p | (uintptr_t)(np - 1), .due = now + (uint32_t)(life < TC_LIFE_MAX ? life : TC_LIFE_MAX),
-		.node = node
-	};
-	b->pages += (uint32_t)np;
-	__atomic_add_fetch(&lnodes[node].kept, TC_KEPT(np), __ATOMIC_RELAXED);
-	_nd_stats_in_use(node, -(int64_t)(np << ND_PAGE_SHIFT));
-	return true;
+	bool kept = b->pages + np <= lim;
+	if (kept) {
+		/* the clock's wrap: a due over 2^31 ahead reads as past (a decay
+		 * of 26 days or more dropped every run at the next put), so at
+		 * most 2^30 (about 13 days) */
+		uint64_t life = (cfg(delay_ns) >> 20) + 1;
+		b->run[b->n++] = (struct tc_run){ .pn = (uintptr_t)p | (uintptr_t)(np - 1),
+						  .due = now + (uint32_t)(life < TC_LIFE_MAX ? life : TC_LIFE_MAX),
+						  .node = node };
+		b->pages += (uint32_t)np;
+		__atomic_add_fetch(&lnodes[node].kept, TC_KEPT(np), __ATOMIC_RELAXED);
+		_nd_stats_in_use(node, -(int64_t)(np << ND_PAGE_SHIFT));
+	}
+	_nd_unlock(lk);
+	return kept;
 }
 
 /* A run of np..np + np/4 pages of node from the calling thread's cache
@@ -1250,9 +1280,11 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
  * use again; NULL if none. */
 static void *tc_take(int node, uint64_t np)
 {
-	struct _nd_lblk *b = _nd_tls->lblk; /* the boot and gone records: NULL */
-	if (!b || !b->n || np < TC_MIN_PAGES || np > TC_MAX_PAGES)
+	_nd_thread_t *t = _nd_tls;
+	struct _nd_lblk *b = t->lblk; /* the boot and gone records: NULL */
+	if (!b || np < TC_MIN_PAGES || np > TC_MAX_PAGES)
 		return NULL;
+	_nd_lock(&t->lblk_lock);
 	int fit = -1;
 	uint64_t fnp = np + np / 4 + 1;
 	for (uint32_t k = b->n; k-- > 0;) {
@@ -1264,21 +1296,18 @@ static void *tc_take(int node, uint64_t np)
 				break;
 		}
 	}
-	if (fit < 0)
-		return NULL;
-	b->puts = 0;
-	_nd_stats_in_use(node, (int64_t)(fnp << ND_PAGE_SHIFT));
-	return tc_out(b, (uint32_t)fit);
+	void *p = NULL;
+	if (fit >= 0) {
+		b->puts = 0;
+		_nd_stats_in_use(node, (int64_t)(fnp << ND_PAGE_SHIFT));
+		p = tc_out(b, (uint32_t)fit);
+	}
+	_nd_unlock(&t->lblk_lock);
+	return p;
 }
 
-/* The bytes of t's kept runs (its own: owner only). */
-static uint64_t tc_bytes(const _nd_thread_t *t)
-{
-	const struct _nd_lblk *b = t->lblk; /* the boot and gone records: NULL */
-	return b ? (uint64_t)b->pages << ND_PAGE_SHIFT : 0;
-}
-
-/* Every run of t's cache (of node; -1: any) back: their bytes. */
+/* Every run of t's cache (of node; -1: any) back: their bytes. t's
+ * lblk_lock held. */
 static uint64_t tc_flush(_nd_thread_t *t, int node)
 {
 	uint64_t bytes = 0;
@@ -1295,32 +1324,18 @@ static uint64_t tc_flush(_nd_thread_t *t, int node)
 	return bytes;
 }
 
-/* A fork's child: only the forking thread is left, and other threads'
- * kept runs are no one's now (leaked, as their slabs: their blocks may
- * have been mid-edit, so none is walked): counted from its own block
- * alone (no lock: one thread). */
-void _nd_large_fork_child(void)
-{
-	int nn = __atomic_load_n(&lnodes_used, __ATOMIC_RELAXED);
-	if (!nn)
-		return; /* no large run ever: nothing kept, the record's page 2 not read */
-	for (int n = 0; n < nn; n++)
-		__atomic_store_n(&lnodes[n].kept, 0, __ATOMIC_RELAXED);
-	const struct _nd_lblk *b = _nd_tls->lblk;
-	for (uint32_t k = 0; b && k < b->n; k++)
-		__atomic_add_fetch(&lnodes[b->run[k].node].kept, TC_KEPT(TC_NP(&b->run[k])), __ATOMIC_RELAXED);
-}
-
 /* The thread-exit hook (thread.c, before heap.c's): the runs, then the
  * block, back. */
 static void tc_exit(_nd_thread_t *t)
 {
-	tc_flush(t, -1);
 	struct _nd_lblk *b = t->lblk;
-	if (b) {
-		t->lblk = NULL;
-		_nd_meta_blk_put(b->node, b, sizeof *b);
-	}
+	if (!b)
+		return;
+	_nd_lock(&t->lblk_lock);
+	tc_flush(t, -1);
+	__atomic_store_n(&t->lblk, NULL, __ATOMIC_RELAXED);
+	_nd_unlock(&t->lblk_lock);
+	_nd_meta_blk_put(b->node, b, sizeof *b);
 }
 
 void _nd_large_free(void *p, _nd_pagedesc_t *d)

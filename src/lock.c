@@ -5,8 +5,8 @@
  * Lock: spin briefly, then sleep on a futex (Drepper's "mutex 2"); no
  * allocation, resettable by a store (fork child).
  *
- * Registry: every lock of the library is declared with ND_LOCK_DEFINE or
- * ND_LOCK_ARRAY (internal.h), which puts a descriptor in the linker
+ * Registry: every lock of the library is declared with ND_LOCK_DEFINE,
+ * ND_LOCK_ARRAY, ND_LOCK_DYN_ARRAY, ND_LOCK_FIELD or ND_LOCK_LIST (nd_lock.h), which puts a descriptor in the linker
  * section nd_lock_classes. The fork handlers are built from that section
  * alone: prepare takes every lock in rank order (internal.h, "Lock
  * order"), the parent releases them in reverse, the child (one thread)
@@ -92,6 +92,17 @@ static inline _nd_lock_t *lock_at(const _nd_lock_class_t *c, int i)
 	return base ? (_nd_lock_t *)(base + c->dyn_off + (size_t)i * c->stride) : NULL;
 }
 
+/* Lock i of c, walked in order from i = 0: *cur is element i - 1's
+ * address (a list's, whose walk is by its links). */
+static inline _nd_lock_t *lock_step(const _nd_lock_class_t *c, int i, char **cur)
+{
+	if (!c->next_off)
+		return lock_at(c, i);
+	char *e = i ? *(char **)(void *)(*cur + c->next_off) : (char *)__atomic_load_n(c->dyn, __ATOMIC_ACQUIRE);
+	*cur = e;
+	return e ? (_nd_lock_t *)(void *)(e + c->dyn_off) : NULL;
+}
+
 /* A static array's count is raised under element 0's lock, which prepare
  * takes before it reads the count (nd_lock.h, "Counted arrays"). */
 static inline bool counted_static(const _nd_lock_class_t *c)
@@ -105,6 +116,13 @@ static inline int count_of(const _nd_lock_class_t *c)
 {
 	if (c->dyn && !__atomic_load_n(c->dyn, __ATOMIC_ACQUIRE))
 		return 0;
+	if (c->next_off) { /* a list: its length (stable: nd_lock.h, ND_LOCK_LIST) */
+		int n = 0;
+		char *cur = NULL;
+		while (lock_step(c, n, &cur))
+			n++;
+		return n;
+	}
 	if (!c->count)
 		return c->fixed;
 	int n = __atomic_load_n(c->count, __ATOMIC_ACQUIRE);
@@ -145,10 +163,12 @@ int _nd_lock_classes(const _nd_lock_class_t **out, int max)
  * held: its lock and unlock are real). */
 static bool fork_taken(const _nd_lock_t *l)
 {
-	for (int k = 0; k < norder; k++)
+	for (int k = 0; k < norder; k++) {
+		char *cur = NULL;
 		for (int i = 0; i < fk.taken[k]; i++)
-			if (lock_at(fk.order[k], i) == l)
+			if (lock_step(fk.order[k], i, &cur) == l)
 				return true;
+	}
 	return false;
 }
 
@@ -159,11 +179,12 @@ void _nd_lock_fork_prepare(void)
 	int cnt[MAX_CLASSES];
 	for (int k = 0; k < n; k++) {
 		int i = 0;
+		char *cur = NULL;
 		if (counted_static(ord[k]))
-			_nd_lock(lock_at(ord[k], i++)); /* before the count: its raises wait from here */
+			_nd_lock(lock_step(ord[k], i++, &cur)); /* before the count: its raises wait from here */
 		cnt[k] = count_of(ord[k]);
 		for (; i < cnt[k]; i++)
-			_nd_lock(lock_at(ord[k], i));
+			_nd_lock(lock_step(ord[k], i, &cur));
 	}
 	/* every lock is ours now: publish what the parent must release */
 	for (int k = 0; k < n; k++) {
@@ -177,16 +198,25 @@ void _nd_lock_fork_prepare(void)
 void _nd_lock_fork_parent(void)
 {
 	__atomic_store_n(&fork_holder, NO_HOLDER, __ATOMIC_RELAXED);
-	for (int k = norder - 1; k >= 0; k--)
+	for (int k = norder - 1; k >= 0; k--) {
+		if (fk.order[k]->next_off) { /* a list: in its order (any order frees) */
+			char *cur = NULL;
+			for (int i = 0; i < fk.taken[k]; i++)
+				_nd_unlock(lock_step(fk.order[k], i, &cur));
+			continue;
+		}
 		for (int i = fk.taken[k] - 1; i >= 0; i--)
 			_nd_unlock(lock_at(fk.order[k], i));
+	}
 }
 
 void _nd_lock_fork_child(void)
 {
 	/* one thread left, the one that held every lock */
 	fork_holder = NO_HOLDER;
-	for (int k = norder - 1; k >= 0; k--)
-		for (int i = count_of(fk.order[k]) - 1; i >= 0; i--)
-			lock_at(fk.order[k], i)->v = 0;
+	for (int k = norder - 1; k >= 0; k--) {
+		char *cur = NULL;
+		for (int i = 0, n = count_of(fk.order[k]); i < n; i++)
+			lock_step(fk.order[k], i, &cur)->v = 0;
+	}
 }

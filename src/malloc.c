@@ -46,7 +46,6 @@ static void fork_child(void)
 	_nd_stats_fork_child(); /* the child does not count into the parent's export */
 	_nd_slab_xfer_fork_child(); /* lists of threads the child does not have */
 	_nd_page_fork_child(); /* bursts of threads the child does not have */
-	_nd_large_fork_child(); /* kept runs of threads the child does not have */
 }
 
 bool _nd_init(void)
@@ -610,12 +609,12 @@ static struct nd_mallinfo2 usage(void)
 		m.smblks += spare;
 		m.fsmblks += spare * cls[c].size;
 	}
-	uint64_t large, cached, runs, kept, kruns, mine;
+	uint64_t large, cached, runs, kept, kruns;
 	_nd_large_usage(&large, &cached, &runs);
-	_nd_large_kept(&kept, &kruns, &mine);
+	_nd_large_kept(&kept, &kruns);
 	m.uordblks = in_use + large;
 	m.ordblks = runs + kruns; /* every thread's kept runs too: freed, kept for reuse */
-	m.keepcost = cached + mine; /* malloc_trim's: the calling thread's kept runs, not others' */
+	m.keepcost = cached + kept; /* malloc_trim's: every thread's kept runs (tcsteal28) */
 	int lim = _nd_topo()->node_limit;
 	for (int n = -1; n < lim && n < ND_MAX_NODES; n++) {
 		nd_node_stats_t st;

@@ -52,12 +52,9 @@ size_t _nd_large_cache_limit(int node);
  * cached). */
 void _nd_large_usage(uint64_t *in_use, uint64_t *cached, uint64_t *runs);
 /* The runs the threads keep (their caches, large.c "The thread cache"):
- * free, committed, in no cache's list: every thread's bytes and count, and
- * the calling thread's bytes (_nd_large_flush gives back those only)
- * (mallinfo2; a snapshot, no lock). */
-void _nd_large_kept(uint64_t *bytes, uint64_t *runs, uint64_t *mine);
-/* A fork's child (malloc.c): the kept runs counted are the forking
- * thread's only. */
-void _nd_large_fork_child(void);
+ * free, committed, in no cache's list: every thread's bytes and count
+ * (_nd_large_flush gives back every thread's: tcsteal28) (mallinfo2; a
+ * snapshot, no lock). */
+void _nd_large_kept(uint64_t *bytes, uint64_t *runs);
 
 #endif /* ND_LARGE_H */

@@ -20,9 +20,9 @@ bool _nd_trylock(_nd_lock_t *l);
 /* Lock order: a thread holding a lock takes only locks of a higher rank
  * (arrays: ascending index). Fork takes them all in this order. Every
  * lock of the library is declared with ND_LOCK_DEFINE / ND_LOCK_ARRAY /
- * ND_LOCK_DYN_ARRAY / ND_LOCK_FIELD below (tests/check_locks.sh refuses
+ * ND_LOCK_DYN_ARRAY / ND_LOCK_FIELD / ND_LOCK_LIST below (tests/check_locks.sh refuses
  * any other, and checks that each rank here names exactly one registered
- * lock class and each class a rank here). The 17 locks, by rank:
+ * lock class and each class a rank here). The 18 locks, by rank:
  * file: variable (what it protects; what it may take while held). */
 typedef enum _nd_lock_rank {
 	ND_RANK_TABLE_FMT = 10,   /* table.c: fmt_lock (nd_table_format's per-node buffer) */
@@ -32,6 +32,8 @@ typedef enum _nd_lock_rank {
 	ND_RANK_POLICY_POOL = 50, /* policy.c: pool_lock (interned policies) */
 	ND_RANK_POLICY_PROC = 51, /* policy.c: proc_lock (process default; then thread) */
 	ND_RANK_THREAD = 55,      /* thread.c: thread_lock (thread records: pool, list) */
+	ND_RANK_THREAD_LBLK = 56, /* thread.c: all->lblk_lock (one per record: its lblk, large.c's thread cache; the owner's put, take and exit, and
+				   * _nd_large_flush under thread_lock; takes large cache, spread, page: a kept run's free) */
 	ND_RANK_SLAB_SWEEP = 58,  /* heap.c: sweep_lock (a parked heap out of its pool for a sweep; takes the pool locks, page) */
 	ND_RANK_SLAB_THREADS = 60,/* heap.c: pheap_lock (the parked policy heaps' pool) */
 	ND_RANK_SLAB_NODE = 61,   /* meta.c: nodes[].lock (per node: parked heaps, metadata, slab map creation; then page) */
@@ -53,6 +55,7 @@ typedef struct _nd_lock_class {
 	void *const *dyn;     /* dynamic: where the array's address is (else NULL) */
 	size_t dyn_off;       /* dynamic: offset of the lock in an element */
 	int *count;           /* elements in use now (NULL: fixed); see Counted arrays */
+	size_t next_off;      /* list: offset of the link to the next element (0: not a list) */
 	int fixed;            /* elements when count is NULL */
 	size_t stride;        /* bytes between elements */
 } _nd_lock_class_t;
@@ -76,6 +79,16 @@ typedef struct _nd_lock_class {
 	ND_LOCK_CLASS_(id, .name = #base_ptr "[]." #field, .rank = (rank_),           \
 		       .dyn = (void *const *)(base_ptr), .dyn_off = offsetof(T, field), \
 		       .count = (count_ptr), .stride = sizeof(T))
+
+/* The elements of a linked list, *head_ptr the first, each element's
+ * field next the one after it (NULL: the end), lock at field: the list's
+ * head and links change only under a lock of lower rank, which prepare
+ * holds when it walks them (thread.c: the thread records, under
+ * thread_lock). */
+#define ND_LOCK_LIST(id, head_ptr, T, field, next, rank_)                              \
+	ND_LOCK_CLASS_(id, .name = #head_ptr "->" #field, .rank = (rank_),             \
+		       .dyn = (void *const *)(head_ptr), .dyn_off = offsetof(T, field), \
+		       .next_off = offsetof(T, next))
 
 /* Counted arrays: prepare takes elements [0, *count), and the child
  * resets them; a lock beyond the count is never taken (no one may lock an

@@ -308,8 +308,12 @@ typedef struct _nd_thread {
 	/* ---- large.c (page 2): the thread's freed runs above the largest
 	 * size class (large.c, "The thread cache"): a block of its own from
 	 * meta.c's pool, made at the thread's first kept run and given back
-	 * at its exit; NULL: none. Owner only ---- */
+	 * at its exit; NULL: none. lblk_lock (rank ND_RANK_THREAD_LBLK)
+	 * protects lblk and the block's entries: the owner takes it to put,
+	 * take and exit, _nd_large_flush to take another thread's runs (under
+	 * thread_lock: a pooled record is reset under it, never while held) ---- */
 	struct _nd_lblk *lblk;
+	_nd_lock_t lblk_lock;
 } _nd_thread_t;
 _Static_assert(ND_MAX_NODES < ND_DROP_GONE - 1, "drop_node1 holds every node + 1, and ND_DROP_GONE");
 _Static_assert(offsetof(_nd_thread_t, all_next) + sizeof(void *) <= ND_THREAD_PAGE1 &&

@@ -63,6 +63,9 @@ ND_TLS _nd_thread_t *_nd_tls = (_nd_thread_t *)&_nd_thread_boot;
 ND_LOCK_DEFINE(thread_lock, ND_RANK_THREAD);
 static _nd_thread_t *pool;  /* records of exited threads */
 static _nd_thread_t *all;   /* every record (append only, never freed) */
+/* each record's large-run cache lock (nd_thread.h): fork takes them all,
+ * walking all under thread_lock (which carve holds to add one) */
+ND_LOCK_LIST(lblk_lock_class, &all, _nd_thread_t, lblk_lock, all_next, ND_RANK_THREAD_LBLK);
 static char *chunk_cur, *chunk_end;
 static pthread_key_t key;
 static bool have_key;

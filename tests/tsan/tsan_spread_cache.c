@@ -15,38 +15,23 @@
 
 #include "check.h"
 #include "internal.h"
+#include "stamp_fixture.h"
 
 enum { THREADS = 3, ROUNDS = 300, LIVE = 4 };
 static int stop;
 static long bad[THREADS];
 static nd_policy_t il;
 
+static void *get(uint64_t rng, size_t *len)
+{
+	*len = (size_t)(64 << 10) << ((rng >> 8) % 3);
+	return nd_malloc_policy(*len, &il);
+}
+
 static void *worker(void *arg)
 {
 	uintptr_t id = (uintptr_t)arg;
-	unsigned char *blk[LIVE] = { 0 };
-	size_t len[LIVE] = { 0 };
-	uint64_t rng = 0x9E3779B97F4A7C15ULL * (id + 1);
-	for (int r = 0; r < ROUNDS; r++) {
-		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-		int k = (int)(rng % LIVE);
-		if (blk[k]) {
-			bad[id] += blk[k][0] != (unsigned char)(id + 1) || blk[k][len[k] - 1] != (unsigned char)(id + 1);
-			nd_free(blk[k]);
-		}
-		len[k] = (size_t)(64 << 10) << ((rng >> 8) % 3);
-		blk[k] = nd_malloc_policy(len[k], &il);
-		if (!blk[k]) {
-			bad[id]++;
-			continue;
-		}
-		blk[k][0] = blk[k][len[k] - 1] = (unsigned char)(id + 1);
-	}
-	for (int k = 0; k < LIVE; k++)
-		if (blk[k]) {
-			bad[id] += blk[k][0] != (unsigned char)(id + 1);
-			nd_free(blk[k]);
-		}
+	bad[id] = stamp_churn(id, ROUNDS, LIVE, 0x9E3779B97F4A7C15ULL * (id + 1), get);
 	return NULL;
 }
 

@@ -5,13 +5,14 @@
  * keeps is free, not in use, and its pages stay committed. So
  * nd_stats' bytes_in_use drops by it and bytes_committed does not;
  * mallinfo2's uordblks drops, fordblks rises, ordblks (cached large runs,
- * freed, kept for reuse) counts every thread's kept runs, and keepcost
- * (what malloc_trim releases without looking into slabs) the calling
- * thread's only: malloc_trim gives back the caller's, others' are theirs.
- * Before, ordblks and keepcost left them out.
+ * freed, kept for reuse) and keepcost (what malloc_trim releases without
+ * looking into slabs) count every thread's kept runs: malloc_trim gives
+ * back every live thread's (tcsteal28). Before, ordblks and keepcost left
+ * them out.
  *
- * A fork's child counts the forking thread's kept runs only (other
- * threads' are no one's there).
+ * A fork's child counts the other threads' kept runs too, and its
+ * malloc_trim gives them back (fork takes every record's lblk_lock, so
+ * their blocks are whole in the child).
  *
  * Also: NODALLOC_LARGE_DECAY_MS past the thread cache's clock (26 days:
  * 3e9 ms here) keeps runs, as a long decay should; before, every kept
@@ -96,8 +97,8 @@ static void *keeper(void *arg)
 	return NULL;
 }
 
-/* Another thread's kept runs: in ordblks, not in the caller's keepcost;
- * malloc_trim gives back the caller's, not others'; its exit, its own. */
+/* Another thread's kept runs: in ordblks and keepcost; malloc_trim (the
+ * caller's, the child's of a fork) gives them back while it lives. */
 static void others_kept(void)
 {
 	CHECK(pipe(go) == 0 && pipe(done) == 0);
@@ -111,20 +112,22 @@ static void others_kept(void)
 	struct mallinfo2 b = mallinfo2();
 	CHECK(b.ordblks == a.ordblks + 5, "ordblks %zu -> %zu: the other thread's five", a.ordblks, b.ordblks);
 	size_t kb = runs_kept(&b);
-	CHECK(kb == ka, "keepcost's runs %zu -> %zu: not the caller's to release", ka, kb);
-	/* a fork's child has no such thread: its runs are no one's (leaked,
-	 * as its slabs), not kept for reuse; the forking thread's are */
+	CHECK(kb == ka + 5 * 48 * KiB, "keepcost's runs %zu -> %zu: the other thread's too", ka, kb);
+	/* a fork's child: the other thread's runs counted, and its trim takes them */
 	pid_t pid = fork();
 	if (pid == 0) {
 		struct mallinfo2 f = mallinfo2();
-		_exit(f.ordblks == b.ordblks - 5 && runs_kept(&f) == kb ? 0 : 1);
+		bool ok = f.ordblks == b.ordblks && runs_kept(&f) == kb;
+		malloc_trim(0);
+		struct mallinfo2 g = mallinfo2();
+		_exit(ok && g.ordblks == 0 && runs_kept(&g) == 0 ? 0 : 1);
 	}
 	int st = -1;
 	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child's ordblks and keepcost: the forking thread's runs only");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child's ordblks and keepcost: every thread's runs, none after its trim");
 	malloc_trim(0);
 	struct mallinfo2 c = mallinfo2();
-	CHECK(c.ordblks == 5, "after malloc_trim: %zu cached runs, the other thread's 5", c.ordblks);
+	CHECK(c.ordblks == 0, "after malloc_trim: %zu cached runs (the other thread's 5 given back)", c.ordblks);
 	CHECK(runs_kept(&c) == 0, "after malloc_trim: keepcost's runs %zu", runs_kept(&c));
 	CHECK(write(go[1], "x", 1) == 1);
 	pthread_join(th, NULL);

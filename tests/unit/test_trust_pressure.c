@@ -15,8 +15,11 @@
  *   spread_cache; node_cache passes either way, by the miss's shed);
  * - fallback: preferred:1 on the full node, caches holding node 1 runs:
  *   every block is served, on node 0 once node 1 is out;
- * - other_thread: another thread's thread cache holds the pages: served
- *   once it exits (while it lives: ENOMEM today, printed, not asserted).
+ * - other_thread: another live thread's thread cache holds the pages:
+ *   served (_nd_large_flush takes every thread's kept runs of the node,
+ *   task tcsteal28; ENOMEM before), and that thread's cache still works;
+ * - trim: malloc_trim gives back the runs another live thread keeps (node
+ *   1's pages in use fall by them).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -190,24 +193,35 @@ static void case_spread_cache(void)
 	nheld = 0;
 }
 
-/* Another thread's thread cache: its runs are its own (large.c, "given
- * back"), so a bind:1 block that needs them fails while it lives (left:
- * task trust27's report; up to 2 MiB a thread) and is served once it
- * exits (its exit gives them back). */
+/* Another live thread's thread cache holds the pages a bind:1 block
+ * needs: _nd_large_flush of the full node takes them (task tcsteal28;
+ * before, ENOMEM while it lived: up to 4 MiB a thread). Then the thread
+ * keeps and takes runs again (its cache was emptied under it). */
 static pthread_barrier_t obar;
 static char *theirs[24];
+static int their_bad;
 
 static void *other(void *arg)
 {
 	set("bind:1");
 	for (int i = 0; i < 24; i++)
 		theirs[i] = malloc(40 * KiB);
-	pthread_barrier_wait(&obar); /* the main thread fills node 1 */
+	pthread_barrier_wait(&obar); /* the main thread fills node 1 (or holds blocks on it) */
 	pthread_barrier_wait(&obar);
 	for (int i = 0; i < 24; i++) /* kept by this thread */
 		free(theirs[i]);
 	pthread_barrier_wait(&obar);
-	pthread_barrier_wait(&obar); /* the main thread tries */
+	pthread_barrier_wait(&obar); /* the main thread takes them */
+	/* after the steal: a run of its own kept and taken back */
+	for (int r = 0; r < 4; r++) {
+		char *p = malloc(40 * KiB);
+		their_bad += !p;
+		if (p) {
+			memset(p, 0x3c, 40 * KiB);
+			free(p);
+		}
+	}
+	pthread_barrier_wait(&obar);
 	return arg;
 }
 
@@ -226,17 +240,50 @@ static void case_other_thread(void)
 	CHECK(free1() < 600 * KiB >> ND_PAGE_SHIFT);
 	errno = 0;
 	char *p = malloc(600 * KiB);
-	int e = errno;
-	CHECK(p != NULL || e == ENOMEM, "errno %d", e);
-	printf("other_thread: bind:1 600 KiB while another thread keeps 24 x 40 KiB of node 1: %s\n",
-	       p ? "served" : "ENOMEM (its runs are its own)");
+	CHECK(p != NULL, "bind:1 600 KiB while another thread keeps 24 x 40 KiB of node 1: errno %d", errno);
+	CHECK(!p || nd_node_of(p) == 1);
 	free(p);
 	pthread_barrier_wait(&obar);
+	pthread_barrier_wait(&obar);
 	pthread_join(t, NULL);
+	CHECK_EQ(their_bad, 0);
 	errno = 0;
 	p = malloc(600 * KiB);
 	CHECK(p != NULL, "after the thread's exit: errno %d", errno);
 	free(p);
+	release_all();
+}
+
+static uint64_t used1(void)
+{
+	_nd_page_info_t in;
+	CHECK(_nd_page_info(1, &in) == 0);
+	return in.used_pages;
+}
+
+/* malloc_trim: another live thread's kept runs (24 x 10 pages of node 1)
+ * go back to the page level. Blocks held on node 1 keep the thread
+ * cache's bound (twice the node's large pages in use) above them. */
+static void case_trim(void)
+{
+	pthread_barrier_init(&obar, NULL, 2);
+	pthread_t t;
+	CHECK(pthread_create(&t, NULL, other, NULL) == 0);
+	pthread_barrier_wait(&obar);
+	set("bind:1");
+	fill(1 * MiB, 4);
+	pthread_barrier_wait(&obar);
+	pthread_barrier_wait(&obar);
+	uint64_t before = used1();
+	malloc_trim(0);
+	uint64_t after = used1();
+	printf("trim: node 1 pages in use %llu -> %llu\n", (unsigned long long)before, (unsigned long long)after);
+	CHECK(before >= after + 24 * 10, "malloc_trim left another thread's 24 x 10 kept pages: %llu -> %llu",
+	      (unsigned long long)before, (unsigned long long)after);
+	pthread_barrier_wait(&obar);
+	pthread_barrier_wait(&obar);
+	pthread_join(t, NULL);
+	CHECK_EQ(their_bad, 0);
 	release_all();
 }
 
@@ -307,5 +354,6 @@ int main(void)
 	run("spread_cache", case_spread_cache);
 	run("fallback", case_fallback);
 	run("other_thread", case_other_thread);
+	run("trim", case_trim);
 	return CHECK_DONE();
 }
