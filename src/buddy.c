@@ -363,12 +363,13 @@ static __attribute__((noinline)) bool gap_of(_nd_buddy_t *b, uint64_t n, unsigne
 	return best != UINT64_MAX;
 }
 
-uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *dirty)
+/* take_next's work at s; gap true: no search of a gap (_nd_buddy_take_at),
+ * false: take_next's one search. */
+static uint32_t take_run_at(_nd_buddy_t *b, uint64_t s, uint64_t n, unsigned k, uint64_t *dirty, bool gap)
 {
-	uint64_t s = b->next_at, e;
+	uint64_t e;
 	uint32_t h;
 	uint64_t rd, od_first, od_last;
-	bool gap = false;
 again:
 	e = s + n;
 	h = e <= (1ull << b->order_max) ? block_of(b, s) : NIL;
@@ -414,6 +415,16 @@ again:
 	}
 	*dirty = rd;
 	return (uint32_t)s;
+}
+
+uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *dirty)
+{
+	return take_run_at(b, b->next_at, n, k, dirty, false);
+}
+
+uint32_t _nd_buddy_take_at(_nd_buddy_t *b, uint64_t at, uint64_t n, unsigned k, uint64_t *dirty)
+{
+	return take_run_at(b, at, n, k, dirty, true);
 }
 
 /* The last resort when no block of order ceil_log2(n) is free: the

@@ -631,6 +631,7 @@ static heap_t *heap_take(_nd_thread_t *t, int node, const nd_policy_t *pol, int 
 		h->pol = pol;
 	}
 	h->pool_next = NULL;
+	h->rnear = 0; /* a new owner: its own turns count (slab.c, _nd_slab_new) */
 	heap_set_tp(h, _nd_slab_my_tp());
 	__atomic_store_n(&h->owner, t, __ATOMIC_RELEASE);
 	return h;

@@ -118,6 +118,10 @@ uint32_t _nd_buddy_take_oldest(_nd_buddy_t *b, unsigned k, bool small, uint64_t 
  * blocks it touches are split around it. Its index (NIL if not) and its
  * dirty pages in *dirty; the caller sets next_at (_nd_buddy_packed). */
 uint32_t _nd_buddy_take_next(_nd_buddy_t *b, uint64_t n, unsigned k, uint64_t *dirty);
+/* The same at page at (a heap's next slab run, page.c: _nd_page_alloc_near),
+ * without the gap: NIL if free blocks do not cover it, or if none of its
+ * pages is dirty while a dirty block of order k or above is free. */
+uint32_t _nd_buddy_take_at(_nd_buddy_t *b, uint64_t at, uint64_t n, unsigned k, uint64_t *dirty);
 /* n free pages in a row across free blocks of any order, from an
  * align-aligned start below end (none of order ceil_log2(n) free): the
  * start, NIL if none; *dirty as above. */
@@ -453,6 +457,12 @@ bool _nd_page_room_for(int node, size_t npages);
  * fallback by the policy, statistics counted. *got_node = serving node.
  * NULL with errno = ENOMEM when every allowed node is full. */
 void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, int want_node, int *got_node);
+/* The same for a slab run of npages aligned to npages (slab.c): at *near
+ * (the end of the heap's last one) if that is free and on the node, else
+ * (runs below 32 pages, when it would be cut from a clean block anyway)
+ * at the start of a clean 32-page block, whose rest the next ones take;
+ * *near (NULL at first) moves to the run's end. */
+void *_nd_page_alloc_near(size_t npages, const nd_policy_t *pol, int want_node, int *got_node, char **near);
 /* One contiguous run whose granules are spread over nodes by pol
  * (interleave or weighted, by offset), from the mixed slot. Granule i is
  * on the node of granule index start + i, start from the thread's spread

@@ -700,6 +700,11 @@ typedef struct nd_heap {
 	uint64_t unp;                   /* heap.c, slab_purge.c (owner): classes whose withheld
 					 * objects came back (_nd_slab_unpurge), for the heap's
 					 * life; a lend purges no slab of theirs */
+	char *rnext;                    /* slab.c (owner): the end of its last new slab's run,
+					 * where the next one goes if it can (_nd_page_alloc_near) */
+	uint8_t rnear;                  /* slab.c (owner; 0 at each adoption, heap.c): times another
+					 * heap of its node made a slab between two of its own, up to
+					 * NEAR_TURNS: from then on its runs go next to its own */
 } _nd_heap_t;
 _Static_assert(ND_SLAB_CLASSES <= 64, "unp, spbusy: a bit per class");
 _Static_assert(offsetof(_nd_heap_t, cur) == offsetof(_nd_heap_hot_t, cur) &&
@@ -726,6 +731,7 @@ typedef struct _nd_meta_node {
 	_nd_heap_t *pool_tail;      /* pool's last heap, NULL if empty (lock): a sweep's turn puts
 				     * its heap back there in O(1) (heap.c, pool_turns) */
 	int pool_dirty;             /* atomic: a parked heap got a remote free */
+	struct nd_heap *last_new;   /* atomic: the heap that made the node's last new slab (slab.c) */
 	/* heap.c's other per-node words, here so that a process touches one
 	 * page of per-node tables, not one per table (issue 11: peak RSS) */
 	uint32_t exit_trim_skipped; /* atomic: exits the rate bound skipped since the last trim */

@@ -265,14 +265,57 @@ static __attribute__((noinline, cold)) uint32_t take_span(_nd_arena_t *a, uint64
 	return i;
 }
 
+/* A heap's slab runs smaller than this many pages start a group of them
+ * (a clean block of this size) when none can follow its last one: two
+ * threads that take runs at once then write pages far apart. Their runs
+ * interleaved 16 KiB by 16 KiB cost bench batch2 (2 threads, 16 KiB
+ * slabs) 1.3x mimalloc's time (docs/malloc.md, "Threads"). */
+#define NEAR_GROUP 32
+/* No dirty free block of order k or above: a run of order k would be
+ * cut from a clean block anyway. */
+static bool none_dirty_from(const _nd_buddy_t *b, unsigned k)
+{
+	for (unsigned o = k; o <= b->purge_order && o <= b->order_max; o++)
+		if (b->dhead[o] != ND_BUDDY_NIL)
+			return false;
+	return true;
+}
+
+/* Where a heap's slab run should go (_nd_page_alloc_near). */
+typedef struct near {
+	uint64_t at; /* page index in the slot, UINT64_MAX: none */
+	unsigned gk; /* group order, 0: none */
+} near_t;
+
+/* A heap's slab run of n pages (order k; slot lock held): right after its
+ * last one, at page at (_nd_page_alloc_near), else, if it would be cut
+ * from a clean block anyway, at the start of a clean block of order gk,
+ * whose rest its next runs take (*cut = gk: the tail goes back); NIL if
+ * neither. Out of line and out of the hot text: only heaps of a node
+ * whose threads take slab runs in turn call it (slab.c, _nd_slab_new). */
+static __attribute__((noinline, cold)) uint32_t near_take(_nd_arena_t *a, uint64_t n, unsigned k, const near_t *nr,
+							  uint64_t *d, unsigned *cut)
+{
+	uint32_t i = ND_BUDDY_NIL;
+	if (nr->at != UINT64_MAX && nr->at + n <= a->mapped &&
+	    (i = _nd_buddy_take_at(&a->bd, nr->at, n, k, d)) != ND_BUDDY_NIL)
+		*cut = 0; /* exact: no tail */
+	else if (nr->gk > k && none_dirty_from(&a->bd, k) &&
+		 ((i = _nd_buddy_take(&a->bd, nr->gk, true, d)) != ND_BUDDY_NIL ||
+		  (!g.lazy && _nd_room_grow(a, nr->gk) && (i = _nd_buddy_take(&a->bd, nr->gk, true, d)) != ND_BUDDY_NIL)))
+		*cut = nr->gk; /* eager: the slot grown for it (the hole costs no call) */
+	return i;
+}
+
 /* A run of n pages (align: a power of two) from node's slot; NULL if it
  * has none. Lazy reservation: when the address space limit refuses the
  * run's mapping, the address space of every slot's free pages goes back
  * (_nd_purge_release) and the run is tried once more. low: the lowest n
  * free pages in a row of the grown part first (_nd_page_alloc_low).
  * advise: a big run's huge page advice (and probe) given here; false: the
- * caller's (_nd_page_alloc_fill). */
-static void *node_alloc(int node, uint64_t n, uint64_t align, bool low, bool advise)
+ * caller's (_nd_page_alloc_fill). nr: a heap's slab run placed near its
+ * own (near_take), else NULL. */
+static void *node_alloc(int node, uint64_t n, uint64_t align, bool low, bool advise, const near_t *nr)
 {
 	if (node < 0 || node >= g.node_limit)
 		return NULL;
@@ -293,6 +336,8 @@ retry:;
 	bool packed = n < g.purge_pages && align == 1 && !low;
 	uint32_t i = packed ? _nd_buddy_take_next(&a->bd, n, k, &d) : ND_BUDDY_NIL;
 	unsigned cut = k; /* the order of the block the run is cut from */
+	if (nd_unlikely(nr != NULL))
+		i = near_take(a, n, k, nr, &d, &cut);
 	if (nd_unlikely(low) && (i = _nd_buddy_take_low(&a->bd, n, a->mapped, &d)) != ND_BUDDY_NIL)
 		cut = 0; /* exact: no tail */
 	if (i == ND_BUDDY_NIL && packed && !g.lazy && a->bd.next_at <= a->mapped && a->bd.next_at + n > a->mapped &&
@@ -300,7 +345,7 @@ retry:;
 		i = _nd_buddy_take_next(&a->bd, n, k, &d);
 	if (i == ND_BUDDY_NIL)
 		i = packed ? _nd_buddy_take_oldest(&a->bd, k, true, &d) : _nd_buddy_take(&a->bd, k, n < g.purge_pages, &d);
-	else
+	else if (cut == k)
 		cut = 0; /* exact already: no tail. Not k: a retry (below) takes
 			  * blocks of order k again (audit15: a run of n pages
 			  * cut from a block of one page) */
@@ -442,7 +487,7 @@ static void *alloc_exact(int node, size_t npages, size_t align_pages, bool advis
 {
 	if (!prepare(npages, &align_pages, PREP_NODE))
 		return NULL;
-	void *p = node_alloc(node, npages, align_pages, false, advise);
+	void *p = node_alloc(node, npages, align_pages, false, advise, NULL);
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -496,7 +541,7 @@ void *_nd_page_alloc_low(int node, size_t npages)
 	size_t align = 1;
 	if (!prepare(npages, &align, PREP_SLOT))
 		return NULL;
-	void *p = node_alloc(node, npages, 1, true, true);
+	void *p = node_alloc(node, npages, 1, true, true, NULL);
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -510,11 +555,38 @@ void *_nd_page_alloc(size_t npages, size_t align_pages, const nd_policy_t *pol, 
 		return NULL;
 	_nd_policy_iter_t it;
 	for (int n = _nd_policy_first_n(&it, pol, want_node, npages); n >= 0; n = _nd_policy_next(&it)) {
-		void *p = node_alloc(n, npages, align_pages, false, true);
+		void *p = node_alloc(n, npages, align_pages, false, true, NULL);
 		if (p) {
 			_nd_policy_count(&it, n);
 			if (got_node)
 				*got_node = n;
+			return p;
+		}
+	}
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* _nd_page_alloc's loop with a place per node (nd_page.h). */
+void *_nd_page_alloc_near(size_t npages, const nd_policy_t *pol, int want_node, int *got_node, char **near)
+{
+	size_t align = npages;
+	*got_node = -1;
+	if (!prepare(npages, &align, PREP_SLOT))
+		return NULL;
+	uintptr_t off = *near ? (uintptr_t)*near - g.base : UINTPTR_MAX;
+	near_t nr = { UINT64_MAX, npages < NEAR_GROUP ? _nd_page_ceil_log2(NEAR_GROUP) : 0 };
+	_nd_policy_iter_t it;
+	for (int n = _nd_policy_first_n(&it, pol, want_node, npages); n >= 0; n = _nd_policy_next(&it)) {
+		/* a run of a bigger class than the last: the next aligned place */
+		nr.at = off < g.total && (int)(off >> g.slot_shift) == n
+				? ND_ALIGN_UP((off & g.slot_mask) >> ND_PAGE_SHIFT, (uint64_t)align)
+				: UINT64_MAX;
+		void *p = node_alloc(n, npages, align, false, true, &nr);
+		if (p) {
+			_nd_policy_count(&it, n);
+			*got_node = n;
+			*near = (char *)p + (npages << ND_PAGE_SHIFT);
 			return p;
 		}
 	}

@@ -341,14 +341,35 @@ static inline __attribute__((always_inline)) void set_class(slab_t *s, unsigned 
 	s->lcls = (uint8_t)c;
 }
 
-/* A new slab of class c for heap h: a run under pol wanting h's node. */
+/* A new slab of class c for heap h: a run under pol wanting h's node.
+ * Two threads of a node that take slab runs in turn got them from the
+ * buddy's same blocks, one thread's run next to the other's, and two
+ * cores writing neighbouring runs at once slow each other down (bench
+ * batch2: 1.3x mimalloc's time; docs/malloc.md "Threads"). So once
+ * another heap of the node made a new slab between two of h's NEAR_TURNS
+ * times, h's runs go next to its own (_nd_page_alloc_near). Not at the
+ * first turn: a process whose threads barely take slabs in turn (bench
+ * wl_xfree 2) never runs that code, which is not in the part of .text
+ * every process touches (test_init_footprint). last_new is written only
+ * when the heap making the node's slabs changes (a thread's steady state
+ * reuses its kept slabs: none made). */
+#define NEAR_TURNS 4u
 slab_t *_nd_slab_new(heap_t *h, unsigned c, const nd_policy_t *pol)
 {
 	int got = -1;
+	if (h->node >= 0 && h->node < ND_MAX_NODES) {
+		_nd_heap_t **last = &_nd_meta_node[h->node].last_new, *l = __atomic_load_n(last, __ATOMIC_RELAXED);
+		if (l != h) {
+			h->rnear += h->rnear < NEAR_TURNS && l && h->rnext;
+			__atomic_store_n(last, h, __ATOMIC_RELAXED);
+		}
+	}
 	/* aligned to its size (the buddy's blocks are anyway): whole map units */
-	char *p = _nd_page_alloc(cls_pages[c], cls_pages[c], pol, h->node, &got);
+	char *p = nd_unlikely(h->rnear >= NEAR_TURNS) ? _nd_page_alloc_near(cls_pages[c], pol, h->node, &got, &h->rnext)
+						      : _nd_page_alloc(cls_pages[c], cls_pages[c], pol, h->node, &got);
 	if (!p)
 		return NULL;
+	h->rnext = p + ((size_t)cls_pages[c] << ND_PAGE_SHIFT);
 	ND_ASSERT(!((uintptr_t)p & (((uintptr_t)cls_pages[c] << ND_PAGE_SHIFT) - 1)), "a slab run is aligned to its size");
 	if (got < 0)
 		got = _nd_page_node_of(p);
