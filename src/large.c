@@ -1241,7 +1241,10 @@ static bool tc_put(char *p, uint64_t np, int node, const _nd_pagedesc_t *d)
 		/* the thread's first: a block of its own on its CPU's memory
 		 * node (given back there at its exit) */
 		int mn = np <= lim ? _nd_topo()->cpu_mem_node[_nd_topo_cpu()] : -1;
-		if (mn < 0 || !(b = _nd_meta_blk_get(mn, sizeof *b)))
+		int err = errno; /* a full node's refusal in meta.c is not free's error (audit27) */
+		b = mn >= 0 ? _nd_meta_blk_get(mn, sizeof *b) : NULL;
+		errno = err;
+		if (!b)
 			return false;
 		b->node = mn;
 		_nd_lock(lk);

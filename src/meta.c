@@ -7,7 +7,6 @@
  * fast path reads. Below slab.c and heap.c; calls only the layers under
  * the slab layer (page, topology, os, msg, lock).
  */
-#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -42,15 +41,11 @@ static void *meta_chunk(int node, size_t bytes)
 	size_t np = bytes >> ND_PAGE_SHIFT;
 	const _nd_topo_t *t = _nd_topo();
 	void *p = NULL;
-	/* a full node's refusal is not the caller's error: a free that makes
-	 * a thread's block of kept runs (large.c) changed errno (audit27) */
-	int saved = errno;
 	if (node >= 0 && node < t->node_limit && !_nd_page_lazy()) {
 		p = _nd_page_alloc_low(node, np);
 		for (int i = 0; !p && i < t->fallback_len[node]; i++)
 			p = _nd_page_alloc_low(t->fallback[node][i], np);
 	}
-	errno = saved;
 	if (p) {
 		_nd_pagedesc_t *d = _nd_page_desc(p);
 		if (d)

@@ -1227,11 +1227,18 @@ static __attribute__((noinline)) void few_mix(heap_t *h, slab_t *s)
 		__atomic_fetch_or(&s->tp, _nd_slab_tp_mix((int32_t)s->node1), __ATOMIC_RELAXED);
 }
 
+/* the test's body out of line: refills run in every process, and the
+ * code every process touches is bounded (test_init_footprint) */
+static __attribute__((noinline, cold)) void few_test(heap_t *h, slab_t *s, const slab_t *b)
+{
+	if ((int32_t)b->cap - (int32_t)(b->used + b->fbias + b->lost) <= FEW_ROOM && few_many(h, s->cls))
+		few_mix(h, s);
+}
+
 static inline __attribute__((always_inline)) void few_check(heap_t *h, slab_t *s, const slab_t *b)
 {
-	if (nd_unlikely(cls_few[s->cls]) && (int32_t)b->cap - (int32_t)(b->used + b->fbias + b->lost) <= FEW_ROOM &&
-	    few_many(h, s->cls))
-		few_mix(h, s);
+	if (nd_unlikely(cls_few[s->cls]))
+		few_test(h, s, b);
 }
 
 void *_nd_slab_swap_pop(heap_t *h, slab_t *s, slab_t *b)
