@@ -494,6 +494,32 @@ int _nd_policy_next(_nd_policy_iter_t *it)
 	}
 }
 
+/* _nd_policy_first_n's first choice under a policy with a node set: out
+ * of line, so that the code a process with the default (local) policy
+ * runs stays small (src/hot_text.ld, test_init_footprint). */
+static __attribute__((noinline, cold)) int first_set(_nd_policy_iter_t *it, const _nd_topo_t *t,
+						     const nd_policy_t *pol, int cnode, size_t npages, bool tier)
+{
+	switch (pol->mode) {
+	case ND_POLICY_PREFERRED: {
+		int n = _nd_policy_mask_next(&pol->nodes, 0);
+		use_list(it, t, n, tier);
+		return it->want = n;
+	}
+	case ND_POLICY_INTERLEAVE:
+	case ND_POLICY_WEIGHTED: {
+		int n = il_choose(pol, npages);
+		use_list(it, t, n, tier);
+		it->interleave = true;
+		return it->want = n;
+	}
+	default: /* ND_POLICY_PREFERRED_MANY, ND_POLICY_BIND */
+		/* the nearest node of the set in the CPU node's order */
+		use_list(it, t, cnode, tier);
+		return it->want = _nd_policy_next(it);
+	}
+}
+
 int _nd_policy_first_n(_nd_policy_iter_t *it, const nd_policy_t *pol, int want_node, size_t npages)
 {
 	const _nd_topo_t *t = _nd_topo();
@@ -534,34 +560,15 @@ int _nd_policy_first_n(_nd_policy_iter_t *it, const nd_policy_t *pol, int want_n
 		}
 		return it->want = _nd_policy_next(it);
 	}
-	switch (mode) {
-	case ND_POLICY_PREFERRED: {
-		int n = _nd_policy_mask_next(&pol->nodes, 0);
-		use_list(it, t, n, tier);
-		return it->want = n;
-	}
-	case ND_POLICY_INTERLEAVE:
-	case ND_POLICY_WEIGHTED: {
-		int n = il_choose(pol, npages);
-		use_list(it, t, n, tier);
-		it->interleave = true;
-		return it->want = n;
-	}
-	case ND_POLICY_PREFERRED_MANY:
-	case ND_POLICY_BIND:
-		/* the nearest node of the set in the CPU node's order */
-		use_list(it, t, cnode, tier);
-		return it->want = _nd_policy_next(it);
-	case ND_POLICY_DEFAULT:
-	case ND_POLICY_LOCAL:
-	default:
-		/* the CPU's node list (the kernel's zonelist of numa_node_id(),
-		 * whose head is the effective memory node) */
-		use_list(it, t, cnode, tier);
-		if (!it->len)
-			use_list(it, t, mnode, tier);
-		return it->want = mnode;
-	}
+	if (mode == ND_POLICY_PREFERRED || mode == ND_POLICY_INTERLEAVE || mode == ND_POLICY_WEIGHTED ||
+	    mode == ND_POLICY_PREFERRED_MANY || mode == ND_POLICY_BIND)
+		return first_set(it, t, pol, cnode, npages, tier);
+	/* default, local: the CPU's node list (the kernel's zonelist of
+	 * numa_node_id(), whose head is the effective memory node) */
+	use_list(it, t, cnode, tier);
+	if (!it->len)
+		use_list(it, t, mnode, tier);
+	return it->want = mnode;
 }
 
 int _nd_policy_first(_nd_policy_iter_t *it, const nd_policy_t *pol, int want_node)
