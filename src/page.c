@@ -336,6 +336,7 @@ retry:;
 	bool packed = n < g.purge_pages && align == 1 && !low;
 	uint32_t i = packed ? _nd_buddy_take_next(&a->bd, n, k, &d) : ND_BUDDY_NIL;
 	unsigned cut = k; /* the order of the block the run is cut from */
+	ND_ASSERT(!(nr && packed), "a slab run (aligned to its size, at least 16 KiB) is never packed: take_next took nothing");
 	if (nd_unlikely(nr != NULL))
 		i = near_take(a, n, k, nr, &d, &cut);
 	if (nd_unlikely(low) && (i = _nd_buddy_take_low(&a->bd, n, a->mapped, &d)) != ND_BUDDY_NIL)
