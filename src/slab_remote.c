@@ -272,8 +272,10 @@ static inline uint32_t xfer_index_len(unsigned c, uint32_t k)
 }
 
 /* Writes h's index and returns the list's k-th (last) object: one walk
- * that the put also needs to cut its half. *own: how many of the k are
- * objects of the caller's own slabs (the put's test, below). Inlined,
+ * that the put also needs to cut its half. own: NULL, or where to count
+ * how many of the k are objects of the caller's own slabs (the put's
+ * test, below: classes up to XFER_HOME_MAX only, as reading each
+ * object's slab header is a load the other walks need not pay). Inlined,
  * as it was before it counted: out of line it sat outside the hot text
  * (src/hot_text.ld), wl_xfree 2's resident code 48 -> 108 KiB
  * (test_init_footprint). */
@@ -283,14 +285,16 @@ static inline __attribute__((always_inline)) void **xfer_index(void **h, uint32_
 	uint32_t m = 0;
 	void **p = h;
 	for (uint32_t j = 1, n = xfer_index_len(c, k);; j++) {
-		m += (__atomic_load_n(&((slab_t *)p[ND_FO_MARK])->tp, __ATOMIC_RELAXED) & ~ND_TP_FLAGS) == me;
+		if (own)
+			m += (__atomic_load_n(&((slab_t *)p[ND_FO_MARK])->tp, __ATOMIC_RELAXED) & ~ND_TP_FLAGS) == me;
 		if (j == k)
 			break;
 		p = p[ND_FO_LINK];
 		if (j <= n)
 			h[1 + j] = p;
 	}
-	*own = m;
+	if (own)
+		*own = m;
 	return p;
 }
 
@@ -353,12 +357,13 @@ bool _nd_slab_xfer_put(_nd_thread_t *t, unsigned c, uint32_t cap)
 	_nd_slab_hot_t *b = _nd_thread_bw(t, c);
 	/* the newest k go (the list is newest first), indexed by the walk
 	 * that finds their end (xfer_index); the oldest len - k stay */
-	uint32_t len = _nd_slab_bw_len(b, cap), k = len / 2, own;
+	uint32_t len = _nd_slab_bw_len(b, cap), k = len / 2, own = 0;
 	ND_ASSERT(k >= 1, "a list past its cap has two halves");
-	void **h = b->free, **last = xfer_index(h, k, c, &own);
+	bool small = _nd_slab_class_size(c) <= XFER_HOME_MAX;
+	void **h = b->free, **last = xfer_index(h, k, c, small ? &own : NULL);
 	void **rest = last[ND_FO_LINK];
 	last[ND_FO_LINK] = NULL;
-	if (_nd_slab_class_size(c) <= XFER_HOME_MAX && own * XFER_OWN > k) { /* a working set's churn: home */
+	if (small && own * XFER_OWN > k) { /* a working set's churn: home */
 		b->free = rest;
 		b->used += k;
 		bw_send(h);
@@ -468,9 +473,8 @@ static void split_live(void **o, uintptr_t me, uint32_t cap, void ***keep, uint3
 static void xfer_keep(int32_t node1, unsigned c, void **keep, uint32_t n)
 {
 	uintptr_t *x = xfer_slot(node1, c);
-	uint32_t own;
 	if (keep)
-		xfer_index(keep, n, c, &own); /* none: split_live kept others' only */
+		xfer_index(keep, n, c, NULL); /* no count: split_live kept others' only */
 	for (unsigned i = 0; keep && i < ND_XFER_K; i++) {
 		uintptr_t z = 0;
 		if (__atomic_compare_exchange_n(&x[i], &z, (uintptr_t)n << TF_CNT_SHIFT | (uintptr_t)keep, false,
